@@ -1,0 +1,47 @@
+/* arrayc/module.h: modules, the text format, verification and printing.
+ *
+ * A module is a set of named top-level functions in arrayc's typed IR. It is
+ * made by parsing text (ac_module_parse) or with the embedding API
+ * (arrayc/builder.h). A module owns all of its IR in one arena; destroying it
+ * frees everything at once.
+ */
+#ifndef ARRAYC_MODULE_H
+#define ARRAYC_MODULE_H
+
+#include "arrayc/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ac_module ac_module;
+
+/* Parses and verifies `len` bytes of program text. `filename` names the text
+ * in diagnostics ("FILE:LINE:COL: error: ..."). On success stores a new module
+ * in *out (free with ac_module_destroy); on failure returns AC_ERR_SYNTAX or
+ * AC_ERR_TYPE and, if err is not NULL, a diagnostic with the source line. */
+AC_API ac_status ac_module_parse(ac_context *ctx, const char *filename, const char *text,
+                                 size_t len, ac_module **out, ac_error **err);
+
+/* Creates an empty module (for the builder). Free with ac_module_destroy. */
+AC_API ac_module *ac_module_create(ac_context *ctx, const char *name);
+AC_API void ac_module_destroy(ac_module *m);
+AC_API ac_context *ac_module_context(const ac_module *m);
+
+/* Re-runs scoping and type checking on every function. Passes and the builder
+ * call it; it is cheap. */
+AC_API ac_status ac_module_verify(ac_module *m, ac_error **err);
+
+/* Canonical text of the module: parsing it gives a module that prints the
+ * same text. Returns a string to free with ac_string_destroy, or NULL with
+ * *err set. */
+AC_API char *ac_module_print(ac_module *m, ac_error **err);
+
+/* Functions of the module, in definition order. Names are borrowed. */
+AC_API size_t ac_module_num_functions(const ac_module *m);
+AC_API const char *ac_module_function_name(const ac_module *m, size_t i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,165 @@
+/* lib/ir/debruijn.c: shifting and substitution of de Bruijn indices.
+ *
+ * Variables are indices counting binders outward from the use (the innermost
+ * binder is 0). Moving an expression under k new binders adds k to its free
+ * variables (ir_shift); replacing a bound variable by an expression removes
+ * the binder (ir_subst), the textbook operations of de Bruijn's notation
+ * (Pierce, TAPL ch. 6). Both are pure: they build new nodes and reuse every
+ * subtree that does not change, so sharing inside the arena is preserved.
+ *
+ * The recursion follows the expression's depth; the parser bounds nesting, and
+ * the builder produces trees of the same depth as the program the user wrote.
+ */
+#include "ir.h"
+
+#include <string.h>
+
+/* Copies node r with new children (kids[] has the same count). */
+static ir_ref clone_with_kids(ac_module *m, ir_ref r, const ir_ref *kids) {
+  ir_node old = *ir_node_get(m, r);
+  ir_ref c = ir_node_new(m, (ir_op)old.op, old.loc, old.nkids, kids);
+  if (!c)
+    return IR_NONE;
+  ir_node *n = ir_node_get(m, c);
+  uint32_t k = n->kids;
+  *n = old;
+  n->kids = k;
+  return c;
+}
+
+/* Rebuilds r applying f to each child with its binder count; returns r itself
+ * when no child changed. */
+typedef ir_ref (*kid_fn)(ac_module *m, ir_ref kid, uint32_t binders, void *ud);
+
+static ir_ref map_kids(ac_module *m, ir_ref r, kid_fn f, void *ud) {
+  uint32_t nk = ir_node_get(m, r)->nkids;
+  if (nk == 0)
+    return r;
+  ir_ref small[16];
+  ir_ref *nkids = nk <= 16 ? small : ac_alloc(m->ctx, nk * sizeof *nkids);
+  if (!nkids) {
+    m->oom = true;
+    return IR_NONE;
+  }
+  bool changed = false, failed = false;
+  for (uint32_t i = 0; i < nk; i++) {
+    ir_ref k = ir_kid(m, r, i);
+    nkids[i] = k ? f(m, k, ir_binders(m, r, i), ud) : IR_NONE;
+    if (k && !nkids[i])
+      failed = true;
+    changed |= nkids[i] != k;
+  }
+  ir_ref res = failed ? IR_NONE : changed ? clone_with_kids(m, r, nkids) : r;
+  if (nkids != small)
+    ac_free(m->ctx, nkids);
+  return res;
+}
+
+typedef struct shift_st {
+  int32_t d;
+  uint32_t cutoff;
+} shift_st;
+
+static ir_ref shift_rec(ac_module *m, ir_ref e, uint32_t binders, void *ud);
+
+static ir_ref shift_at(ac_module *m, ir_ref e, int32_t d, uint32_t cutoff) {
+  ir_node *n = ir_node_get(m, e);
+  if (n->op == IR_VAR) {
+    int64_t idx = n->attr;
+    if (idx < (int64_t)cutoff)
+      return e;
+    if (idx + d < (int64_t)cutoff)
+      return IR_NONE; /* the variable would be captured or vanish */
+    ir_ref v = ir_var(m, n->loc, (uint32_t)(idx + d));
+    if (v)
+      ir_node_get(m, v)->type = ir_node_get(m, e)->type;
+    return v;
+  }
+  shift_st st = {d, cutoff};
+  return map_kids(m, e, shift_rec, &st);
+}
+
+static ir_ref shift_rec(ac_module *m, ir_ref e, uint32_t binders, void *ud) {
+  shift_st *st = ud;
+  return shift_at(m, e, st->d, st->cutoff + binders);
+}
+
+ir_ref ir_shift(ac_module *m, ir_ref e, int32_t d, uint32_t cutoff) {
+  if (d == 0 || e == IR_NONE)
+    return e;
+  return shift_at(m, e, d, cutoff);
+}
+
+typedef struct subst_st {
+  uint32_t j; /* index of the variable being replaced, at this depth */
+  ir_ref s;   /* replacement, valid at the depth of the original binder */
+  uint32_t depth; /* binders crossed since the substitution started */
+} subst_st;
+
+static ir_ref subst_at(ac_module *m, ir_ref e, subst_st st);
+
+static ir_ref subst_rec(ac_module *m, ir_ref e, uint32_t binders, void *ud) {
+  subst_st st = *(subst_st *)ud;
+  st.j += binders;
+  st.depth += binders;
+  return subst_at(m, e, st);
+}
+
+static ir_ref subst_at(ac_module *m, ir_ref e, subst_st st) {
+  ir_node *n = ir_node_get(m, e);
+  if (n->op == IR_VAR) {
+    uint32_t idx = (uint32_t)n->attr;
+    if (idx == st.j)
+      return ir_shift(m, st.s, (int32_t)st.depth, 0);
+    if (idx > st.j) {
+      ir_ref v = ir_var(m, n->loc, idx - 1);
+      if (v)
+        ir_node_get(m, v)->type = ir_node_get(m, e)->type;
+      return v;
+    }
+    return e;
+  }
+  return map_kids(m, e, subst_rec, &st);
+}
+
+ir_ref ir_subst(ac_module *m, ir_ref e, uint32_t j, ir_ref s) {
+  subst_st st = {j, s, 0};
+  return subst_at(m, e, st);
+}
+
+static bool occurs_at(const ac_module *m, ir_ref e, uint32_t j) {
+  const ir_node *n = ir_node_get(m, e);
+  if (n->op == IR_VAR)
+    return (uint32_t)n->attr == j;
+  for (uint32_t i = 0; i < n->nkids; i++) {
+    ir_ref k = ir_kid(m, e, i);
+    if (k && occurs_at(m, k, j + ir_binders(m, e, i)))
+      return true;
+  }
+  return false;
+}
+
+bool ir_occurs(const ac_module *m, ir_ref e, uint32_t j) { return occurs_at(m, e, j); }
+
+bool ir_equal(const ac_module *m, ir_ref a, ir_ref b) {
+  if (a == b)
+    return true;
+  if (!a || !b)
+    return false;
+  const ir_node *x = ir_node_get(m, a), *y = ir_node_get(m, b);
+  if (x->op != y->op || x->nkids != y->nkids || x->attr != y->attr)
+    return false;
+  if (x->op == IR_LIT && (x->lit.u != y->lit.u || x->type != y->type))
+    return false;
+  if (x->op == IR_CAST && x->type != y->type)
+    return false;
+  if (x->op == IR_REC && (x->lit.u != y->lit.u || x->type != y->type))
+    return false;
+  if (x->op == IR_ARRLIT &&
+      memcmp(&m->ints[x->aux], &m->ints[y->aux], (size_t)x->attr * sizeof(int64_t)) != 0)
+    return false;
+  for (uint32_t i = 0; i < x->nkids; i++)
+    if (!ir_equal(m, ir_kid(m, a, i), ir_kid(m, b, i)))
+      return false;
+  return true;
+}

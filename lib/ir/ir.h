@@ -1,0 +1,293 @@
+/* lib/ir/ir.h: the internal IR of arrayc.
+ *
+ * Layout (see docs/architecture.md):
+ *   - ac_context owns the allocator hook, the interned strings (ir_sym) and
+ *     the interned types (ir_type). Equal types have equal ids.
+ *   - ac_module owns one function table and one node arena. Nodes are
+ *     addressed by ir_ref (index into m->nodes; 0 is "no node"), children live
+ *     in m->kids, binder name hints in m->syms, variable-length integer
+ *     attributes in m->ints. Everything is freed with the module.
+ *   - Variables are de Bruijn indices (VAR.attr). A binder of k variables
+ *     makes the LAST of them index 0: in `|a, b| e`, b is 0 and a is 1; in a
+ *     function f(p0, p1, p2) the body sees p2 as 0 and p0 as 2.
+ *   - Names are printing hints only.
+ *
+ * Which children bind variables (scope of each child):
+ *   LET     k0 plain; k1 binds 1 (names[0])
+ *   LETTUP  k0 plain; k1 binds attr (names[0..attr-1], names[attr-1] is index 0)
+ *   LAM     k0 binds attr parameters
+ *   LOOP    kids init_1..init_k plain, then LAM(k) cond, LAM(k) step
+ *   REC     lo_1,hi_1..lo_n,hi_n plain; body binds n+1: self (names[0]), then
+ *           i_1..i_n (names[1..n]); so i_n is 0 and self is n
+ *   everything else binds nothing (lambdas appear as LAM/FNREF children)
+ */
+#ifndef ARRAYC_LIB_IR_H
+#define ARRAYC_LIB_IR_H
+
+#include "arrayc/arrayc.h"
+
+#include <stdarg.h>
+
+#if defined(__GNUC__)
+#define IR_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define IR_PRINTF(f, a)
+#endif
+
+typedef uint32_t ir_ref;  /* node index; 0 = none */
+typedef uint32_t ir_type; /* interned type id; 0 = none/unknown */
+typedef uint32_t ir_sym;  /* interned string id; 0 = none */
+
+#define IR_NONE 0u
+#define IR_TY_NONE 0u
+#define IR_SYM_NONE 0u
+
+/* ---- operations (from the one table) ---- */
+typedef enum ir_op {
+#define AC_OP(id, spelling, syntax, nkids, typing, prec) IR_##id,
+#include "arrayc/ops.def"
+#undef AC_OP
+  IR_NUM_OPS
+} ir_op;
+
+typedef enum ir_syntax { SX_NONE, SX_PREFIX, SX_INFIX, SX_CALL, SX_SPECIAL } ir_syntax;
+typedef enum ir_typing {
+  TC_ARITH, TC_INT, TC_SHIFT, TC_CMP, TC_ORD, TC_LOGIC, TC_NEG, TC_NOT, TC_BNOT,
+  TC_NUM1, TC_NUM2, TC_FLT1, TC_FLT2, TC_FLT3, TC_FPRED, TC_SPECIAL
+} ir_typing;
+
+typedef struct ir_opinfo {
+  const char *name;     /* "ADD" */
+  const char *spelling; /* "+" or "map" or "" */
+  ir_syntax syntax;
+  int nkids; /* -1 = variable */
+  ir_typing typing;
+  int prec;
+} ir_opinfo;
+
+extern const ir_opinfo ir_ops[IR_NUM_OPS];
+
+/* Looks up a builtin by its call spelling ("map", "sqrt"); returns IR_NUM_OPS
+ * if there is none. */
+ir_op ir_op_by_call_name(const char *name, size_t len);
+
+/* ---- locations and diagnostics ---- */
+typedef struct ir_loc {
+  uint32_t line, col; /* 1-based; 0 = unknown */
+} ir_loc;
+
+/* ---- types ---- */
+typedef enum ir_tykind {
+  TK_SCALAR, /* scalar: sc */
+  TK_TUPLE,  /* fields: n, fields (n == 0 is unit) */
+  TK_ARRAY,  /* sc element type, rank >= 1 (elements are always scalars) */
+  TK_WINDOW, /* stencil window: elem (any element type), rank */
+  TK_FN      /* lambda / function: fields[0..n-1] params, ret */
+} ir_tykind;
+
+typedef struct ir_typeinfo {
+  ir_tykind kind;
+  ac_scalar sc;    /* TK_SCALAR, TK_ARRAY */
+  uint32_t rank;   /* TK_ARRAY, TK_WINDOW */
+  uint32_t n;      /* TK_TUPLE, TK_FN: number of fields / params */
+  const ir_type *fields; /* borrowed, n entries */
+  ir_type elem;    /* TK_WINDOW element type */
+  ir_type ret;     /* TK_FN result */
+} ir_typeinfo;
+
+ir_type ir_ty_scalar(ac_context *ctx, ac_scalar s);
+ir_type ir_ty_tuple(ac_context *ctx, uint32_t n, const ir_type *fields); /* n==1 -> fields[0] */
+/* Array with normalisation: elem tuple -> tuple of arrays; elem containing an
+ * array or a window or a function -> IR_TY_NONE. */
+ir_type ir_ty_array(ac_context *ctx, ir_type elem, uint32_t rank);
+ir_type ir_ty_window(ac_context *ctx, ir_type elem, uint32_t rank);
+ir_type ir_ty_fn(ac_context *ctx, uint32_t n, const ir_type *params, ir_type ret);
+ir_type ir_ty_unit(ac_context *ctx);
+/* Borrowed view of a type; valid until the next type is interned in ctx. */
+ir_typeinfo ir_ty_info(const ac_context *ctx, ir_type t);
+bool ir_ty_is_scalar(const ac_context *ctx, ir_type t, ac_scalar *sc);
+bool ir_ty_is_int(const ac_context *ctx, ir_type t);   /* any integer scalar */
+bool ir_ty_is_float(const ac_context *ctx, ir_type t); /* f32, f64 */
+bool ir_ty_is_numeric(const ac_context *ctx, ir_type t);
+/* Array view: t is TK_ARRAY, or a tuple whose fields are all array views of
+ * the same rank (structure of arrays). Gives the element type (a scalar or a
+ * tuple of element types) and the rank. */
+bool ir_ty_array_view(ac_context *ctx, ir_type t, ir_type *elem, uint32_t *rank);
+/* True if t contains no array, window or function: a valid element type. */
+bool ir_ty_is_element(const ac_context *ctx, ir_type t);
+/* Number of scalar/array leaves when flattened (unit has 0). */
+uint32_t ir_ty_num_leaves(const ac_context *ctx, ir_type t);
+/* Appends the spelling of t ("(f32[], i32)", "bool", "f64[,]") to buf. */
+struct ir_buf;
+void ir_ty_print(const ac_context *ctx, ir_type t, struct ir_buf *out);
+
+/* ---- strings ---- */
+ir_sym ir_sym_intern(ac_context *ctx, const char *s, size_t len);
+const char *ir_sym_str(const ac_context *ctx, ir_sym s); /* "" for IR_SYM_NONE */
+
+/* ---- growable byte buffer (printing, diagnostics) ---- */
+typedef struct ir_buf {
+  ac_context *ctx;
+  char *data; /* always NUL-terminated when len > 0 or after ir_buf_cstr */
+  size_t len, cap;
+  bool oom;
+} ir_buf;
+void ir_buf_init(ir_buf *b, ac_context *ctx);
+void ir_buf_free(ir_buf *b);
+void ir_buf_putc(ir_buf *b, char c);
+void ir_buf_puts(ir_buf *b, const char *s);
+void ir_buf_putn(ir_buf *b, const char *s, size_t n);
+void ir_buf_printf(ir_buf *b, const char *fmt, ...) IR_PRINTF(2, 3);
+/* Returns the accumulated string (owned by the buffer; "" if empty). */
+const char *ir_buf_cstr(ir_buf *b);
+/* Transfers the string to the caller (free with ac_string_destroy); resets b. */
+char *ir_buf_take(ir_buf *b);
+
+/* ---- memory ---- */
+void *ac_alloc(ac_context *ctx, size_t n);           /* NULL on failure */
+void *ac_realloc(ac_context *ctx, void *p, size_t n); /* NULL on failure, p kept */
+void ac_free(ac_context *ctx, void *p);
+char *ac_strdup(ac_context *ctx, const char *s);
+char *ac_strndup(ac_context *ctx, const char *s, size_t n);
+/* Grows *vec (element size `size`) so that index `need-1` fits. */
+bool ac_grow(ac_context *ctx, void **vec, size_t *cap, size_t need, size_t size);
+
+/* ---- nodes ---- */
+
+/* Node flags. */
+enum {
+  IR_F_SUFFIX = 1u << 0, /* LIT: written with an explicit type suffix (or built by the API) */
+  IR_F_CTX = 1u << 1,    /* LIT: type came from context; printer omits the suffix */
+  IR_F_NEG = 1u << 2,    /* LIT before checking: integer literal is negative (lit.u = magnitude) */
+  IR_F_FLOATLIT = 1u << 3, /* LIT: written as a float literal (has '.' or exponent) */
+  IR_F_INFNAN = 1u << 4  /* LIT: written as inf / nan */
+};
+
+/* Boundary kinds (STENCIL.attr): AC_BOUNDARY_* of builder.h. */
+
+typedef union ir_litval {
+  uint64_t u; /* integers: two's-complement bits, sign-extended to 64; bool 0/1 */
+  int64_t i;
+  double f; /* f32 values are stored rounded to float precision */
+} ir_litval;
+
+typedef struct ir_node {
+  uint16_t op;    /* ir_op */
+  uint16_t flags; /* IR_F_* */
+  uint32_t nkids;
+  uint32_t kids;  /* offset of the first child in m->kids */
+  ir_type type;   /* set by the verifier for every node (parser/API set LIT with suffix, CAST, REC) */
+  ir_loc loc;
+  int64_t attr;   /* op-specific, see ops.def */
+  uint32_t names; /* offset in m->syms of the binder name hints */
+  uint32_t aux;   /* offset in m->ints: ARRLIT extents (attr of them), REC schedule (set by the verifier) */
+  ir_litval lit;  /* LIT value; REC: bit k set = dimension k was written `lo..hi` (exclusive) */
+} ir_node;
+
+typedef struct ir_func {
+  ir_sym name;
+  ir_loc loc;
+  uint32_t nparams;
+  uint32_t params;   /* offset in m->ints of nparams param types (ir_type as int64) */
+  uint32_t pnames;   /* offset in m->syms of nparams param names */
+  ir_type result;
+  ir_ref body;       /* IR_NONE until defined */
+} ir_func;
+
+struct ac_module {
+  ac_context *ctx;
+  char *name;     /* file name for diagnostics ("<api>" for built modules) */
+  char *src;      /* copy of the source text, or NULL */
+  size_t srclen;
+  ir_node *nodes; size_t nnodes, capnodes; /* nodes[0] is a dummy */
+  ir_ref *kids;   size_t nkids, capkids;
+  ir_sym *syms;   size_t nsyms, capsyms;
+  int64_t *ints;  size_t nints, capints;
+  ir_func *funcs; size_t nfuncs, capfuncs;
+  bool oom;       /* an allocation failed; the module is unusable */
+};
+
+/* Creates a node; kids are copied. Returns IR_NONE (and sets m->oom) if
+ * memory runs out. */
+ir_ref ir_node_new(ac_module *m, ir_op op, ir_loc loc, uint32_t nkids, const ir_ref *kids);
+static inline ir_node *ir_node_get(const ac_module *m, ir_ref r) { return &m->nodes[r]; }
+static inline ir_ref ir_kid(const ac_module *m, ir_ref r, uint32_t i) {
+  return m->kids[m->nodes[r].kids + i];
+}
+static inline void ir_set_kid(ac_module *m, ir_ref r, uint32_t i, ir_ref k) {
+  m->kids[m->nodes[r].kids + i] = k;
+}
+/* Allocates binder name slots / integer slots; return offsets (0 on OOM with m->oom). */
+uint32_t ir_syms_push(ac_module *m, uint32_t n, const ir_sym *syms);
+uint32_t ir_ints_push(ac_module *m, uint32_t n, const int64_t *vals);
+/* Number of variables bound around child i of node r (see table above). */
+uint32_t ir_binders(const ac_module *m, ir_ref r, uint32_t i);
+/* Name hint of the j-th binder (0-based in binding order) introduced around
+ * child i of node r; IR_SYM_NONE if none. */
+ir_sym ir_binder_name(const ac_module *m, ir_ref r, uint32_t i, uint32_t j);
+
+/* Convenience constructors. */
+ir_ref ir_var(ac_module *m, ir_loc loc, uint32_t index);
+ir_ref ir_lit_typed(ac_module *m, ir_loc loc, ir_type t, ir_litval v); /* sets IR_F_SUFFIX */
+
+/* Adds a function (body IR_NONE). Returns its index, or -1 on OOM. */
+int32_t ir_func_add(ac_module *m, ir_sym name, ir_loc loc, uint32_t nparams,
+                    const ir_type *ptypes, const ir_sym *pnames, ir_type result);
+int32_t ir_func_find(const ac_module *m, ir_sym name); /* -1 if absent */
+static inline ir_type ir_func_param(const ac_module *m, const ir_func *f, uint32_t i) {
+  return (ir_type)m->ints[f->params + i];
+}
+
+/* ---- de Bruijn operations (debruijn.c) ----
+ * Both build new nodes; shared subtrees that need no change are reused. */
+/* Adds d to every variable of e whose index is >= cutoff (free variables of
+ * e relative to `cutoff` enclosing binders). d may be negative; a variable
+ * that would become negative is an internal error (returns IR_NONE). */
+ir_ref ir_shift(ac_module *m, ir_ref e, int32_t d, uint32_t cutoff);
+/* e[j := s]: replaces variable j of e by s (shifted under binders) and
+ * lowers the variables above j by one, i.e. the binder of j is removed.
+ * This is beta-reduction of `let x = s; e` with j = 0. */
+ir_ref ir_subst(ac_module *m, ir_ref e, uint32_t j, ir_ref s);
+/* True if variable j (relative to e) occurs free in e. */
+bool ir_occurs(const ac_module *m, ir_ref e, uint32_t j);
+/* Structural equality of two subtrees (types ignored, locations ignored). */
+bool ir_equal(const ac_module *m, ir_ref a, ir_ref b);
+
+/* ---- errors (diag.c) ---- */
+struct ac_error {
+  ac_status status;
+  char *message;
+  char *file;
+  unsigned line, col;
+  char *text;
+  ac_context *ctx;
+};
+/* Makes an error with position and, when m has source text, the source line
+ * and caret. m may be NULL. Returns NULL only on OOM (callers then return
+ * AC_ERR_NOMEM). */
+ac_error *ir_error(ac_context *ctx, ac_status st, const ac_module *m, ir_loc loc,
+                   const char *fmt, ...) IR_PRINTF(5, 6);
+ac_error *ir_verror(ac_context *ctx, ac_status st, const ac_module *m, ir_loc loc,
+                    const char *fmt, va_list ap);
+/* Stores e into *err if err is not NULL, otherwise destroys it; returns st. */
+ac_status ir_report(ac_error **err, ac_error *e, ac_status st);
+
+/* ---- the front end, checker, printer, interpreter ---- */
+/* parse.c: text -> unchecked IR (names resolved to indices; literal types
+ * unknown unless suffixed). */
+ac_status ir_parse(ac_module *m, const char *text, size_t len, ac_error **err);
+/* check.c: scoping, types, literal typing from context, rec dependency
+ * analysis and schedules; sets node->type everywhere. */
+ac_status ir_check_module(ac_module *m, ac_error **err);
+/* print.c: canonical text. */
+ac_status ir_print_module(ac_module *m, ir_buf *out, ac_error **err);
+/* interp/: evaluate function `fn` on flattened args. */
+ac_status interp_call(ac_module *m, uint32_t fn, const ac_datum *args, size_t nargs,
+                      ac_datum *results, size_t nresults, ac_error **err);
+
+/* Walks a type's leaves in order (flattening of arguments/results): calls
+ * fn(ud, sc, rank) for each scalar (rank 0) or array leaf. */
+void ir_ty_leaves(ac_context *ctx, ir_type t,
+                  void (*fn)(void *ud, ac_scalar sc, uint32_t rank), void *ud);
+
+#endif

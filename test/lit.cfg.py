@@ -1,0 +1,32 @@
+# lit configuration for arrayc: every .ac and .test file under test/ (except
+# unit/) with RUN lines is a test.
+#
+# Substitutions:
+#   %arrayc-opt  %arrayc-run   the tools of this build
+#   FileCheck, not             from LLVM 19's tools
+#   %python                    the Python that CMake found
+#   %srcroot                   the source tree (examples/ etc.)
+#   %check-output              test/e2e/check_output.py: compares printed results with
+#                              expected ones (exact for integers/bools, tolerant for floats)
+import os
+import lit.formats
+
+config.name = "arrayc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".ac", ".test"]
+config.test_source_root = os.path.join(config.arrayc_src_root, "test")
+config.test_exec_root = os.path.join(config.arrayc_obj_root, "test")
+config.excludes = ["unit", "Inputs", "CMakeLists.txt"]
+
+tools = config.arrayc_obj_root
+config.substitutions.append(("%arrayc-opt", os.path.join(tools, "arrayc-opt")))
+config.substitutions.append(("%arrayc-run", os.path.join(tools, "arrayc-run")))
+config.substitutions.append(("%python", config.python))
+config.substitutions.append(("%srcroot", config.arrayc_src_root))
+config.substitutions.append(
+    ("%check-output", config.python + " " +
+     os.path.join(config.arrayc_src_root, "test", "e2e", "check_output.py")))
+config.substitutions.append(("FileCheck", config.filecheck))
+if config.not_tool:
+    config.substitutions.append((r"\bnot\b", config.not_tool))
+config.environment["ARRAYC_SOURCE_DIR"] = config.arrayc_src_root

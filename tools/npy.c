@@ -1,0 +1,2 @@
+/* STUB: replaced by the .npy reader/writer. */
+typedef int npy_placeholder_;

@@ -1,0 +1,19 @@
+/* tools/toolutil.h: small helpers shared by the command-line tools. */
+#ifndef ARRAYC_TOOLUTIL_H
+#define ARRAYC_TOOLUTIL_H
+
+#include "arrayc/arrayc.h"
+
+#include <stdio.h>
+
+/* Reads a whole file ("-" = standard input) into a malloc'd buffer. Returns
+ * NULL and prints "PROG: cannot read FILE: reason" on failure. */
+char *tool_read_file(const char *prog, const char *path, size_t *len);
+
+/* Parses FILE (or stdin) into a module; prints the diagnostic on failure. */
+ac_module *tool_load_module(const char *prog, ac_context *ctx, const char *path);
+
+/* Prints an error's full text to stderr. */
+void tool_print_error(const ac_error *e);
+
+#endif
