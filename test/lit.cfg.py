@@ -6,6 +6,7 @@
 #   FileCheck, not             from LLVM 19's tools
 #   %python                    the Python that CMake found
 #   %srcroot                   the source tree (examples/ etc.)
+#   %bindir                    the build tree (example-NAME programs live there)
 #   %check-output              test/e2e/check_output.py: compares printed results with
 #                              expected ones (exact for integers/bools, tolerant for floats)
 import os
@@ -23,6 +24,7 @@ config.substitutions.append(("%arrayc-opt", os.path.join(tools, "arrayc-opt")))
 config.substitutions.append(("%arrayc-run", os.path.join(tools, "arrayc-run")))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%srcroot", config.arrayc_src_root))
+config.substitutions.append(("%bindir", config.arrayc_obj_root))
 config.substitutions.append(
     ("%check-output", config.python + " " +
      os.path.join(config.arrayc_src_root, "test", "e2e", "check_output.py")))
