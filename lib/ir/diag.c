@@ -34,11 +34,12 @@ static void render_source(ir_buf *b, const ac_module *m, ir_loc loc) {
   if (!m || !m->src || loc.line == 0)
     return;
   const char *s = m->src, *end = m->src + m->srclen;
-  for (uint32_t l = 1; l < loc.line && s < end; s++)
+  uint32_t l = 1;
+  for (; l < loc.line && s < end; s++)
     if (*s == '\n')
       l++;
-  if (s >= end && loc.line > 1)
-    return;
+  if (l < loc.line)
+    return; /* position past the end of the text: no line to show */
   const char *e = s;
   while (e < end && *e != '\n')
     e++;
