@@ -1,5 +1,975 @@
-/* STUB: replaced by the verifier. */
-#include "ir.h"
+/* lib/ir/check.c: the verifier: scoping, types and literal typing.
+ *
+ * ir_check_module runs on IR from the parser (unsuffixed literals untyped),
+ * from the builder (every literal typed) and from passes (fully typed), and
+ * gives every node its type: VAR its binder's, LAM and FNREF a TK_FN type.
+ * It is idempotent: checking a checked tree again gives the same types, the
+ * same literal values and flags, and the same schedules.
+ *
+ * Typing is bidirectional, as docs/language.md §5 prescribes: a node is
+ * either synthesised or checked against an expected type. The expected type
+ * reaches literals, the operands of operators whose result has their type
+ * (check_ops.c), the branches of `if`, the bodies of `let`, the fields of
+ * tuple expressions and the elements of array literals; every other node is
+ * synthesised and compared. Without an expected type, operands that must
+ * share a type follow the "flexible" rule (chk_share): the first operand that
+ * is not a bare literal expression gives its type to the others, so `1 + x`
+ * with x: i64 adds i64s. Literals are typed and then
+ * normalised in place (integers as 64-bit two's complement, f32 values
+ * rounded to float), with IR_F_CTX telling the printer whether the type came
+ * from context; a literal already normalised is re-typed from its value, so
+ * a second run agrees with the first.
+ *
+ * Besides types, the verifier rejects what the rest of the compiler must
+ * never see: lambdas outside argument positions, stencil windows and rec
+ * arrays used other than by indexing, recursion between functions (a cycle
+ * in the call graph, reported with its path), and malformed trees from the
+ * builder or passes (bad child counts, variables out of scope, trees deeper
+ * than CHK_MAX_DEPTH), which become AC_ERR_TYPE "malformed IR" errors rather
+ * than crashes. The first error stops the check.
+ *
+ * Operators and array operations are in check_ops.c, recurrences in
+ * check_rec.c (see check.h).
+ */
+#include "check.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- errors ---- */
+
+static bool chk_vfail(chk *c, ir_loc loc, const char *fmt, va_list ap) {
+  if (c->st != AC_OK)
+    return false;
+  c->err = ir_verror(c->ctx, AC_ERR_TYPE, c->m, loc, fmt, ap);
+  c->st = c->err ? AC_ERR_TYPE : AC_ERR_NOMEM;
+  return false;
+}
+
+bool chk_fail_at(chk *c, ir_loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  chk_vfail(c, loc, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+bool chk_fail(chk *c, ir_ref r, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  chk_vfail(c, ir_node_get(c->m, r)->loc, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+bool chk_oom(chk *c) {
+  if (c->st == AC_OK)
+    c->st = AC_ERR_NOMEM;
+  return false;
+}
+
+const char *chk_tyname(chk *c, ir_type t) {
+  ir_buf *b = &c->names[c->nextname++ % 4];
+  b->len = 0;
+  if (b->data)
+    b->data[0] = 0;
+  ir_ty_print(c->ctx, t, b);
+  return b->oom ? "?" : ir_buf_cstr(b);
+}
+
+/* ---- scopes ---- */
+
+bool chk_push(chk *c, ir_type t, ir_sym name, uint8_t kind) {
+  if (!ac_grow(c->ctx, (void **)&c->env, &c->capenv, c->nenv + 1, sizeof *c->env))
+    return chk_oom(c);
+  c->env[c->nenv++] = (chk_entry){t, name, kind};
+  return true;
+}
+
+void chk_pop(chk *c, size_t n) {
+  c->nenv -= n <= c->nenv ? n : c->nenv;
+}
+
+ir_sym chk_node_name(const chk *c, ir_ref r, uint32_t j) {
+  const ir_node *n = ir_node_get(c->m, r);
+  if (n->names == 0 || (size_t)n->names + j >= c->m->nsyms)
+    return IR_SYM_NONE;
+  return c->m->syms[n->names + j];
+}
+
+bool chk_edge_add(chk *c, uint32_t callee, ir_loc loc) {
+  if (!ac_grow(c->ctx, (void **)&c->edges, &c->capedges, c->nedges + 1, sizeof *c->edges))
+    return chk_oom(c);
+  c->edges[c->nedges++] = (chk_edge){c->fn, callee, loc};
+  return true;
+}
+
+bool chk_is_value_type(const chk *c, ir_type t) {
+  if (t == IR_TY_NONE)
+    return false;
+  ir_typeinfo ti = ir_ty_info(c->ctx, t);
+  if (ti.kind == TK_SCALAR || ti.kind == TK_ARRAY)
+    return true;
+  if (ti.kind != TK_TUPLE)
+    return false;
+  for (uint32_t i = 0; i < ti.n; i++)
+    if (!chk_is_value_type(c, ir_ty_info(c->ctx, t).fields[i]))
+      return false;
+  return true;
+}
+
+/* ---- flexible expressions ---- */
+
+static bool is_flex_binop(ir_op op) {
+  switch (op) {
+  case IR_ADD:
+  case IR_SUB:
+  case IR_MUL:
+  case IR_DIV:
+  case IR_REM:
+  case IR_BAND:
+  case IR_BOR:
+  case IR_BXOR:
+  case IR_SHL:
+  case IR_SHR:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* Walks a flexible expression; returns false if r is not flexible, else adds
+ * the kinds of its literals to *lits. Malformed nodes are not flexible (the
+ * type walk reports them); the depth bound guards against cyclic graphs. */
+static bool flex_walk(const chk *c, ir_ref r, unsigned *lits, unsigned depth) {
+  const ac_module *m = c->m;
+  if (r == IR_NONE || r >= m->nnodes || depth > CHK_MAX_DEPTH)
+    return false;
+  const ir_node *n = ir_node_get(m, r);
+  if ((size_t)n->kids + n->nkids > m->nkids)
+    return false;
+  switch ((ir_op)n->op) {
+  case IR_LIT:
+    if (n->flags & IR_F_SUFFIX)
+      return false;
+    *lits |= n->flags & IR_F_FLOATLIT ? FLEX_FLOAT : FLEX_INT;
+    return true;
+  case IR_NEG:
+    return n->nkids == 1 && flex_walk(c, ir_kid(m, r, 0), lits, depth + 1);
+  case IR_IF:
+    return n->nkids == 3 && flex_walk(c, ir_kid(m, r, 1), lits, depth + 1) &&
+           flex_walk(c, ir_kid(m, r, 2), lits, depth + 1);
+  default:
+    return is_flex_binop((ir_op)n->op) && n->nkids == 2 &&
+           flex_walk(c, ir_kid(m, r, 0), lits, depth + 1) &&
+           flex_walk(c, ir_kid(m, r, 1), lits, depth + 1);
+  }
+}
+
+bool chk_flexible(const chk *c, ir_ref r) {
+  unsigned lits = 0;
+  return flex_walk(c, r, &lits, 0);
+}
+
+unsigned chk_flex_lits(const chk *c, ir_ref r) {
+  unsigned lits = 0;
+  return flex_walk(c, r, &lits, 0) ? lits : 0;
+}
+
+/* ---- literals ---- */
+
+/* A literal's value independent of its representation: before checking the
+ * parser stores a magnitude and a sign flag, after checking the value is
+ * normalised to the literal's type. */
+typedef struct rawlit {
+  bool isfloat; /* written as a float literal */
+  bool neg;     /* integer: negative */
+  uint64_t mag; /* integer: magnitude */
+  double f;     /* float: value */
+} rawlit;
+
+static rawlit lit_raw(const chk *c, const ir_node *n) {
+  rawlit v = {0};
+  v.isfloat = (n->flags & IR_F_FLOATLIT) != 0;
+  if (v.isfloat) {
+    v.f = n->lit.f;
+    return v;
+  }
+  ac_scalar sc;
+  if (n->type == IR_TY_NONE || !ir_ty_is_scalar(c->ctx, n->type, &sc)) {
+    v.mag = n->lit.u;
+    v.neg = (n->flags & IR_F_NEG) != 0 && v.mag != 0;
+  } else if (sc == AC_F32 || sc == AC_F64) {
+    /* an integer literal typed as a float earlier: its value is integral */
+    double d = n->lit.f;
+    v.neg = d < 0;
+    d = fabs(d);
+    v.mag = d >= 18446744073709551616.0 ? UINT64_MAX : d >= 0 ? (uint64_t)d : 0;
+  } else if (sc >= AC_I8 && sc <= AC_I64) {
+    v.neg = n->lit.i < 0;
+    v.mag = v.neg ? 0 - n->lit.u : n->lit.u;
+  } else {
+    v.mag = n->lit.u;
+  }
+  return v;
+}
+
+static unsigned scalar_bits(ac_scalar sc) {
+  return (unsigned)ac_scalar_size(sc) * 8;
+}
+static bool scalar_signed(ac_scalar sc) {
+  return sc >= AC_I8 && sc <= AC_I64;
+}
+
+/* The shortest %g spelling of d that reads back as d, for messages. */
+static void fmt_double(char *buf, size_t size, double d) {
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(buf, size, "%.*g", prec, d);
+    if (strtod(buf, NULL) == d)
+      return;
+  }
+}
+
+/* Largest finite double that rounds to a finite float (halfway to 2^128
+ * rounds to even, which is infinity). */
+#define F32_OVERFLOW 0x1.ffffffp127
+
+/* Gives literal n (raw value v) the scalar type sc and stores the value
+ * normalised; reports values that do not fit. */
+static bool lit_store(chk *c, ir_ref r, rawlit v, ac_scalar sc) {
+  ir_node *n = ir_node_get(c->m, r);
+  const char *tn = ac_scalar_name(sc);
+  if (sc == AC_F32 || sc == AC_F64) {
+    double d = v.isfloat ? v.f : v.mag == 0 ? 0.0 : v.neg ? -(double)v.mag : (double)v.mag;
+    if (sc == AC_F32) {
+      if (isfinite(d) && fabs(d) >= F32_OVERFLOW) {
+        char num[32];
+        fmt_double(num, sizeof num, d);
+        return chk_fail(c, r, "float literal %s out of range for f32", num);
+      }
+      /* below the overflow threshold but above FLT_MAX rounds to FLT_MAX */
+      d = isfinite(d) && fabs(d) > FLT_MAX ? copysign((double)FLT_MAX, d) : (double)(float)d;
+    }
+    n->lit.f = d;
+    return true;
+  }
+  if (sc == AC_BOOL) {
+    n->lit.u = v.mag != 0;
+    return true;
+  }
+  unsigned bits = scalar_bits(sc);
+  bool ok;
+  if (scalar_signed(sc)) {
+    uint64_t lim = (uint64_t)1 << (bits - 1); /* |MIN| */
+    ok = v.neg ? v.mag <= lim : v.mag < lim;
+  } else {
+    ok = !v.neg && (bits == 64 || v.mag < ((uint64_t)1 << bits));
+  }
+  if (!ok)
+    return chk_fail(c, r, "integer literal %s%llu out of range for %s", v.neg ? "-" : "",
+                    (unsigned long long)v.mag, tn);
+  n->lit.u = v.neg ? 0 - v.mag : v.mag;
+  return true;
+}
+
+/* Normalises a literal that carries its own type (suffix, builder, pass). */
+static ir_type lit_typed(chk *c, ir_ref r) {
+  ir_node *n = ir_node_get(c->m, r);
+  ac_scalar sc;
+  if (!ir_ty_is_scalar(c->ctx, n->type, &sc))
+    return chk_fail(c, r, "malformed IR: literal without a scalar type"), IR_TY_NONE;
+  if (sc == AC_F32 && isfinite(n->lit.f) && fabs(n->lit.f) >= F32_OVERFLOW) {
+    char num[32];
+    fmt_double(num, sizeof num, n->lit.f);
+    return chk_fail(c, r, "float literal %s out of range for f32", num), IR_TY_NONE;
+  }
+  if (sc == AC_F32)
+    n->lit.f = fabs(n->lit.f) > FLT_MAX && isfinite(n->lit.f) ? copysign((double)FLT_MAX, n->lit.f)
+                                                              : (double)(float)n->lit.f;
+  else if (sc == AC_BOOL)
+    n->lit.u = n->lit.u != 0;
+  else if (sc != AC_F64) {
+    /* re-extend from the type's width: the bits are what the type holds */
+    unsigned bits = scalar_bits(sc);
+    if (bits < 64) {
+      uint64_t mask = ((uint64_t)1 << bits) - 1, u = n->lit.u & mask;
+      if (scalar_signed(sc) && (u >> (bits - 1)))
+        u |= ~mask;
+      n->lit.u = u;
+    }
+  }
+  return n->type;
+}
+
+static ir_type infer_lit(chk *c, ir_ref r, ir_type expect) {
+  ir_node *n = ir_node_get(c->m, r);
+  ir_type t;
+  if (n->flags & IR_F_SUFFIX) {
+    t = lit_typed(c, r);
+  } else {
+    rawlit v = lit_raw(c, n);
+    ac_scalar want;
+    bool fromctx = ir_ty_is_scalar(c->ctx, expect, &want) && want != AC_BOOL;
+    if (fromctx && v.isfloat && want != AC_F32 && want != AC_F64)
+      return chk_fail(c, r, "float literal cannot have integer type %s", ac_scalar_name(want)),
+             IR_TY_NONE;
+    ac_scalar sc = fromctx ? want : v.isfloat ? AC_F64 : AC_I32;
+    if (!lit_store(c, r, v, sc))
+      return IR_TY_NONE;
+    n = ir_node_get(c->m, r);
+    n->type = t = fromctx ? expect : sc == AC_F64 ? c->t_f64 : c->t_i32;
+  }
+  if (t == IR_TY_NONE)
+    return IR_TY_NONE;
+  /* the suffix is redundant exactly when the context expects this type */
+  if (expect == t)
+    n->flags |= IR_F_CTX;
+  else
+    n->flags &= (uint16_t)~IR_F_CTX;
+  return t;
+}
+
+/* ---- shared operand types, index and shape positions ---- */
+
+ir_type chk_share(chk *c, uint32_t n, const ir_ref *rs, ir_type expect) {
+  if (expect != IR_TY_NONE) {
+    for (uint32_t i = 0; i < n; i++)
+      if (!chk_check(c, rs[i], expect))
+        return IR_TY_NONE;
+    return expect;
+  }
+  uint32_t first = 0;
+  while (first < n && chk_flexible(c, rs[first]))
+    first++;
+  if (first == n)
+    first = 0;
+  ir_type t = chk_synth(c, rs[first]);
+  for (uint32_t i = 0; i < n && t; i++)
+    if (i != first && !chk_check(c, rs[i], t))
+      return IR_TY_NONE;
+  return t;
+}
+
+ir_type chk_index_pos(chk *c, ir_ref r, const char *what, const char *whats) {
+  if (chk_flexible(c, r) && !(chk_flex_lits(c, r) & FLEX_FLOAT))
+    return chk_check(c, r, c->t_i64) ? c->t_i64 : IR_TY_NONE;
+  ir_type t = chk_synth(c, r);
+  if (t && !ir_ty_is_int(c->ctx, t))
+    return chk_fail(c, r, "%s has type %s; %s must be integers", what, chk_tyname(c, t), whats),
+           IR_TY_NONE;
+  return t;
+}
+
+/* True if t is a tuple of exactly n integers (n >= 2). */
+static bool int_tuple(chk *c, ir_type t, uint32_t n) {
+  ir_typeinfo ti = ir_ty_info(c->ctx, t);
+  if (t == IR_TY_NONE || ti.kind != TK_TUPLE || ti.n != n || n < 2)
+    return false;
+  for (uint32_t i = 0; i < n; i++)
+    if (!ir_ty_is_int(c->ctx, ir_ty_info(c->ctx, t).fields[i]))
+      return false;
+  return true;
+}
+
+/* A tuple expression whose fields are index positions. */
+static ir_type index_fields(chk *c, ir_ref r, const char *what, const char *whats) {
+  if (!chk_well_formed(c, r))
+    return IR_TY_NONE;
+  uint32_t n = ir_node_get(c->m, r)->nkids;
+  ir_type small[8];
+  ir_type *ts = n <= 8 ? small : ac_alloc(c->ctx, n * sizeof *ts);
+  if (!ts)
+    return chk_oom(c), IR_TY_NONE;
+  ir_type t = IR_TY_NONE;
+  uint32_t i = 0;
+  for (; i < n; i++)
+    if (!(ts[i] = chk_index_pos(c, ir_kid(c->m, r, i), what, whats)))
+      break;
+  if (i == n && !(t = ir_ty_tuple(c->ctx, n, ts)))
+    chk_oom(c);
+  if (ts != small)
+    ac_free(c->ctx, ts);
+  if (t)
+    ir_node_get(c->m, r)->type = t;
+  return t;
+}
+
+static bool is_tuple_expr(const chk *c, ir_ref r) {
+  const ir_node *n = ir_node_get(c->m, r);
+  return n->op == IR_TUPLE && n->nkids >= 2;
+}
+
+ir_type chk_index_tuple(chk *c, ir_ref r, uint32_t rank, const char *what) {
+  if (rank == 1 && !is_tuple_expr(c, r))
+    return chk_index_pos(c, r, what, "indices");
+  if (is_tuple_expr(c, r) && ir_node_get(c->m, r)->nkids == rank)
+    return index_fields(c, r, what, "indices");
+  ir_type t = chk_synth(c, r);
+  if (!t)
+    return IR_TY_NONE;
+  if (rank == 1 ? ir_ty_is_int(c->ctx, t) : int_tuple(c, t, rank))
+    return t;
+  if (rank == 1)
+    return chk_fail(c, r, "%s must be an integer, found %s", what, chk_tyname(c, t)), IR_TY_NONE;
+  return chk_fail(c, r, "%s must be a tuple of %u integers, found %s", what, rank,
+                  chk_tyname(c, t)),
+         IR_TY_NONE;
+}
+
+bool chk_shape(chk *c, ir_ref r, uint32_t *rank) {
+  if (is_tuple_expr(c, r)) {
+    *rank = ir_node_get(c->m, r)->nkids;
+    return index_fields(c, r, "extent", "extents") != IR_TY_NONE;
+  }
+  if (chk_flexible(c, r) && !(chk_flex_lits(c, r) & FLEX_FLOAT)) {
+    *rank = 1;
+    return chk_check(c, r, c->t_i64);
+  }
+  ir_type t = chk_synth(c, r);
+  if (!t)
+    return false;
+  ir_typeinfo ti = ir_ty_info(c->ctx, t);
+  *rank = ti.kind == TK_TUPLE ? ti.n : 1;
+  if (ir_ty_is_int(c->ctx, t) || int_tuple(c, t, *rank))
+    return true;
+  return chk_fail(c, r, "shape must be an integer or a tuple of integers, found %s",
+                  chk_tyname(c, t));
+}
+
+/* ---- core forms ---- */
+
+static ir_type infer_var(chk *c, ir_ref r, bool indexed) {
+  ir_node *n = ir_node_get(c->m, r);
+  if (n->attr < 0 || (uint64_t)n->attr >= c->nenv)
+    return chk_fail(c, r, "malformed IR: variable %lld is not in scope (%zu bound)",
+                    (long long)n->attr, c->nenv),
+           IR_TY_NONE;
+  const chk_entry *e = &c->env[c->nenv - 1 - (size_t)n->attr];
+  if (!indexed && e->kind == ENV_SELF)
+    return chk_fail(c, r, "rec array '%s' may only be indexed", ir_sym_str(c->ctx, e->name)),
+           IR_TY_NONE;
+  if (!indexed && ir_ty_info(c->ctx, e->type).kind == TK_WINDOW)
+    return chk_fail(c, r, "stencil window '%s' may only be indexed", ir_sym_str(c->ctx, e->name)),
+           IR_TY_NONE;
+  return e->type;
+}
+
+static ir_type infer_tuple(chk *c, ir_ref r, ir_type expect) {
+  uint32_t n = ir_node_get(c->m, r)->nkids;
+  if (n == 1)
+    return chk_fail(c, r, "malformed IR: tuple with one field"), IR_TY_NONE;
+  ir_typeinfo ei = ir_ty_info(c->ctx, expect);
+  bool fields = expect != IR_TY_NONE && ei.kind == TK_TUPLE && ei.n == n;
+  ir_type small[8];
+  ir_type *ts = n <= 8 ? small : ac_alloc(c->ctx, n * sizeof *ts);
+  if (!ts && n)
+    return chk_oom(c), IR_TY_NONE;
+  ir_type t = IR_TY_NONE;
+  uint32_t i = 0;
+  for (; i < n; i++) {
+    ir_ref k = ir_kid(c->m, r, i);
+    if (fields) {
+      ts[i] = ir_ty_info(c->ctx, expect).fields[i];
+      if (!chk_check(c, k, ts[i]))
+        break;
+    } else if (!(ts[i] = chk_synth(c, k))) {
+      break;
+    }
+  }
+  if (i == n && !(t = ir_ty_tuple(c->ctx, n, ts)))
+    chk_oom(c);
+  if (ts != small)
+    ac_free(c->ctx, ts);
+  return t;
+}
+
+static ir_type infer_proj(chk *c, ir_ref r) {
+  ir_node *n = ir_node_get(c->m, r);
+  int64_t k = n->attr;
+  ir_type t = chk_synth(c, ir_kid(c->m, r, 0));
+  if (!t)
+    return IR_TY_NONE;
+  ir_typeinfo ti = ir_ty_info(c->ctx, t);
+  if (ti.kind != TK_TUPLE)
+    return chk_fail(c, r, "projection .%lld needs a tuple, found %s", (long long)k,
+                    chk_tyname(c, t)),
+           IR_TY_NONE;
+  if (k < 0 || (uint64_t)k >= ti.n)
+    return chk_fail(c, r, "tuple has %u field%s; .%lld is out of range", ti.n, ti.n == 1 ? "" : "s",
+                    (long long)k),
+           IR_TY_NONE;
+  return ti.fields[k];
+}
+
+static ir_type infer_let(chk *c, ir_ref r, ir_type expect) {
+  ir_type t = chk_synth(c, ir_kid(c->m, r, 0));
+  if (!t || !chk_push(c, t, chk_node_name(c, r, 0), ENV_PLAIN))
+    return IR_TY_NONE;
+  ir_type b = chk_infer(c, ir_kid(c->m, r, 1), expect);
+  chk_pop(c, 1);
+  return b;
+}
+
+static ir_type infer_lettup(chk *c, ir_ref r, ir_type expect) {
+  ir_node *n = ir_node_get(c->m, r);
+  int64_t k = n->attr;
+  ir_ref v = ir_kid(c->m, r, 0);
+  if (k < 1 || k > UINT32_MAX)
+    return chk_fail(c, r, "malformed IR: let binds %lld names", (long long)k), IR_TY_NONE;
+  ir_type t = chk_synth(c, v);
+  if (!t)
+    return IR_TY_NONE;
+  ir_typeinfo ti = ir_ty_info(c->ctx, t);
+  if (ti.kind != TK_TUPLE)
+    return chk_fail(c, v, "%lld names are bound but the value has type %s, not a tuple",
+                    (long long)k, chk_tyname(c, t)),
+           IR_TY_NONE;
+  if (ti.n != k)
+    return chk_fail(c, v, "tuple has %u field%s but %lld name%s bound", ti.n, ti.n == 1 ? "" : "s",
+                    (long long)k, k == 1 ? " is" : "s are"),
+           IR_TY_NONE;
+  for (uint32_t i = 0; i < ti.n; i++)
+    if (!chk_push(c, ir_ty_info(c->ctx, t).fields[i], chk_node_name(c, r, i), ENV_PLAIN))
+      return IR_TY_NONE;
+  ir_type b = chk_infer(c, ir_kid(c->m, r, 1), expect);
+  chk_pop(c, (size_t)k);
+  return b;
+}
+
+static bool check_cond(chk *c, ir_ref r) {
+  ir_type t = chk_synth(c, r);
+  if (t && t != c->t_bool)
+    return chk_fail(c, r, "condition must be bool, found %s", chk_tyname(c, t));
+  return t != IR_TY_NONE;
+}
+
+static ir_type infer_if(chk *c, ir_ref r, ir_type expect) {
+  if (!check_cond(c, ir_kid(c->m, r, 0)))
+    return IR_TY_NONE;
+  ir_ref br[2] = {ir_kid(c->m, r, 1), ir_kid(c->m, r, 2)};
+  return chk_share(c, 2, br, expect);
+}
+
+static ir_type infer_call(chk *c, ir_ref r) {
+  ir_node *n = ir_node_get(c->m, r);
+  if (n->attr < 0 || (uint64_t)n->attr >= c->m->nfuncs)
+    return chk_fail(c, r, "malformed IR: call of function %lld of %zu", (long long)n->attr,
+                    c->m->nfuncs),
+           IR_TY_NONE;
+  uint32_t fi = (uint32_t)n->attr;
+  const ir_func *f = &c->m->funcs[fi];
+  if (n->nkids != f->nparams)
+    return chk_fail(c, r, "function '%s' takes %u argument%s, %u given",
+                    ir_sym_str(c->ctx, f->name), f->nparams, f->nparams == 1 ? "" : "s", n->nkids),
+           IR_TY_NONE;
+  for (uint32_t i = 0; i < f->nparams; i++)
+    if (!chk_check(c, ir_kid(c->m, r, i), ir_func_param(c->m, &c->m->funcs[fi], i)))
+      return IR_TY_NONE;
+  if (!chk_edge_add(c, fi, ir_node_get(c->m, r)->loc))
+    return IR_TY_NONE;
+  return c->m->funcs[fi].result;
+}
+
+static ir_type infer_cast(chk *c, ir_ref r) {
+  ir_type to = ir_node_get(c->m, r)->type;
+  ac_scalar sc;
+  if (!ir_ty_is_scalar(c->ctx, to, &sc))
+    return chk_fail(c, r, "malformed IR: conversion to a non-scalar type"), IR_TY_NONE;
+  ir_ref x = ir_kid(c->m, r, 0);
+  /* f32(1) is the literal 1.0f32; i32(2.7) converts the f64 2.7 (§5.4) */
+  unsigned lits = chk_flex_lits(c, x);
+  bool fits = sc != AC_BOOL && (!(lits & FLEX_FLOAT) || sc == AC_F32 || sc == AC_F64);
+  ir_type t;
+  if (lits && fits)
+    t = chk_check(c, x, to) ? to : IR_TY_NONE;
+  else
+    t = chk_synth(c, x);
+  if (t && !ir_ty_is_scalar(c->ctx, t, NULL))
+    return chk_fail(c, x, "conversion to %s expects a scalar, found %s", ac_scalar_name(sc),
+                    chk_tyname(c, t)),
+           IR_TY_NONE;
+  return t ? to : IR_TY_NONE;
+}
+
+static ir_type infer_loop(chk *c, ir_ref r) {
+  uint32_t nk = ir_node_get(c->m, r)->nkids;
+  if (nk < 3)
+    return chk_fail(c, r, "malformed IR: loop with %u children", nk), IR_TY_NONE;
+  uint32_t k = nk - 2;
+  ir_type small[8];
+  ir_type *ts = k <= 8 ? small : ac_alloc(c->ctx, k * sizeof *ts);
+  if (!ts)
+    return chk_oom(c), IR_TY_NONE;
+  ir_type state = IR_TY_NONE;
+  uint32_t i = 0;
+  for (; i < k; i++)
+    if (!(ts[i] = chk_synth(c, ir_kid(c->m, r, i))))
+      break;
+  if (i == k && !(state = ir_ty_tuple(c->ctx, k, ts)))
+    chk_oom(c);
+  if (state) {
+    chk_lam cond = {"loop", "variable", k, ts, LAM_BOOL, IR_TY_NONE, 0, "condition"};
+    chk_lam step = {"loop", "variable", k, ts, LAM_CHECK, state, 0, NULL};
+    if (!chk_lambda(c, r, k, &cond) || !chk_lambda(c, r, k + 1, &step))
+      state = IR_TY_NONE;
+  }
+  if (ts != small)
+    ac_free(c->ctx, ts);
+  return state;
+}
+
+/* Integer-literal offsets of a window read, possibly negated (r is well
+ * formed). */
+static bool is_offset(const chk *c, ir_ref r) {
+  const ir_node *n = ir_node_get(c->m, r);
+  if (n->op == IR_NEG)
+    n = ir_node_get(c->m, ir_kid(c->m, r, 0));
+  return n->op == IR_LIT && !(n->flags & IR_F_FLOATLIT) &&
+         (!(n->flags & IR_F_SUFFIX) || ir_ty_is_int(c->ctx, n->type));
+}
+
+static ir_type infer_index(chk *c, ir_ref r) {
+  uint32_t nk = ir_node_get(c->m, r)->nkids;
+  if (nk < 2)
+    return chk_fail(c, r, "malformed IR: index without indices"), IR_TY_NONE;
+  ir_ref a = ir_kid(c->m, r, 0);
+  ir_node *an = ir_node_get(c->m, a);
+  ir_type t;
+  if (an->op == IR_VAR) { /* the one place a window or a rec array may appear */
+    t = infer_var(c, a, true);
+    if (t)
+      ir_node_get(c->m, a)->type = t;
+  } else {
+    t = chk_synth(c, a);
+  }
+  if (!t)
+    return IR_TY_NONE;
+  uint32_t nidx = nk - 1, rank;
+  ir_typeinfo ti = ir_ty_info(c->ctx, t);
+  if (ti.kind == TK_WINDOW) {
+    ir_type elem = ti.elem;
+    if (nidx != ti.rank)
+      return chk_fail(c, r, "stencil window of rank %u needs %u offset%s, found %u", ti.rank,
+                      ti.rank, ti.rank == 1 ? "" : "s", nidx),
+             IR_TY_NONE;
+    for (uint32_t i = 1; i < nk; i++) {
+      ir_ref o = ir_kid(c->m, r, i);
+      if (!chk_well_formed(c, o))
+        return IR_TY_NONE;
+      if (!is_offset(c, o))
+        return chk_fail(c, o, "stencil offsets must be integer constants"), IR_TY_NONE;
+      if (!chk_index_pos(c, o, "stencil offset", "stencil offsets"))
+        return IR_TY_NONE;
+    }
+    return elem;
+  }
+  ir_type elem;
+  if (!ir_ty_array_view(c->ctx, t, &elem, &rank))
+    return chk_fail(c, a, "only arrays can be indexed, found %s", chk_tyname(c, t)), IR_TY_NONE;
+  if (nidx != rank)
+    return chk_fail(c, r, "array of rank %u indexed with %u ind%s", rank, nidx,
+                    nidx == 1 ? "ex" : "ices"),
+           IR_TY_NONE;
+  for (uint32_t i = 1; i < nk; i++)
+    if (!chk_index_pos(c, ir_kid(c->m, r, i), "index", "indices"))
+      return IR_TY_NONE;
+  return elem;
+}
+
+static ir_type infer_arrlit(chk *c, ir_ref r, ir_type expect) {
+  ir_node *n = ir_node_get(c->m, r);
+  int64_t rank = n->attr;
+  uint32_t nk = n->nkids;
+  if (rank < 1 || rank > 64 || (size_t)n->aux + (size_t)rank > c->m->nints)
+    return chk_fail(c, r, "malformed IR: array literal of rank %lld", (long long)rank), IR_TY_NONE;
+  uint64_t count = 1;
+  for (int64_t i = 0; i < rank; i++) {
+    int64_t e = c->m->ints[n->aux + i];
+    if (e < 0 || (e > 0 && count > UINT32_MAX / (uint64_t)e))
+      return chk_fail(c, r, "malformed IR: array literal extent %lld", (long long)e), IR_TY_NONE;
+    count *= (uint64_t)e;
+  }
+  if (count != nk)
+    return chk_fail(c, r, "malformed IR: array literal has %u elements for %llu", nk,
+                    (unsigned long long)count),
+           IR_TY_NONE;
+  ir_type want = IR_TY_NONE;
+  uint32_t er;
+  if (expect && !(ir_ty_array_view(c->ctx, expect, &want, &er) && er == rank))
+    want = IR_TY_NONE;
+  if (nk == 0 && !want)
+    return chk_fail(c, r, "cannot infer the element type of an empty array literal"), IR_TY_NONE;
+  ir_type elem = want;
+  if (nk) {
+    ir_ref small[16];
+    ir_ref *ks = nk <= 16 ? small : ac_alloc(c->ctx, nk * sizeof *ks);
+    if (!ks)
+      return chk_oom(c), IR_TY_NONE;
+    for (uint32_t i = 0; i < nk; i++)
+      ks[i] = ir_kid(c->m, r, i);
+    elem = chk_share(c, nk, ks, want);
+    if (ks != small)
+      ac_free(c->ctx, ks);
+  }
+  if (!elem)
+    return IR_TY_NONE;
+  if (!ir_ty_is_element(c->ctx, elem))
+    return chk_fail(c, ir_kid(c->m, r, 0),
+                    "array literal elements must be scalars or tuples, found %s",
+                    chk_tyname(c, elem)),
+           IR_TY_NONE;
+  ir_type t = ir_ty_array(c->ctx, elem, (uint32_t)rank);
+  return t ? t : (chk_oom(c), IR_TY_NONE);
+}
+
+/* ---- dispatch ---- */
+
+/* Operation, child count (from ops.def where fixed) and child references. */
+bool chk_well_formed(chk *c, ir_ref r) {
+  ac_module *m = c->m;
+  ir_node *n = ir_node_get(m, r);
+  if (n->op >= IR_NUM_OPS)
+    return chk_fail(c, r, "malformed IR: unknown operation %u", n->op);
+  if ((size_t)n->kids + n->nkids > m->nkids)
+    return chk_fail(c, r, "malformed IR: %s node with children out of range", ir_ops[n->op].name);
+  int want = ir_ops[n->op].nkids;
+  if (want >= 0 && n->nkids != (uint32_t)want)
+    return chk_fail(c, r, "malformed IR: %s node with %u children, expected %d", ir_ops[n->op].name,
+                    n->nkids, want);
+  for (uint32_t i = 0; i < n->nkids; i++) {
+    ir_ref k = ir_kid(m, r, i);
+    if (k == IR_NONE || k >= m->nnodes)
+      return chk_fail(c, r, "malformed IR: child %u of a %s node is missing", i,
+                      ir_ops[n->op].name);
+  }
+  return true;
+}
+
+ir_type chk_infer(chk *c, ir_ref r, ir_type expect) {
+  if (c->st != AC_OK)
+    return IR_TY_NONE;
+  if (r == IR_NONE || r >= c->m->nnodes)
+    return chk_fail_at(c, (ir_loc){0, 0}, "malformed IR: reference to node %u of %zu", r,
+                       c->m->nnodes),
+           IR_TY_NONE;
+  if (c->depth >= CHK_MAX_DEPTH)
+    return chk_fail(c, r, "malformed IR: expression nested deeper than %d levels", CHK_MAX_DEPTH),
+           IR_TY_NONE;
+  if (!chk_well_formed(c, r))
+    return IR_TY_NONE;
+  c->depth++;
+  ir_type t;
+  ir_op op = (ir_op)ir_node_get(c->m, r)->op;
+  switch (op) {
+  case IR_VAR:
+    t = infer_var(c, r, false);
+    break;
+  case IR_LIT:
+    t = infer_lit(c, r, expect);
+    break;
+  case IR_TUPLE:
+    t = infer_tuple(c, r, expect);
+    break;
+  case IR_PROJ:
+    t = infer_proj(c, r);
+    break;
+  case IR_LET:
+    t = infer_let(c, r, expect);
+    break;
+  case IR_LETTUP:
+    t = infer_lettup(c, r, expect);
+    break;
+  case IR_IF:
+    t = infer_if(c, r, expect);
+    break;
+  case IR_CALL:
+    t = infer_call(c, r);
+    break;
+  case IR_CAST:
+    t = infer_cast(c, r);
+    break;
+  case IR_LOOP:
+    t = infer_loop(c, r);
+    break;
+  case IR_INDEX:
+    t = infer_index(c, r);
+    break;
+  case IR_ARRLIT:
+    t = infer_arrlit(c, r, expect);
+    break;
+  case IR_REC:
+    t = chk_rec(c, r);
+    break;
+  case IR_LAM:
+    t = IR_TY_NONE;
+    chk_fail(c, r, "a lambda is only allowed as the argument of an array operation");
+    break;
+  case IR_FNREF: {
+    int64_t f = ir_node_get(c->m, r)->attr;
+    t = IR_TY_NONE;
+    chk_fail(c, r, "'%s' is a function, not a value: call it, or pass it to an array operation",
+             f >= 0 && (uint64_t)f < c->m->nfuncs ? ir_sym_str(c->ctx, c->m->funcs[f].name) : "?");
+    break;
+  }
+  default:
+    t = chk_op(c, r, expect);
+    break;
+  }
+  c->depth--;
+  if (t && op != IR_LIT && op != IR_CAST)
+    ir_node_get(c->m, r)->type = t;
+  return c->st == AC_OK ? t : IR_TY_NONE;
+}
+
+bool chk_check(chk *c, ir_ref r, ir_type expect) {
+  ir_type t = chk_infer(c, r, expect);
+  if (!t)
+    return false;
+  if (t != expect)
+    return chk_fail(c, r, "type mismatch: expected %s, found %s", chk_tyname(c, expect),
+                    chk_tyname(c, t));
+  return true;
+}
+
+/* ---- the call graph ---- */
+
+/* Finds a cycle by depth-first search from each function in order and
+ * reports it as "f -> g -> f" at the call that leaves its first function. */
+static void check_recursion(chk *c) {
+  size_t nf = c->m->nfuncs, ne = c->nedges;
+  if (ne == 0)
+    return;
+  /* edges grouped by caller, keeping source order */
+  size_t *start = ac_alloc(c->ctx, (nf + 1) * sizeof *start);
+  uint32_t *order = ac_alloc(c->ctx, ne * sizeof *order);
+  uint8_t *color = ac_alloc(c->ctx, nf);
+  uint32_t *stack = ac_alloc(c->ctx, nf * sizeof *stack); /* functions on the path */
+  size_t *next = ac_alloc(c->ctx, nf * sizeof *next);     /* next edge to try */
+  uint32_t *via = ac_alloc(c->ctx, nf * sizeof *via);     /* edge taken from stack[i] */
+  if (!start || !order || !color || !stack || !next || !via) {
+    chk_oom(c);
+    goto done;
+  }
+  memset(start, 0, (nf + 1) * sizeof *start);
+  for (size_t e = 0; e < ne; e++)
+    start[c->edges[e].from + 1]++;
+  for (size_t f = 0; f < nf; f++)
+    start[f + 1] += start[f];
+  memcpy(next, start, nf * sizeof *next);
+  for (size_t e = 0; e < ne; e++)
+    order[next[c->edges[e].from]++] = (uint32_t)e;
+  memset(color, 0, nf); /* 0 new, 1 on the path, 2 done */
+  for (size_t root = 0; root < nf; root++) {
+    if (color[root])
+      continue;
+    size_t sp = 0;
+    stack[sp++] = (uint32_t)root;
+    color[root] = 1;
+    next[root] = start[root];
+    while (sp) {
+      uint32_t u = stack[sp - 1];
+      if (next[u] == start[u + 1]) {
+        color[u] = 2;
+        sp--;
+        continue;
+      }
+      uint32_t e = order[next[u]++];
+      uint32_t v = c->edges[e].to;
+      via[sp - 1] = e;
+      if (color[v] == 0) {
+        color[v] = 1;
+        next[v] = start[v];
+        stack[sp++] = v;
+      } else if (color[v] == 1) {
+        size_t from = 0;
+        while (stack[from] != v)
+          from++;
+        ir_buf b;
+        ir_buf_init(&b, c->ctx);
+        for (size_t i = from; i < sp; i++)
+          ir_buf_printf(&b, "%s -> ", ir_sym_str(c->ctx, c->m->funcs[stack[i]].name));
+        ir_buf_puts(&b, ir_sym_str(c->ctx, c->m->funcs[v].name));
+        if (b.oom)
+          chk_oom(c);
+        else
+          chk_fail_at(c, c->edges[via[from]].loc, "recursion between functions is not allowed: %s",
+                      ir_buf_cstr(&b));
+        ir_buf_free(&b);
+        goto done;
+      }
+    }
+  }
+done:
+  ac_free(c->ctx, start);
+  ac_free(c->ctx, order);
+  ac_free(c->ctx, color);
+  ac_free(c->ctx, stack);
+  ac_free(c->ctx, next);
+  ac_free(c->ctx, via);
+}
+
+/* ---- functions and modules ---- */
+
+static void check_function(chk *c, uint32_t fi) {
+  const ir_func *f = &c->m->funcs[fi];
+  const char *name = ir_sym_str(c->ctx, f->name);
+  if ((size_t)f->params + f->nparams > c->m->nints) {
+    chk_fail_at(c, f->loc, "malformed IR: function '%s' has no parameter types", name);
+    return;
+  }
+  for (uint32_t i = 0; i < f->nparams; i++) {
+    if (!chk_is_value_type(c, ir_func_param(c->m, f, i))) {
+      chk_fail_at(c, f->loc, "malformed IR: parameter %u of function '%s' has no valid type", i + 1,
+                  name);
+      return;
+    }
+  }
+  if (!chk_is_value_type(c, f->result)) {
+    chk_fail_at(c, f->loc, "malformed IR: function '%s' has no valid result type", name);
+    return;
+  }
+  if (f->body == IR_NONE)
+    return; /* declared by the builder, not finished yet */
+  c->fn = fi;
+  c->nenv = 0;
+  c->depth = 0;
+  for (uint32_t i = 0; i < f->nparams; i++) {
+    f = &c->m->funcs[fi];
+    ir_sym pn = (size_t)f->pnames + i < c->m->nsyms ? c->m->syms[f->pnames + i] : IR_SYM_NONE;
+    if (!chk_push(c, ir_func_param(c->m, f, i), pn, ENV_PLAIN))
+      return;
+  }
+  chk_check(c, c->m->funcs[fi].body, c->m->funcs[fi].result);
+  c->nenv = 0;
+}
+
 ac_status ir_check_module(ac_module *m, ac_error **err) {
-  return ir_report(err, ir_error(m->ctx, AC_ERR_UNSUPPORTED, m, (ir_loc){0, 0}, "verifier not built"), AC_ERR_UNSUPPORTED);
+  if (m->oom)
+    return ir_report(err, NULL, AC_ERR_NOMEM);
+  chk c;
+  memset(&c, 0, sizeof c);
+  c.m = m;
+  c.ctx = m->ctx;
+  for (int i = 0; i < 4; i++)
+    ir_buf_init(&c.names[i], c.ctx);
+  c.t_bool = ir_ty_scalar(c.ctx, AC_BOOL);
+  c.t_i32 = ir_ty_scalar(c.ctx, AC_I32);
+  c.t_i64 = ir_ty_scalar(c.ctx, AC_I64);
+  c.t_f64 = ir_ty_scalar(c.ctx, AC_F64);
+  if (!c.t_bool || !c.t_i32 || !c.t_i64 || !c.t_f64)
+    chk_oom(&c);
+  for (uint32_t fi = 0; fi < m->nfuncs && c.st == AC_OK; fi++)
+    check_function(&c, fi);
+  if (c.st == AC_OK)
+    check_recursion(&c);
+  if (c.st == AC_OK && m->oom)
+    c.st = AC_ERR_NOMEM;
+  ac_free(c.ctx, c.env);
+  ac_free(c.ctx, c.edges);
+  for (int i = 0; i < 4; i++)
+    ir_buf_free(&c.names[i]);
+  return ir_report(err, c.err, c.st);
 }

@@ -1,0 +1,128 @@
+/* lib/ir/check.h: the verifier's internal interface.
+ *
+ * The verifier is split by concern: check.c holds the driver (functions, the
+ * call graph, the scope stack, errors) and the core forms (variables,
+ * literals, let, if, tuples, calls, conversions, loops, indexing, array
+ * literals); check_ops.c the operators and array operations; check_rec.c
+ * recurrences (typing, dependency analysis, scheduling). They share the state
+ * below and a handful of helpers.
+ *
+ * Typing is bidirectional (docs/language.md §5): chk_infer(c, r, expect)
+ * computes the type of r, using `expect` where the form takes its type from
+ * context (literals, flexible expressions, if, let, tuples, array literals)
+ * and ignoring it elsewhere; chk_check compares the result with the expected
+ * type. Every function returns IR_TY_NONE / false after recording the first
+ * error in c; callers just propagate failure.
+ */
+#ifndef ARRAYC_LIB_CHECK_H
+#define ARRAYC_LIB_CHECK_H
+
+#include "ir.h"
+
+/* Deepest expression the verifier walks (the parser stops at 2000; deeper
+ * trees from the builder or passes are rejected instead of overflowing the
+ * C stack). */
+#define CHK_MAX_DEPTH 4000
+
+/* What a scope entry is: the rec's own array may only be indexed. */
+enum { ENV_PLAIN = 0, ENV_SELF = 1 };
+
+typedef struct chk_entry {
+  ir_type type;
+  ir_sym name;
+  uint8_t kind;
+} chk_entry;
+
+typedef struct chk_edge {
+  uint32_t from, to; /* caller and callee function indices */
+  ir_loc loc;        /* the CALL or FNREF node */
+} chk_edge;
+
+typedef struct chk {
+  ac_module *m;
+  ac_context *ctx;
+  ac_status st;   /* AC_OK until the first error */
+  ac_error *err;  /* the first error */
+  chk_entry *env; /* scope stack; the last entry is de Bruijn index 0 */
+  size_t nenv, capenv;
+  chk_edge *edges; /* call graph, in source order */
+  size_t nedges, capedges;
+  uint32_t fn;     /* function being checked */
+  uint32_t depth;  /* current expression depth */
+  ir_buf names[4]; /* ring of buffers for type names in messages */
+  unsigned nextname;
+  ir_type t_bool, t_i32, t_i64, t_f64;
+} chk;
+
+/* ---- errors ---- */
+/* Records an AC_ERR_TYPE error at loc (the first one wins); returns false. */
+bool chk_fail_at(chk *c, ir_loc loc, const char *fmt, ...) IR_PRINTF(3, 4);
+/* Same, at the location of node r. */
+bool chk_fail(chk *c, ir_ref r, const char *fmt, ...) IR_PRINTF(3, 4);
+/* Records AC_ERR_NOMEM; returns false. */
+bool chk_oom(chk *c);
+/* The spelling of t for a message; valid until four more names are made. */
+const char *chk_tyname(chk *c, ir_type t);
+
+/* ---- scopes ---- */
+bool chk_push(chk *c, ir_type t, ir_sym name, uint8_t kind);
+void chk_pop(chk *c, size_t n);
+/* Name hint j of node r's binder names, IR_SYM_NONE if absent or invalid. */
+ir_sym chk_node_name(const chk *c, ir_ref r, uint32_t j);
+
+/* ---- typing ---- */
+/* Checks r's operation, fixed child count and child references. */
+bool chk_well_formed(chk *c, ir_ref r);
+ir_type chk_infer(chk *c, ir_ref r, ir_type expect);
+static inline ir_type chk_synth(chk *c, ir_ref r) {
+  return chk_infer(c, r, IR_TY_NONE);
+}
+bool chk_check(chk *c, ir_ref r, ir_type expect);
+/* Operands that must share one type (docs/language.md §5.2): with `expect`
+ * each is checked against it; otherwise the first non-flexible one is
+ * synthesised and the others checked against its type. */
+ir_type chk_share(chk *c, uint32_t n, const ir_ref *rs, ir_type expect);
+/* Flexible expressions (literals without suffix and arithmetic on them). */
+bool chk_flexible(const chk *c, ir_ref r);
+/* Bits FLEX_INT / FLEX_FLOAT: the kinds of literal in a flexible r. */
+enum { FLEX_INT = 1, FLEX_FLOAT = 2 };
+unsigned chk_flex_lits(const chk *c, ir_ref r);
+/* An index, extent, bound or count: a flexible integer expression is checked
+ * against i64, anything else synthesised and required to be an integer.
+ * what/whats name the position in the message ("index", "indices"). */
+ir_type chk_index_pos(chk *c, ir_ref r, const char *what, const char *whats);
+/* An index tuple: an integer for rank 1, an r-tuple of integers otherwise
+ * (a tuple expression's fields are index positions). */
+ir_type chk_index_tuple(chk *c, ir_ref r, uint32_t rank, const char *what);
+/* A shape: an integer (rank 1) or a tuple of integers; gives the rank. */
+bool chk_shape(chk *c, ir_ref r, uint32_t *rank);
+/* True if t is a value type: no function or window anywhere in it. */
+bool chk_is_value_type(const chk *c, ir_type t);
+/* Records a call-graph edge from the current function. */
+bool chk_edge_add(chk *c, uint32_t callee, ir_loc loc);
+
+/* ---- lambdas (check_ops.c) ---- */
+/* How a lambda's body is typed: checked against `ret`, required to be bool,
+ * an index tuple of `rank` integers, or an element (scalar or tuple). */
+enum { LAM_CHECK, LAM_BOOL, LAM_INDEX, LAM_ELEMENT };
+typedef struct chk_lam {
+  const char *op;   /* operation name for messages: "map" */
+  const char *noun; /* what the operation passes, singular: "array", "index" */
+  uint32_t n;       /* number of parameters passed */
+  const ir_type *params;
+  int mode;         /* LAM_*: how the body is typed */
+  ir_type ret;      /* LAM_CHECK: the expected result */
+  uint32_t rank;    /* LAM_INDEX: rank of the index tuple */
+  const char *what; /* LAM_BOOL / LAM_ELEMENT: subject of the message */
+} chk_lam;
+/* Types kid `kid` of `owner` as a lambda (LAM or FNREF) called with the
+ * given parameter types; returns the result type. */
+ir_type chk_lambda(chk *c, ir_ref owner, uint32_t kid, const chk_lam *l);
+
+/* ---- per-concern entry points ---- */
+/* check_ops.c: every operator and array operation. */
+ir_type chk_op(chk *c, ir_ref r, ir_type expect);
+/* check_rec.c: a REC node, its dependencies and schedule. */
+ir_type chk_rec(chk *c, ir_ref r);
+
+#endif

@@ -1,0 +1,555 @@
+/* lib/ir/rec.c: exact schedule search for recurrences.
+ *
+ * The problem (see rec.h): given dependence distance vectors v_j, find an
+ * integer vector a with a . v_j >= 1 for all j, a_k = 0 in free dimensions,
+ * and the smallest sum |a_k|. This file knows nothing about the IR: the
+ * verifier (check_rec.c) extracts the vectors and stores the result.
+ *
+ * Method.
+ *  1. Free dimensions are dropped; a dependency that becomes the zero vector
+ *     can never be satisfied (a . v = 0): it reads itself (REC_SELF) or may
+ *     read itself through a free dimension (REC_NONE).
+ *  2. Existence: Fourier-Motzkin elimination of every variable from the rows
+ *     v_j . a >= 1. Rows are kept as integer vectors divided by the gcd of
+ *     their coefficients, the right-hand side rounded up: a cut valid for
+ *     integer points, and harmless for existence because the system has an
+ *     integer solution whenever it has a rational one (scale by the common
+ *     denominator; every right-hand side is positive). When there is no
+ *     solution, a deletion filter shrinks the dependencies to a minimal
+ *     conflicting set, which the diagnostic names.
+ *  3. Minimisation: for each sign orthant a = sigma * b, b >= 0, the integer
+ *     program "sum b = s, (sigma * v_j) . b >= 1" is projected onto (s),
+ *     (s, b_1), .., (s, b_1..b_n) by Fourier-Motzkin. The lower bound of s in
+ *     the first projection starts the search; for each s in increasing order
+ *     the integer points are enumerated coordinate by coordinate inside the
+ *     projected bounds (the last projection is the system itself, so a point
+ *     that reaches the last level is a solution). The first s with a
+ *     solution is the optimum. Within each orthant values are tried from the
+ *     largest a_k down, so the first point found is the orthant's
+ *     lexicographically largest; the largest over all orthants is chosen.
+ *     Bounded enumeration alone would not be complete (the optimum can be
+ *     far from the origin, e.g. (11, 2) for the vectors (1, -5), (-1, 6));
+ *     the projections make the search start at the optimum's level.
+ *
+ * All arithmetic is checked; overflow, more than REC_MAX_ROWS rows in a
+ * projection or more than REC_BUDGET search steps give REC_TOO_COMPLEX.
+ */
+#include "rec.h"
+
+#include <string.h>
+
+enum {
+  REC_MAX_DIMS = 8,     /* non-free dimensions handled by the search (2^8 orthants) */
+  REC_MAX_ROWS = 4096,  /* rows of one Fourier-Motzkin system */
+  REC_BUDGET = 1u << 22 /* enumeration steps of one search */
+};
+
+/* ---- checked arithmetic (INT64_MIN is never produced, so negation is safe) ---- */
+
+static bool ck_add(int64_t a, int64_t b, int64_t *r) {
+  if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a <= INT64_MIN - b))
+    return false;
+  *r = a + b;
+  return true;
+}
+
+static bool ck_mul(int64_t a, int64_t b, int64_t *r) {
+  if (a == 0 || b == 0) {
+    *r = 0;
+    return true;
+  }
+  if (a == INT64_MIN || b == INT64_MIN)
+    return false;
+  int64_t ua = a < 0 ? -a : a, ub = b < 0 ? -b : b;
+  if (ua > INT64_MAX / ub)
+    return false;
+  *r = a * b;
+  return true;
+}
+
+static int64_t gcd64(int64_t a, int64_t b) { /* a, b >= 0 */
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* floor(a / b) and ceil(a / b) for b != 0, a and b not INT64_MIN. */
+static int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if (a % b != 0 && ((a < 0) != (b < 0)))
+    q--;
+  return q;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if (a % b != 0 && ((a < 0) == (b < 0)))
+    q++;
+  return q;
+}
+
+/* ---- Fourier-Motzkin systems ----
+ * A row holds nv coefficients and a right-hand side: sum c_k x_k >= rhs. */
+
+typedef struct fm_sys {
+  uint32_t nv, nr;
+  size_t cap;      /* rows allocated */
+  int64_t *c;      /* nr * (nv + 1) */
+  bool infeasible; /* a row 0 >= r with r > 0 was derived */
+} fm_sys;
+
+static void fm_init(fm_sys *s, uint32_t nv) {
+  memset(s, 0, sizeof *s);
+  s->nv = nv;
+}
+
+static void fm_free(ac_context *ctx, fm_sys *s) {
+  ac_free(ctx, s->c);
+  s->c = NULL;
+  s->nr = 0;
+  s->cap = 0;
+}
+
+static int64_t *fm_row(const fm_sys *s, uint32_t r) {
+  return s->c + (size_t)r * (s->nv + 1);
+}
+
+/* Adds `row` (modified in place: normalised). Constant rows are not stored:
+ * they either hold trivially or make the system infeasible. Rows with equal
+ * coefficients are merged keeping the stronger bound. */
+static rec_status fm_push(ac_context *ctx, fm_sys *s, int64_t *row) {
+  uint32_t nv = s->nv;
+  int64_t g = 0;
+  for (uint32_t k = 0; k < nv; k++)
+    g = gcd64(g, row[k] < 0 ? -row[k] : row[k]);
+  if (g == 0) {
+    if (row[nv] > 0)
+      s->infeasible = true;
+    return REC_OK;
+  }
+  if (g > 1) {
+    for (uint32_t k = 0; k < nv; k++)
+      row[k] /= g;
+    row[nv] = ceil_div(row[nv], g);
+  }
+  for (uint32_t r = 0; r < s->nr; r++) {
+    int64_t *o = fm_row(s, r);
+    if (memcmp(o, row, nv * sizeof *row) == 0) {
+      if (row[nv] > o[nv])
+        o[nv] = row[nv];
+      return REC_OK;
+    }
+  }
+  if (s->nr >= REC_MAX_ROWS)
+    return REC_TOO_COMPLEX;
+  if (!ac_grow(ctx, (void **)&s->c, &s->cap, ((size_t)s->nr + 1) * (nv + 1), sizeof *s->c))
+    return REC_NOMEM;
+  memcpy(fm_row(s, s->nr), row, (nv + 1) * sizeof *row);
+  s->nr++;
+  return REC_OK;
+}
+
+/* out := in with variable v eliminated (its coefficient is 0 in every row). */
+static rec_status fm_eliminate(ac_context *ctx, const fm_sys *in, uint32_t v, fm_sys *out) {
+  uint32_t nv = in->nv;
+  fm_init(out, nv);
+  out->infeasible = in->infeasible;
+  int64_t tmp[REC_MAX_DIMS + 3];
+  rec_status st = REC_OK;
+  for (uint32_t r = 0; r < in->nr && st == REC_OK; r++) {
+    const int64_t *p = fm_row(in, r);
+    if (p[v] == 0) {
+      memcpy(tmp, p, (nv + 1) * sizeof *p);
+      st = fm_push(ctx, out, tmp);
+    }
+  }
+  for (uint32_t r = 0; r < in->nr && st == REC_OK; r++) {
+    const int64_t *p = fm_row(in, r);
+    if (p[v] <= 0)
+      continue;
+    for (uint32_t q = 0; q < in->nr && st == REC_OK; q++) {
+      const int64_t *n = fm_row(in, q);
+      if (n[v] >= 0)
+        continue;
+      /* (-n_v) * p + p_v * n: the v coefficients cancel, both multipliers > 0 */
+      for (uint32_t k = 0; k <= nv; k++) {
+        int64_t a, b;
+        if (!ck_mul(-n[v], p[k], &a) || !ck_mul(p[v], n[k], &b) || !ck_add(a, b, &tmp[k]))
+          return REC_TOO_COMPLEX;
+      }
+      tmp[v] = 0;
+      st = fm_push(ctx, out, tmp);
+    }
+  }
+  return st;
+}
+
+/* Is {x : rows . x >= 1} non-empty? */
+rec_status rec_feasible(ac_context *ctx, uint32_t nvars, uint32_t nrows, const int64_t *rows,
+                        bool *feasible) {
+  if (nvars > REC_MAX_DIMS)
+    return REC_TOO_COMPLEX;
+  for (size_t i = 0; i < (size_t)nrows * nvars; i++)
+    if (rows[i] == INT64_MIN)
+      return REC_TOO_COMPLEX;
+  fm_sys a, b;
+  fm_init(&a, nvars);
+  int64_t tmp[REC_MAX_DIMS + 1];
+  rec_status st = REC_OK;
+  for (uint32_t j = 0; j < nrows && st == REC_OK; j++) {
+    memcpy(tmp, rows + (size_t)j * nvars, nvars * sizeof *tmp);
+    tmp[nvars] = 1;
+    st = fm_push(ctx, &a, tmp);
+  }
+  for (uint32_t v = 0; v < nvars && st == REC_OK && !a.infeasible; v++) {
+    st = fm_eliminate(ctx, &a, v, &b);
+    fm_free(ctx, &a);
+    a = b;
+  }
+  if (st == REC_OK)
+    *feasible = !a.infeasible;
+  fm_free(ctx, &a);
+  return st;
+}
+
+bool rec_schedule_valid(const rec_problem *p, const int64_t *sched) {
+  for (uint32_t j = 0; j < p->ndeps; j++) {
+    int64_t dot = 0;
+    for (uint32_t k = 0; k < p->ndims; k++) {
+      size_t i = (size_t)j * p->ndims + k;
+      int64_t t;
+      if (p->isfree[i]) {
+        if (sched[k] != 0)
+          return false;
+        continue;
+      }
+      if (!ck_mul(sched[k], p->dist[i], &t) || !ck_add(dot, t, &dot))
+        return false;
+    }
+    if (dot < 1)
+      return false;
+  }
+  return true;
+}
+
+/* ---- the minimum search ---- */
+
+typedef struct search {
+  ac_context *ctx;
+  uint32_t n;                  /* reduced dimensions */
+  uint32_t north;              /* 2^n orthants */
+  fm_sys *chain;               /* chain[o * (n + 1) + k]: orthant o projected onto (s, b_1..b_k) */
+  bool *alive;                 /* orthant o has rational points */
+  int64_t x[REC_MAX_DIMS + 1]; /* x[0] = s, x[k] = b_k */
+  int64_t best[REC_MAX_DIMS];  /* best a so far (reduced) */
+  bool found;
+  uint64_t steps;
+  rec_status st;
+} search;
+
+static int64_t sigma(uint32_t o, uint32_t k) {
+  return (o >> (k - 1)) & 1u ? -1 : 1;
+}
+
+/* Bounds of x[k] from the rows of S_k that mention it, given x[0..k-1]. */
+static bool level_bounds(search *sr, const fm_sys *s, uint32_t k, int64_t *lo, int64_t *hi) {
+  for (uint32_t r = 0; r < s->nr; r++) {
+    const int64_t *row = fm_row(s, r);
+    if (row[k] == 0)
+      continue;
+    int64_t rest = row[s->nv];
+    for (uint32_t i = 0; i < k; i++) {
+      int64_t t;
+      if (!ck_mul(row[i], sr->x[i], &t) || !ck_add(rest, -t, &rest)) {
+        sr->st = REC_TOO_COMPLEX;
+        return false;
+      }
+    }
+    if (row[k] > 0) {
+      int64_t b = ceil_div(rest, row[k]);
+      if (b > *lo)
+        *lo = b;
+    } else {
+      int64_t b = floor_div(rest, row[k]);
+      if (b < *hi)
+        *hi = b;
+    }
+  }
+  return true;
+}
+
+/* Enumerates level k of orthant o; returns true when a point was found (the
+ * first one is the orthant's lexicographically largest) or the search must
+ * stop (sr->st != REC_OK). */
+static bool dfs(search *sr, uint32_t o, uint32_t k) {
+  if (k > sr->n) {
+    int64_t a[REC_MAX_DIMS];
+    for (uint32_t i = 1; i <= sr->n; i++)
+      a[i - 1] = sigma(o, i) * sr->x[i];
+    bool better = !sr->found;
+    for (uint32_t i = 0; i < sr->n && !better; i++) {
+      if (a[i] != sr->best[i]) {
+        better = a[i] > sr->best[i];
+        break;
+      }
+    }
+    if (better)
+      memcpy(sr->best, a, sr->n * sizeof *a);
+    sr->found = true;
+    return true;
+  }
+  int64_t lo = 0, hi = sr->x[0]; /* 0 <= b_k <= s, also implied by the rows */
+  if (!level_bounds(sr, &sr->chain[(size_t)o * (sr->n + 1) + k], k, &lo, &hi))
+    return true;
+  for (int64_t i = 0; i <= hi - lo; i++) {
+    if (++sr->steps > REC_BUDGET) {
+      sr->st = REC_TOO_COMPLEX;
+      return true;
+    }
+    sr->x[k] = sigma(o, k) > 0 ? hi - i : lo + i;
+    if (dfs(sr, o, k + 1))
+      return true;
+  }
+  return false;
+}
+
+/* Builds the projections of orthant o: S_n is the integer program itself,
+ * S_{k-1} eliminates b_k from S_k. */
+static rec_status build_chain(search *sr, uint32_t o, uint32_t m, const int64_t *w) {
+  uint32_t n = sr->n, nv = n + 1;
+  fm_sys *ch = &sr->chain[(size_t)o * nv];
+  fm_init(&ch[n], nv);
+  int64_t row[REC_MAX_DIMS + 2];
+  rec_status st = REC_OK;
+  for (uint32_t j = 0; j < m && st == REC_OK; j++) { /* (sigma * w_j) . b >= 1 */
+    row[0] = 0;
+    for (uint32_t k = 1; k <= n; k++)
+      row[k] = sigma(o, k) * w[(size_t)j * n + k - 1];
+    row[nv] = 1;
+    st = fm_push(sr->ctx, &ch[n], row);
+  }
+  for (uint32_t k = 1; k <= n && st == REC_OK; k++) { /* b_k >= 0 */
+    memset(row, 0, sizeof row);
+    row[k] = 1;
+    st = fm_push(sr->ctx, &ch[n], row);
+  }
+  for (int sign = 1; sign >= -1 && st == REC_OK; sign -= 2) { /* sum b = s */
+    row[0] = -sign;
+    for (uint32_t k = 1; k <= n; k++)
+      row[k] = sign;
+    row[nv] = 0;
+    st = fm_push(sr->ctx, &ch[n], row);
+  }
+  for (uint32_t k = n; k >= 1 && st == REC_OK; k--)
+    st = fm_eliminate(sr->ctx, &ch[k], k, &ch[k - 1]);
+  return st;
+}
+
+/* Does s satisfy the rows of S_0 of orthant o? Also gives its lower bound. */
+static bool s_admits(const fm_sys *s0, int64_t s, int64_t *lower) {
+  bool ok = !s0->infeasible;
+  for (uint32_t r = 0; r < s0->nr; r++) {
+    const int64_t *row = fm_row(s0, r);
+    if (row[0] > 0) {
+      int64_t b = ceil_div(row[1], row[0]);
+      if (lower && b > *lower)
+        *lower = b;
+      ok = ok && s >= b;
+    } else if (row[0] < 0) {
+      ok = ok && s <= floor_div(row[1], row[0]);
+    }
+  }
+  return ok;
+}
+
+/* Minimum of sum |a_k| over integer a with w_j . a >= 1 (known feasible). */
+static rec_status minimise(ac_context *ctx, uint32_t n, uint32_t m, const int64_t *w,
+                           int64_t *out) {
+  search sr;
+  memset(&sr, 0, sizeof sr);
+  sr.ctx = ctx;
+  sr.n = n;
+  sr.north = 1u << n;
+  sr.st = REC_OK;
+  size_t nsys = (size_t)sr.north * (n + 1);
+  sr.chain = ac_alloc(ctx, nsys * sizeof *sr.chain);
+  sr.alive = ac_alloc(ctx, sr.north * sizeof *sr.alive);
+  if (!sr.chain || !sr.alive) {
+    ac_free(ctx, sr.chain);
+    ac_free(ctx, sr.alive);
+    return REC_NOMEM;
+  }
+  for (size_t i = 0; i < nsys; i++)
+    fm_init(&sr.chain[i], n + 1);
+  int64_t start = INT64_MAX;
+  for (uint32_t o = 0; o < sr.north && sr.st == REC_OK; o++) {
+    sr.st = build_chain(&sr, o, m, w);
+    const fm_sys *s0 = &sr.chain[(size_t)o * (n + 1)];
+    int64_t lower = 1; /* a = 0 satisfies no dependency */
+    sr.alive[o] = sr.st == REC_OK && !s0->infeasible;
+    if (sr.alive[o]) {
+      s_admits(s0, 0, &lower);
+      if (lower < start)
+        start = lower;
+    }
+  }
+  for (int64_t s = start; sr.st == REC_OK && !sr.found; s++) {
+    if (++sr.steps > REC_BUDGET || s == INT64_MAX) {
+      sr.st = REC_TOO_COMPLEX;
+      break;
+    }
+    sr.x[0] = s;
+    for (uint32_t o = 0; o < sr.north && sr.st == REC_OK; o++)
+      if (sr.alive[o] && s_admits(&sr.chain[(size_t)o * (n + 1)], s, NULL))
+        dfs(&sr, o, 1);
+  }
+  if (sr.st == REC_OK)
+    memcpy(out, sr.best, n * sizeof *out);
+  for (size_t i = 0; i < nsys; i++)
+    fm_free(ctx, &sr.chain[i]);
+  ac_free(ctx, sr.chain);
+  ac_free(ctx, sr.alive);
+  return sr.st;
+}
+
+/* Shrinks the infeasible set `in` (flags over m rows of w) to a minimal one. */
+static rec_status deletion_filter(ac_context *ctx, uint32_t n, uint32_t m, const int64_t *w,
+                                  bool *in) {
+  int64_t *rows = ac_alloc(ctx, (size_t)m * (n ? n : 1) * sizeof *rows);
+  if (!rows)
+    return REC_NOMEM;
+  rec_status st = REC_OK;
+  for (uint32_t j = 0; j < m && st == REC_OK; j++) {
+    in[j] = false;
+    uint32_t nr = 0;
+    for (uint32_t i = 0; i < m; i++)
+      if (in[i])
+        memcpy(rows + (size_t)nr++ * n, w + (size_t)i * n, n * sizeof *rows);
+    bool feasible = true;
+    st = rec_feasible(ctx, n, nr, rows, &feasible);
+    if (feasible)
+      in[j] = true; /* needed for the conflict */
+  }
+  ac_free(ctx, rows);
+  return st;
+}
+
+rec_status rec_schedule(ac_context *ctx, const rec_problem *p, int64_t *sched, uint32_t *culprits,
+                        uint32_t *nculprits) {
+  uint32_t d = p->ndims, m = p->ndeps;
+  *nculprits = 0;
+  bool isfree[64];
+  if (d > 64)
+    return REC_TOO_COMPLEX;
+  for (size_t i = 0; i < (size_t)m * d; i++)
+    if (!p->isfree[i] && p->dist[i] == INT64_MIN)
+      return REC_TOO_COMPLEX; /* keeps every negation in range */
+  memset(isfree, 0, sizeof isfree);
+  for (uint32_t j = 0; j < m; j++)
+    for (uint32_t k = 0; k < d; k++)
+      if (p->isfree[(size_t)j * d + k])
+        isfree[k] = true;
+  for (uint32_t k = 0; k < d; k++)
+    sched[k] = 0;
+  /* 1. dependencies that cannot advance */
+  for (uint32_t j = 0; j < m; j++) {
+    bool zero = true, ownfree = false;
+    for (uint32_t k = 0; k < d; k++) {
+      size_t i = (size_t)j * d + k;
+      ownfree |= p->isfree[i] != 0;
+      zero &= p->isfree[i] || p->dist[i] == 0;
+    }
+    if (zero) {
+      culprits[(*nculprits)++] = j;
+      return ownfree ? REC_NONE : REC_SELF;
+    }
+  }
+  for (uint32_t j = 0; j < m; j++) {
+    bool zero = true;
+    for (uint32_t k = 0; k < d; k++)
+      zero &= isfree[k] || p->dist[(size_t)j * d + k] == 0;
+    if (!zero)
+      continue;
+    /* j advances only in dimensions that other dependencies leave free: name
+     * j and, for each such dimension, the first dependency freeing it */
+    bool *blame = ac_alloc(ctx, m * sizeof *blame);
+    if (!blame)
+      return REC_NOMEM;
+    memset(blame, 0, m * sizeof *blame);
+    blame[j] = true;
+    for (uint32_t k = 0; k < d; k++) {
+      size_t i = (size_t)j * d + k;
+      if (p->isfree[i] || p->dist[i] == 0)
+        continue;
+      uint32_t l = 0;
+      while (l < m && !p->isfree[(size_t)l * d + k])
+        l++;
+      if (l < m)
+        blame[l] = true;
+    }
+    for (uint32_t l = 0; l < m; l++)
+      if (blame[l])
+        culprits[(*nculprits)++] = l;
+    ac_free(ctx, blame);
+    return REC_NONE;
+  }
+  if (m == 0)
+    return REC_OK; /* no dependency: one wavefront */
+  /* 2. reduce to the scheduled dimensions and decide existence */
+  uint32_t n = 0, map[64];
+  for (uint32_t k = 0; k < d; k++)
+    if (!isfree[k])
+      map[n++] = k;
+  if (n > REC_MAX_DIMS)
+    return REC_TOO_COMPLEX;
+  int64_t *w = ac_alloc(ctx, (size_t)m * n * sizeof *w);
+  bool *in = ac_alloc(ctx, m * sizeof *in);
+  if (!w || !in) {
+    ac_free(ctx, w);
+    ac_free(ctx, in);
+    return REC_NOMEM;
+  }
+  for (uint32_t j = 0; j < m; j++) {
+    in[j] = true;
+    for (uint32_t i = 0; i < n; i++)
+      w[(size_t)j * n + i] = p->dist[(size_t)j * d + map[i]];
+  }
+  bool feasible = false;
+  rec_status st = rec_feasible(ctx, n, m, w, &feasible);
+  if (st == REC_OK && !feasible) {
+    st = deletion_filter(ctx, n, m, w, in);
+    if (st == REC_OK) {
+      /* the conflict needs the dimensions it advances in to stay free:
+       * add the first dependency freeing each of them */
+      for (uint32_t k = 0; k < d; k++) {
+        bool needed = false;
+        for (uint32_t j = 0; j < m; j++) {
+          size_t i = (size_t)j * d + k;
+          needed |= in[j] && isfree[k] && !p->isfree[i] && p->dist[i] != 0;
+        }
+        for (uint32_t l = 0; l < m && needed; l++)
+          if (p->isfree[(size_t)l * d + k]) {
+            in[l] = true;
+            needed = false;
+          }
+      }
+      for (uint32_t j = 0; j < m; j++)
+        if (in[j])
+          culprits[(*nculprits)++] = j;
+      st = REC_NONE;
+    }
+  } else if (st == REC_OK) {
+    /* 3. the smallest schedule */
+    int64_t a[REC_MAX_DIMS];
+    st = minimise(ctx, n, m, w, a);
+    if (st == REC_OK)
+      for (uint32_t i = 0; i < n; i++)
+        sched[map[i]] = a[i];
+  }
+  ac_free(ctx, w);
+  ac_free(ctx, in);
+  return st;
+}
