@@ -16,7 +16,8 @@
  * them, ac_lambda_end closes the lambda and returns it as a value that may be
  * passed to an array operation (map, fold, ...). Parameter types are inferred
  * from the operation the lambda is given to. A parameter used outside its
- * lambda is an error at ac_fn_finish.
+ * lambda is an error at ac_fn_finish. A lambda passed to several operations
+ * is duplicated for each (the IR has no function values to let-bind).
  *
  * Thread safety: a builder and its module are used by one thread at a time.
  */
@@ -153,7 +154,8 @@ AC_API ac_value ac_stencil(ac_builder *b, ac_value f, ac_boundary boundary, ac_v
  * ac_rec_begin writes the array being defined to *self and the index values
  * to idx[0..ndims-1]; the body may index *self at affine offsets of the
  * indices. `names` (ndims + 1 entries: the array's name, then the indices)
- * may be NULL. */
+ * may be NULL. A rec whose array is named is always let-bound under that
+ * name (`let d = rec (...)`), even when used once. */
 typedef struct ac_rec {
   uint32_t id;
 } ac_rec;
