@@ -29,6 +29,39 @@ void ac_error_destroy(ac_error *e) {
   ac_free(ctx, e);
 }
 
+/* Length of the valid UTF-8 sequence (2-4 bytes) starting at p, or 1 for an
+ * ASCII byte or an invalid byte. Rejects overlong forms and surrogates. */
+static size_t utf8_len(const unsigned char *p, size_t avail) {
+  unsigned char c = p[0];
+  size_t len;
+  uint32_t cp;
+  if (c < 0x80)
+    return 1;
+  if (c >= 0xc2 && c <= 0xdf) {
+    len = 2;
+    cp = c & 0x1f;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    cp = c & 0x0f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    cp = c & 0x07;
+  } else {
+    return 1;
+  }
+  if (avail < len)
+    return 1;
+  for (size_t i = 1; i < len; i++) {
+    if ((p[i] & 0xc0) != 0x80)
+      return 1;
+    cp = (cp << 6) | (p[i] & 0x3f);
+  }
+  if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+      (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+    return 1;
+  return len;
+}
+
 /* Appends source line `line` of m and a caret under column `col`. */
 static void render_source(ir_buf *b, const ac_module *m, ir_loc loc) {
   if (!m || !m->src || loc.line == 0)
@@ -46,15 +79,34 @@ static void render_source(ir_buf *b, const ac_module *m, ir_loc loc) {
   size_t n = (size_t)(e - s);
   if (n > 0 && s[n - 1] == '\r')
     n--;
-  /* Show non-printable bytes (NUL, invalid UTF-8 context) as '?' so the
-   * diagnostic itself is always clean text. */
-  for (size_t i = 0; i < n; i++) {
+  /* The diagnostic itself must be clean UTF-8 text even when the error is
+   * about the bytes: valid UTF-8 sequences are copied, control characters and
+   * invalid bytes become '?'. The caret line copies tabs and gives each
+   * character (not each byte) one column, so it lines up in a terminal. */
+  uint32_t caret = loc.col ? loc.col - 1 : 0; /* byte offset of the caret */
+  ir_buf pad;
+  ir_buf_init(&pad, b->ctx);
+  for (size_t i = 0; i < n;) {
     unsigned char c = (unsigned char)s[i];
-    ir_buf_putc(b, (c == '\t' || (c >= 0x20 && c != 0x7f)) ? (char)c : '?');
+    size_t len = utf8_len((const unsigned char *)s + i, n - i);
+    bool before = i < caret;
+    if (len > 1) {
+      ir_buf_putn(b, s + i, len);
+    } else {
+      len = 1;
+      ir_buf_putc(b, (c == '\t' || (c >= 0x20 && c < 0x7f)) ? (char)c : '?');
+    }
+    if (before)
+      ir_buf_putc(&pad, c == '\t' ? '\t' : ' ');
+    i += len;
   }
   ir_buf_putc(b, '\n');
-  for (uint32_t i = 1; i < loc.col && i <= n + 1; i++)
-    ir_buf_putc(b, (i - 1 < n && s[i - 1] == '\t') ? '\t' : ' ');
+  ir_buf_puts(b, ir_buf_cstr(&pad));
+  for (size_t i = n; i < caret && i <= n; i++)
+    ir_buf_putc(b, ' '); /* caret just past the end of the line */
+  if (pad.oom)
+    b->oom = true;
+  ir_buf_free(&pad);
   ir_buf_puts(b, "^\n");
 }
 
