@@ -341,11 +341,25 @@ ir_type chk_share(chk *c, uint32_t n, const ir_ref *rs, ir_type expect) {
         return IR_TY_NONE;
     return expect;
   }
-  uint32_t first = 0;
-  while (first < n && chk_flexible(c, rs[first]))
-    first++;
+  /* Synthesise the first operand that is neither flexible nor a typed literal,
+   * so that typed literals (from the builder, or redundant suffixes) are
+   * checked against it and print without their suffix; failing that the first
+   * typed literal; failing that the first operand. The printed text re-parses
+   * to the same choice: a checked literal prints bare (flexible), a
+   * synthesised one keeps its suffix. */
+  uint32_t first = n, typed = n;
+  for (uint32_t i = 0; i < n && first == n; i++) {
+    if (chk_flexible(c, rs[i]))
+      continue;
+    if (chk_typed_lit(c, rs[i])) {
+      if (typed == n)
+        typed = i;
+    } else {
+      first = i;
+    }
+  }
   if (first == n)
-    first = 0;
+    first = typed < n ? typed : 0;
   ir_type t = chk_synth(c, rs[first]);
   for (uint32_t i = 0; i < n && t; i++)
     if (i != first && !chk_check(c, rs[i], t))
@@ -353,8 +367,23 @@ ir_type chk_share(chk *c, uint32_t n, const ir_ref *rs, ir_type expect) {
   return t;
 }
 
+/* A literal whose type is fixed (suffix, builder, or bool). */
+bool chk_typed_lit(const chk *c, ir_ref r) {
+  const ir_node *n = ir_node_get(c->m, r);
+  return r < c->m->nnodes && n->op == IR_LIT && (n->flags & IR_F_SUFFIX) && n->type != IR_TY_NONE;
+}
+
+/* In index and shape positions i64 is expected of a flexible expression, and
+ * an i64 literal is checked against it too, so that its suffix is redundant
+ * and not printed (it re-parses as a flexible literal checked against i64). */
+static bool index_expects_i64(const chk *c, ir_ref r) {
+  if (chk_flexible(c, r))
+    return !(chk_flex_lits(c, r) & FLEX_FLOAT);
+  return chk_typed_lit(c, r) && ir_node_get(c->m, r)->type == c->t_i64;
+}
+
 ir_type chk_index_pos(chk *c, ir_ref r, const char *what, const char *whats) {
-  if (chk_flexible(c, r) && !(chk_flex_lits(c, r) & FLEX_FLOAT))
+  if (index_expects_i64(c, r))
     return chk_check(c, r, c->t_i64) ? c->t_i64 : IR_TY_NONE;
   ir_type t = chk_synth(c, r);
   if (t && !ir_ty_is_int(c->ctx, t))
@@ -424,7 +453,7 @@ bool chk_shape(chk *c, ir_ref r, uint32_t *rank) {
     *rank = ir_node_get(c->m, r)->nkids;
     return index_fields(c, r, "extent", "extents") != IR_TY_NONE;
   }
-  if (chk_flexible(c, r) && !(chk_flex_lits(c, r) & FLEX_FLOAT)) {
+  if (index_expects_i64(c, r)) {
     *rank = 1;
     return chk_check(c, r, c->t_i64);
   }

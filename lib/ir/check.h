@@ -87,6 +87,8 @@ bool chk_flexible(const chk *c, ir_ref r);
 /* Bits FLEX_INT / FLEX_FLOAT: the kinds of literal in a flexible r. */
 enum { FLEX_INT = 1, FLEX_FLOAT = 2 };
 unsigned chk_flex_lits(const chk *c, ir_ref r);
+/* True for a literal whose type is fixed: a suffix, the builder, or bool. */
+bool chk_typed_lit(const chk *c, ir_ref r);
 /* An index, extent, bound or count: a flexible integer expression is checked
  * against i64, anything else synthesised and required to be an integer.
  * what/whats name the position in the message ("index", "indices"). */

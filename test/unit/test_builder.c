@@ -830,7 +830,7 @@ UNIT_TEST(full_stencil_loop_and_array_literal) {
   CHECK_STR(
       text,
       "fn g(xs: f32[]) -> (f32[], f32) {\n"
-      "  let t1 = stencil(|w| w[1i64] - w[-1i64], 10.0, xs);\n"
+      "  let t1 = stencil(|w| w[1] - w[-1], 10.0, xs);\n"
       "  let t2 = (loop (acc = 0.0f32, i = 0i64) while i < len(t1) { (acc + t1[i], i + 1) }).0;\n"
       "  (reverse([t2, 0.5]), t2)\n"
       "}\n");

@@ -219,7 +219,7 @@ static const char *const corpus[] = {
     "  let b = fill(n, 1.0f32);\n  let c = gather(idx, xs);\n"
     "  let d = backpermute(n, |i| n - 1 - i, xs);\n"
     "  let e = scatter(idx, c, xs);\n  let f = permute(|x, y| x + y, b, |i| i, xs);\n"
-    "  let g = slice(xs, 1, n, 2);\n  let h = reshape((2i64, n / 2), xs);\n"
+    "  let g = slice(xs, 1, n, 2);\n  let h = reshape((2, n / 2), xs);\n"
     "  let k = transpose(m);\n  let l = reverse(xs);\n  let o = replicate(3, xs);\n"
     "  let p = filter(|x| x > 0.0, xs);\n  let q = iota(n);\n"
     "  let r = scan(|x, y| x + y, 0.0, xs);\n  let t = scan_incl(|x, y| x + y, xs);\n"
