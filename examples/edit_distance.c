@@ -17,6 +17,7 @@
  * prints the module, exactly as `arrayc-opt examples/edit_distance.ac` does.
  */
 #include "arrayc/arrayc.h"
+#include "example_main.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -101,30 +102,4 @@ static ac_status run(ac_module *m, ac_error **err) {
   return st;
 }
 
-int main(int argc, char **argv) {
-  bool print = argc == 2 && strcmp(argv[1], "--print") == 0;
-  if (argc > 2 || (argc == 2 && !print)) {
-    fprintf(stderr, "usage: example-edit_distance [--print]\n");
-    return 2;
-  }
-  ac_context *ctx = ac_context_create();
-  ac_module *m = ctx ? ac_module_create(ctx, "edit_distance.c") : NULL;
-  ac_error *err = NULL;
-  ac_status st = m ? build(m, &err) : AC_ERR_NOMEM;
-  if (st == AC_OK && print) {
-    char *text = ac_module_print(m, &err);
-    if (text)
-      fputs(text, stdout);
-    else
-      st = AC_ERR_INTERNAL;
-    ac_string_destroy(ctx, text);
-  } else if (st == AC_OK) {
-    st = run(m, &err);
-  }
-  if (st != AC_OK)
-    fputs(err ? ac_error_text(err) : "error: out of memory\n", stderr);
-  ac_error_destroy(err);
-  ac_module_destroy(m);
-  ac_context_destroy(ctx);
-  return st == AC_OK ? 0 : 1;
-}
+int main(int argc, char **argv) { return example_main(argc, argv, "edit_distance", build, run); }
