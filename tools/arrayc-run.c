@@ -1,3 +1,533 @@
-/* STUB: replaced by the arrayc-run tool. */
-#include <stdio.h>
-int main(void) { fprintf(stderr, "arrayc-run: not built yet\n"); return 2; }
+/* tools/arrayc-run: call one function of a program from the command line.
+ *
+ *   arrayc-run [--backend=interp|cpu|gpu|simt-emu|auto] FILE.ac --fn NAME [ARG ...]
+ *              [-o OUT.npy ...] [--repeat N] [--stats]
+ *
+ * This is how the end-to-end tests and benchmarks run programs without a C
+ * driver of their own: the module is parsed and verified, the function is
+ * prepared for a backend, the ARGs are converted to its flattened parameter
+ * leaves (one ARG per leaf, in order), the call is made and each result leaf
+ * is printed on its own line in the language's literal syntax (or written to
+ * a .npy file with -o).
+ *
+ * ARG is a literal typed by the parameter (see tools/args.c) or @FILE.npy.
+ * Errors are reported before anything runs and name the argument and the
+ * function's signature, which is taken from the module's canonical text (the
+ * public API describes only the flattened leaves, but users think in
+ * parameters).
+ *
+ * Exit status: 0 on success, 1 on a program, argument or runtime error (the
+ * library's diagnostic is printed), 2 on a usage error. docs/tools.md is the
+ * manual.
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+
+#include "args.h"
+#include "npy.h"
+#include "toolutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PROG "arrayc-run"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: arrayc-run [--backend=NAME] FILE.ac --fn NAME [ARG ...] [-o OUT.npy ...]\n"
+          "                  [--repeat N] [--stats]\n"
+          "  Calls function NAME of FILE (\"-\" for standard input) with one ARG per\n"
+          "  flattened parameter leaf and prints each result leaf on its own line.\n"
+          "arguments:\n"
+          "  ARG             a literal typed by its parameter: 2.5, -3, 7u32, true, inf,\n"
+          "                  [1, 2, 3], [[1, 2], [3, 4]], [] ; or @PATH.npy\n"
+          "options:\n"
+          "  --backend=NAME  interp, cpu, gpu, simt-emu or auto (default: interp)\n"
+          "  --fn NAME       the function to call (required)\n"
+          "  -o OUT.npy      write the next result leaf to OUT.npy instead of printing;\n"
+          "                  give one -o per result leaf\n"
+          "  --repeat N      call N times and print 'time: median X ms, min Y ms' to stderr\n"
+          "  --stats         print 'kernels: N' (kernels in the compiled plan) to stderr\n"
+          "  --              everything after is a positional argument\n"
+          "  -h, --help      show this help\n"
+          "exit status: 0 success, 1 program/argument/runtime error, 2 usage error\n");
+}
+
+typedef struct options {
+  ac_backend backend;
+  const char *file, *fn;
+  const char **args; /* positional ARGs after FILE */
+  size_t nargs;
+  const char **outs;
+  size_t nouts;
+  long repeat;
+  bool stats;
+} options;
+
+/* A word that starts with '-' is a value, not an option, when it is a
+ * negative number or -inf/-nan: arrayc-run f.ac --fn g -3 -inf. */
+static bool is_negative_literal(const char *a) {
+  return a[0] == '-' && ((a[1] >= '0' && a[1] <= '9') || strncmp(a + 1, "inf", 3) == 0 ||
+                         strncmp(a + 1, "nan", 3) == 0);
+}
+
+enum { OPT_NONE, OPT_BACKEND, OPT_FN, OPT_REPEAT, OPT_OUT };
+
+/* Which option that takes a value `a` is ("--fn", "--fn=NAME", "-o"). */
+static int valued_option(const char *a, const char **eq) {
+  static const struct {
+    const char *name;
+    int id;
+  } opts[] = {{"--backend", OPT_BACKEND}, {"--fn", OPT_FN}, {"--repeat", OPT_REPEAT},
+              {"-o", OPT_OUT}};
+  *eq = strchr(a, '=');
+  size_t n = *eq ? (size_t)(*eq - a) : strlen(a);
+  for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+    if (strlen(opts[i].name) == n && strncmp(a, opts[i].name, n) == 0)
+      return opts[i].id;
+  return OPT_NONE;
+}
+
+/* Returns 0 to go on, otherwise the exit status (-1: --help, exit 0). */
+static int parse_options(int argc, char **argv, options *o) {
+  bool only_positional = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (only_positional || a[0] != '-' || a[1] == 0 || is_negative_literal(a)) {
+      if (!o->file)
+        o->file = a;
+      else
+        o->args[o->nargs++] = a;
+      continue;
+    }
+    const char *eq, *val = NULL;
+    int id = valued_option(a, &eq);
+    if (id != OPT_NONE) {
+      if (eq) {
+        val = eq + 1;
+      } else if (i + 1 < argc) {
+        val = argv[++i];
+      } else {
+        fprintf(stderr, PROG ": option '%s' needs a value\n", a);
+        return 2;
+      }
+    }
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      usage(stdout);
+      return -1;
+    } else if (strcmp(a, "--") == 0) {
+      only_positional = true;
+    } else if (strcmp(a, "--stats") == 0) {
+      o->stats = true;
+    } else if (id == OPT_OUT) {
+      o->outs[o->nouts++] = val;
+    } else if (id == OPT_FN) {
+      o->fn = val;
+    } else if (id == OPT_BACKEND) {
+      if (!ac_backend_from_name(val, &o->backend)) {
+        fprintf(stderr, PROG ": unknown backend '%s' (interp, cpu, gpu, simt-emu, auto)\n", val);
+        return 2;
+      }
+    } else if (id == OPT_REPEAT) {
+      char *end;
+      o->repeat = strtol(val, &end, 10);
+      if (*val == 0 || *end != 0 || o->repeat < 1 || o->repeat > 1000000) {
+        fprintf(stderr, PROG ": --repeat needs a count from 1 to 1000000, got '%s'\n", val);
+        return 2;
+      }
+    } else {
+      fprintf(stderr, PROG ": unknown option '%s'\n", a);
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (!o->file || !o->fn) {
+    fprintf(stderr, PROG ": %s\n", !o->file ? "no input file" : "no function given (--fn NAME)");
+    usage(stderr);
+    return 2;
+  }
+  return 0;
+}
+
+/* ---- the function's signature, for messages ---- */
+
+/* Labels of the flattened parameter leaves ("xs", "p.0", "p.1.1") and the
+ * signature text "fn f(xs: f32[], p: (i32, f64)) -> f32", recovered from the
+ * canonical module text. When anything about that text is unexpected the
+ * labels stay empty and messages fall back to leaf types alone. */
+typedef struct signature {
+  char *text;
+  char **labels;
+  size_t nlabels, cap;
+} signature;
+
+typedef struct sigscan {
+  const char *p, *end;
+  signature *sig;
+  bool ok;
+} sigscan;
+
+static void sig_ws(sigscan *s) {
+  while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\t' || *s->p == '\r'))
+    s->p++;
+}
+
+static bool sig_eat(sigscan *s, char c) {
+  sig_ws(s);
+  if (s->p < s->end && *s->p == c) {
+    s->p++;
+    return true;
+  }
+  return false;
+}
+
+static void sig_add_label(sigscan *s, const char *label) {
+  signature *g = s->sig;
+  if (g->nlabels == g->cap) {
+    size_t nc = g->cap * 2 + 8;
+    char **nl = realloc(g->labels, nc * sizeof *nl);
+    if (!nl) {
+      s->ok = false;
+      return;
+    }
+    g->labels = nl;
+    g->cap = nc;
+  }
+  char *copy = malloc(strlen(label) + 1);
+  if (!copy) {
+    s->ok = false;
+    return;
+  }
+  strcpy(copy, label);
+  g->labels[g->nlabels++] = copy;
+}
+
+/* Walks one type, adding a label per leaf; a trailing array suffix on a
+ * tuple ((f32, i32)[]) distributes over its fields, so it changes no label.
+ * Depth is bounded by the text the library printed from a checked module. */
+static void sig_type(sigscan *s, const char *label, unsigned depth) {
+  if (!s->ok || depth > 64) {
+    s->ok = false;
+    return;
+  }
+  sig_ws(s);
+  if (sig_eat(s, '(')) {
+    size_t len = strlen(label);
+    char *sub = malloc(len + 24);
+    if (!sub) {
+      s->ok = false;
+      return;
+    }
+    for (unsigned k = 0; s->ok && !sig_eat(s, ')'); k++) {
+      if (k > 0 && !sig_eat(s, ','))
+        s->ok = false;
+      snprintf(sub, len + 24, "%s.%u", label, k);
+      sig_type(s, sub, depth + 1);
+      if (s->p >= s->end)
+        s->ok = false;
+    }
+    free(sub);
+  } else {
+    const char *st = s->p;
+    while (s->p < s->end && ((*s->p >= 'a' && *s->p <= 'z') || (*s->p >= '0' && *s->p <= '9')))
+      s->p++;
+    if (s->p == st)
+      s->ok = false;
+    else
+      sig_add_label(s, label);
+  }
+  if (sig_eat(s, '[')) {
+    while (sig_eat(s, ','))
+      ;
+    if (!sig_eat(s, ']'))
+      s->ok = false;
+  }
+}
+
+static void signature_free(signature *g) {
+  for (size_t i = 0; i < g->nlabels; i++)
+    free(g->labels[i]);
+  free(g->labels);
+  free(g->text);
+}
+
+static void signature_of(ac_module *m, const char *fn, size_t nleaves, signature *g) {
+  memset(g, 0, sizeof *g);
+  ac_error *err = NULL;
+  char *text = ac_module_print(m, &err);
+  if (!text) {
+    ac_error_destroy(err);
+    return;
+  }
+  size_t fl = strlen(fn);
+  const char *h = NULL;
+  for (const char *p = text; (p = strstr(p, "fn ")) != NULL; p++)
+    if ((p == text || p[-1] == '\n') && strncmp(p + 3, fn, fl) == 0 && p[3 + fl] == '(') {
+      h = p;
+      break;
+    }
+  const char *brace = h ? strchr(h, '{') : NULL;
+  if (brace) {
+    sigscan s = {h + 3 + fl + 1, brace, g, true};
+    while (s.ok && !sig_eat(&s, ')')) {
+      sig_ws(&s);
+      const char *nm = s.p;
+      while (s.p < s.end && *s.p != ':' && *s.p != ',' && *s.p != ')' && *s.p != ' ')
+        s.p++;
+      char name[256];
+      size_t nl = (size_t)(s.p - nm);
+      if (nl == 0 || nl >= sizeof name || !sig_eat(&s, ':')) {
+        s.ok = false;
+        break;
+      }
+      memcpy(name, nm, nl);
+      name[nl] = 0;
+      sig_type(&s, name, 0);
+      if (!sig_eat(&s, ',')) {
+        if (!sig_eat(&s, ')'))
+          s.ok = false;
+        break;
+      }
+    }
+    /* The signature text with its whitespace collapsed. */
+    size_t n = (size_t)(brace - h);
+    g->text = malloc(n + 1);
+    if (g->text) {
+      size_t k = 0;
+      for (const char *p = h; p < brace; p++) {
+        bool sp = *p == ' ' || *p == '\n' || *p == '\t';
+        if (!sp || (k > 0 && g->text[k - 1] != ' '))
+          g->text[k++] = sp ? ' ' : *p;
+      }
+      while (k > 0 && g->text[k - 1] == ' ')
+        k--;
+      g->text[k] = 0;
+    }
+    if (!s.ok || g->nlabels != nleaves) {
+      for (size_t i = 0; i < g->nlabels; i++)
+        free(g->labels[i]);
+      g->nlabels = 0;
+    }
+  }
+  ac_string_destroy(ac_module_context(m), text);
+}
+
+/* "argument 2 (ys)" or "argument 2" when labels are unknown. */
+static void arg_name(const signature *g, size_t i, char *buf, size_t size) {
+  if (i < g->nlabels)
+    snprintf(buf, size, "argument %zu (%s)", i + 1, g->labels[i]);
+  else
+    snprintf(buf, size, "argument %zu", i + 1);
+}
+
+/* Prints "xs: f32[], n: i32" for the flattened leaves of f. */
+static void print_leaves(FILE *out, const ac_function *f, const signature *g) {
+  size_t n = ac_function_num_args(f);
+  for (size_t i = 0; i < n; i++) {
+    ac_scalar t;
+    unsigned r;
+    char tn[64];
+    ac_function_arg_info(f, i, &t, &r);
+    val_type_name(t, r, tn, sizeof tn);
+    if (i < g->nlabels)
+      fprintf(out, "%s%s: %s", i ? ", " : "", g->labels[i], tn);
+    else
+      fprintf(out, "%s%s", i ? ", " : "", tn);
+  }
+}
+
+/* ---- arguments ---- */
+
+static bool convert_arg(ac_context *ctx, const ac_function *f, const signature *g, size_t i,
+                        const char *text, ac_datum *out) {
+  ac_scalar t;
+  unsigned r;
+  ac_function_arg_info(f, i, &t, &r);
+  char msg[512], who[300];
+  arg_name(g, i, who, sizeof who);
+  bool ok;
+  if (text[0] == '@') {
+    size_t len;
+    char *buf = tool_read_file(PROG, text + 1, &len);
+    if (!buf)
+      return false;
+    ok = val_from_npy(ctx, (const unsigned char *)buf, len, t, r, out, msg, sizeof msg);
+    free(buf);
+    if (!ok)
+      fprintf(stderr, PROG ": %s: %s: %s\n", who, text + 1, msg);
+    return ok;
+  }
+  ok = val_parse_literal(ctx, text, t, r, out, msg, sizeof msg);
+  if (!ok)
+    fprintf(stderr, PROG ": %s: %s\n", who, msg);
+  return ok;
+}
+
+/* ---- results ---- */
+
+static bool write_result(const ac_datum *d, const char *path) {
+  char msg[512];
+  bool ok;
+  if (d->kind == AC_DATUM_SCALAR) {
+    unsigned char bytes[8];
+    val_scalar_bytes(d, bytes);
+    ok = npy_write(path, d->type, 0, NULL, bytes, msg, sizeof msg);
+  } else {
+    const ac_array *a = d->array;
+    ok = npy_write(path, ac_array_type(a), ac_array_rank(a), ac_array_extents(a),
+                   ac_array_data(a), msg, sizeof msg);
+  }
+  if (!ok)
+    fprintf(stderr, PROG ": %s\n", msg);
+  return ok;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void release_all(ac_datum *d, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    ac_datum_release(&d[i]);
+}
+
+/* Makes the call(s) and reports results; returns the exit status. */
+static int call_and_report(ac_function *f, const options *o, const ac_datum *args, size_t nargs) {
+  size_t nres = ac_function_num_results(f);
+  ac_datum *res = calloc(nres ? nres : 1, sizeof *res);
+  ac_datum *extra = calloc(nres ? nres : 1, sizeof *extra);
+  double *times = malloc((size_t)o->repeat * sizeof *times);
+  if (!res || !extra || !times) {
+    fprintf(stderr, PROG ": out of memory\n");
+    free(res);
+    free(extra);
+    free(times);
+    return 1;
+  }
+  int rc = 0;
+  bool have = false;
+  for (long r = 0; r < o->repeat && rc == 0; r++) {
+    ac_error *err = NULL;
+    ac_datum *into = r == 0 ? res : extra;
+    double t0 = now_ms();
+    ac_status st = ac_function_call(f, args, nargs, into, nres, &err);
+    times[r] = now_ms() - t0;
+    if (st != AC_OK) {
+      tool_print_error(err);
+      ac_error_destroy(err);
+      rc = 1;
+    } else if (r == 0) {
+      have = true;
+    } else {
+      release_all(extra, nres);
+    }
+  }
+  if (rc == 0 && o->repeat > 1) {
+    qsort(times, (size_t)o->repeat, sizeof *times, cmp_double);
+    long n = o->repeat;
+    double med = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+    fprintf(stderr, "time: median %.3f ms, min %.3f ms\n", med, times[0]);
+  }
+  if (rc == 0 && o->stats)
+    fprintf(stderr, "kernels: %zu\n", ac_function_num_kernels(f));
+  for (size_t i = 0; rc == 0 && i < nres; i++) {
+    if (o->nouts) {
+      if (!write_result(&res[i], o->outs[i]))
+        rc = 1;
+    } else {
+      val_print(stdout, &res[i]);
+    }
+  }
+  if (rc == 0 && fflush(stdout) != 0) {
+    fprintf(stderr, PROG ": cannot write the results to standard output\n");
+    rc = 1;
+  }
+  if (have)
+    release_all(res, nres);
+  free(res);
+  free(extra);
+  free(times);
+  return rc;
+}
+
+/* Everything after the module is loaded: prepare, convert, call. */
+static int run_function(ac_context *ctx, ac_module *m, const options *o) {
+  ac_function *f = NULL;
+  ac_error *err = NULL;
+  if (ac_function_create(m, o->fn, o->backend, &f, &err) != AC_OK) {
+    tool_print_error(err);
+    ac_error_destroy(err);
+    return 1;
+  }
+  size_t nargs = ac_function_num_args(f), nres = ac_function_num_results(f);
+  signature g;
+  signature_of(m, o->fn, nargs, &g);
+  const char *sigtext = g.text ? g.text : o->fn;
+  int rc = 0;
+  ac_datum *args = NULL;
+  size_t made = 0;
+  if (o->nargs != nargs) {
+    fprintf(stderr, PROG ": %s takes %zu argument%s (", sigtext, nargs, nargs == 1 ? "" : "s");
+    print_leaves(stderr, f, &g);
+    fprintf(stderr, "), got %zu\n", o->nargs);
+    rc = 1;
+  } else if (o->nouts && o->nouts != nres) {
+    fprintf(stderr, PROG ": %s has %zu result%s but %zu -o option%s given\n", sigtext, nres,
+            nres == 1 ? "" : "s", o->nouts, o->nouts == 1 ? " was" : "s were");
+    rc = 2;
+  } else if (!(args = calloc(nargs ? nargs : 1, sizeof *args))) {
+    fprintf(stderr, PROG ": out of memory\n");
+    rc = 1;
+  }
+  for (; rc == 0 && made < nargs; made++)
+    if (!convert_arg(ctx, f, &g, made, o->args[made], &args[made]))
+      rc = 1;
+  if (rc == 0)
+    rc = call_and_report(f, o, args, nargs);
+  if (args)
+    release_all(args, made);
+  free(args);
+  signature_free(&g);
+  ac_function_destroy(f);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  options o;
+  memset(&o, 0, sizeof o);
+  o.backend = AC_BACKEND_INTERP;
+  o.repeat = 1;
+  /* At most argc words of each kind. */
+  o.args = calloc((size_t)argc, sizeof *o.args);
+  o.outs = calloc((size_t)argc, sizeof *o.outs);
+  int rc;
+  if (!o.args || !o.outs) {
+    fprintf(stderr, PROG ": out of memory\n");
+    rc = 1;
+  } else {
+    rc = parse_options(argc, argv, &o);
+  }
+  if (rc == 0) {
+    ac_context *ctx = ac_context_create();
+    if (!ctx) {
+      fprintf(stderr, PROG ": out of memory\n");
+      rc = 1;
+    } else {
+      ac_module *m = tool_load_module(PROG, ctx, o.file);
+      rc = m ? run_function(ctx, m, &o) : 1;
+      if (m)
+        ac_module_destroy(m);
+      ac_context_destroy(ctx);
+    }
+  }
+  free(o.args);
+  free(o.outs);
+  return rc < 0 ? 0 : rc;
+}
