@@ -10,8 +10,12 @@
  *   uniform  i_k + c with c an integer constant (through lets, casts to
  *            integer types, + and - of constants): distance -c;
  *   free     an expression that does not mention the indices, or an
- *            affine-but-non-uniform i_m + c with m != k: any value;
- *   bad      anything else that mentions the indices: an error.
+ *            affine one that is not i_k + c (i_m + c with m != k, j - i,
+ *            2 * i, n - 1 - j: integer constant coefficients, any offset
+ *            that does not depend on the indices): any value. That is sound:
+ *            the schedule then must not advance along dimension k;
+ *   bad      anything else that mentions the indices (products of indices
+ *            or by run-time values, division, data): not affine, an error.
  * The walk gives every expression a "form" bottom-up and every variable the
  * form of what it is bound to, so `let k = i - 1; d[k]` is uniform. Lambda
  * parameters and loop variables are free unless the values they take
@@ -38,6 +42,7 @@ typedef enum fkind {
   F_CONST, /* an integer constant c */
   F_FREE,  /* a value that does not depend on the indices */
   F_IDX,   /* i_dim + c */
+  F_AFF,   /* another affine function of the indices (constant coefficients) */
   F_BAD,   /* depends on the indices in some other way */
   F_RANGE, /* i_dim + c with c out of the int64 range */
   F_SELF   /* the array being defined */
@@ -53,8 +58,13 @@ static const form FREE = {F_FREE, 0, 0};
 static const form BAD = {F_BAD, 0, 0};
 
 static bool mentions(form f) {
-  return f.kind == F_IDX || f.kind == F_BAD || f.kind == F_RANGE;
+  return f.kind == F_IDX || f.kind == F_AFF || f.kind == F_BAD || f.kind == F_RANGE;
 }
+
+/* i_dim + c, or another affine function of the indices. */
+static bool affine(form f) { return f.kind == F_IDX || f.kind == F_AFF; }
+
+static const form AFF = {F_AFF, 0, 0};
 static form taint(bool t) {
   return t ? BAD : FREE;
 }
@@ -247,6 +257,29 @@ static form add_form(form a, form b, bool sub) {
   if (!sub && a.kind == F_CONST && b.kind == F_IDX)
     return ck_add(a.c, b.c, &r) && r != INT64_MIN ? (form){F_IDX, b.dim, r}
                                                   : (form){F_RANGE, b.dim, 0};
+  /* Sums and differences of affine forms with constants and values that do
+   * not depend on the indices stay affine (j - i, n - 1 - j, i + n). */
+  if ((affine(a) || affine(b)) && (affine(a) || !mentions(a)) && (affine(b) || !mentions(b)))
+    return AFF;
+  return taint(mentions(a) || mentions(b));
+}
+
+/* A product is affine only when one side is an integer constant. */
+static form mul_form(form a, form b) {
+  if (a.kind == F_CONST && b.kind == F_CONST) {
+    int64_t x = a.c, y = b.c;
+    bool ok = x == 0 || y == 0 ||
+              (x > 0 ? (y > 0 ? x <= INT64_MAX / y : y >= INT64_MIN / x)
+                     : (y > 0 ? x >= INT64_MIN / y : x >= INT64_MAX / y));
+    return ok ? (form){F_CONST, 0, x * y} : FREE; /* overflow: wraps, some constant */
+  }
+  if (b.kind == F_CONST) {
+    form t = a;
+    a = b;
+    b = t;
+  }
+  if (a.kind == F_CONST && affine(b))
+    return a.c == 1 ? b : a.c == 0 ? (form){F_CONST, 0, 0} : AFF;
   return taint(mentions(a) || mentions(b));
 }
 
@@ -557,11 +590,15 @@ static form walk(rw *w, ir_ref r) {
     a = walk(w, ir_kid(w->m, r, 0));
     b = walk(w, ir_kid(w->m, r, 1));
     return add_form(a, b, n->op == IR_SUB);
+  case IR_MUL:
+    a = walk(w, ir_kid(w->m, r, 0));
+    b = walk(w, ir_kid(w->m, r, 1));
+    return mul_form(a, b);
   case IR_NEG:
     a = walk(w, ir_kid(w->m, r, 0));
     if (a.kind == F_CONST && a.c != INT64_MIN)
       return (form){F_CONST, 0, -a.c};
-    return taint(mentions(a));
+    return affine(a) ? AFF : taint(mentions(a));
   case IR_CAST:
     return cast_form(w, walk(w, ir_kid(w->m, r, 0)), n->type);
   case IR_INDEX:

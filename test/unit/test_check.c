@@ -330,9 +330,9 @@ UNIT_TEST(rec_errors) {
                "}\n",
                "t.ac:3:30: error: rec dependency is not affine in the rec indices: i / 2");
   expect_error("fn f(n: i64) -> i64[,] {\n"
-               "  rec d (i in 0..n, j in 0..n) -> i64 { d[j - i, 0] }\n"
+               "  rec d (i in 0..n, j in 0..n) -> i64 { d[j * i, 0] }\n"
                "}\n",
-               "t.ac:2:43: error: rec dependency is not affine in the rec indices: j - i");
+               "t.ac:2:43: error: rec dependency is not affine in the rec indices: j * i");
   /* a loop variable fed by the indices is not free */
   expect_error("fn f(n: i64) -> i64[] {\n"
                "  rec d (i in 0..n) -> i64 {\n"
