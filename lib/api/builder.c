@@ -18,6 +18,7 @@
  * literal ranges, names that could not be printed back as text).
  */
 #include "builder_impl.h"
+#include "lex.h"
 
 #include <float.h>
 #include <math.h>
@@ -105,26 +106,14 @@ static bool arg_ok(ac_builder *b, const char *api, size_t i, uint32_t v, bool wa
 
 /* ---- names ---- */
 
-static const char *const keywords[] = {"fn",    "let", "if",    "else",   "loop",
-                                       "while", "rec", "in",    "true",   "false",
-                                       "inf",   "nan", "clamp", "mirror", "wrap"};
-
-/* True if s can be written back as a name in the text format. Function names
- * may not be builtin or scalar type names either: `name(...)` always means
- * the builtin or the conversion. */
+/* True if s can be written back as a name in the text format (the lexer's
+ * rule: an identifier that is not a keyword). Function names may not be
+ * builtin or scalar type names either: `name(...)` always means the builtin
+ * or the conversion. */
 static bool valid_name(const char *s, bool fn_name) {
   size_t n = strlen(s);
-  if (n == 0 || n > 255)
+  if (!lex_is_plain_ident(s, n))
     return false;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-    if (!alpha && (i == 0 || c < '0' || c > '9'))
-      return false;
-  }
-  for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
-    if (strcmp(s, keywords[i]) == 0)
-      return false;
   if (fn_name) {
     if (ir_op_by_call_name(s, n) != IR_NUM_OPS)
       return false;
