@@ -240,17 +240,7 @@ bool interp_while(interp *I, ir_ref r) {
   ok = interp_lam_init(I, &step, IKID(I, r, 1), 1) && ok;
   ok = ok && interp_eval(I, IKID(I, r, 2));
   cond.counts[0] = step.counts[0] = I->sp - base;
-  while (ok) {
-    size_t top = I->sp;
-    ok = interp_push_copy(I, base, top - base) && interp_apply(I, &cond, top);
-    if (!ok)
-      break;
-    bool go = I->stk[top].v.s.u != 0;
-    I->sp = top;
-    if (!go)
-      break;
-    ok = interp_apply(I, &step, base);
-  }
+  ok = ok && interp_run_while(I, &cond, &step, base);
   interp_lam_free(I, &cond);
   interp_lam_free(I, &step);
   return ok;

@@ -519,6 +519,23 @@ static bool eval_call(interp *I, ir_ref r) {
   return ok;
 }
 
+/* The loop shared by `loop` and the array-level `while`: the state occupies
+ * the stack from base to the top; cond gets a copy of it, step consumes it
+ * and leaves the next state in its place. */
+bool interp_run_while(interp *I, const interp_lam *cond, const interp_lam *step, size_t base) {
+  for (;;) {
+    size_t top = I->sp;
+    if (!interp_push_copy(I, base, top - base) || !interp_apply(I, cond, top))
+      return false;
+    bool go = I->stk[top].v.s.u != 0;
+    I->sp = top;
+    if (!go)
+      return true;
+    if (!interp_apply(I, step, base))
+      return false;
+  }
+}
+
 /* loop (x1 = e1, .., xk = ek) while cond { step }: the state stays at base;
  * cond gets a copy of it, step consumes it and leaves the next state. */
 static bool eval_loop(interp *I, ir_ref r) {
@@ -533,17 +550,7 @@ static bool eval_loop(interp *I, ir_ref r) {
     ok = interp_eval(I, IKID(I, r, i));
     cond.counts[i] = step.counts[i] = I->sp - b;
   }
-  while (ok) {
-    size_t top = I->sp;
-    ok = interp_push_copy(I, base, top - base) && interp_apply(I, &cond, top);
-    if (!ok)
-      break;
-    bool go = I->stk[top].v.s.u != 0;
-    I->sp = top;
-    if (!go)
-      break;
-    ok = interp_apply(I, &step, base);
-  }
+  ok = ok && interp_run_while(I, &cond, &step, base);
   interp_lam_free(I, &cond);
   interp_lam_free(I, &step);
   return ok;

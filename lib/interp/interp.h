@@ -122,6 +122,9 @@ void interp_lam_free(interp *I, interp_lam *l);
 /* Applies l to the arguments occupying [base, sp): they are bound, the body
  * is evaluated, the arguments are released and the result is left at base. */
 bool interp_apply(interp *I, const interp_lam *l, size_t base);
+/* Runs `while cond(state) { state = step(state) }` on the state at base..top
+ * (the scalar loop and the array-level while). */
+bool interp_run_while(interp *I, const interp_lam *cond, const interp_lam *step, size_t base);
 
 /* Number of leaves of a value of type t (windows count one). */
 size_t interp_ty_nleaves(const ac_context *ctx, ir_type t);
