@@ -33,7 +33,7 @@ extern "C" {
 
 /* Operation codes, one per row of arrayc/ops.def (AC_OP_ADD, AC_OP_MAP, ...). */
 typedef enum ac_op {
-#define AC_OP(id, spelling, syntax, nkids, typing, prec) AC_OP_##id,
+#define AC_OP(id, spelling, syntax, nkids, typing, prec, fnargs, acc) AC_OP_##id,
 #include "arrayc/ops.def"
 #undef AC_OP
   AC_OP_COUNT_

@@ -529,32 +529,7 @@ ac_value ac_lit_float(ac_builder *b, ac_scalar type, double x) {
 /* ---- operations ---- */
 
 /* True if argument i of operation op is a function (in text order). */
-static bool fn_slot(ir_op op, size_t i) {
-  switch (op) {
-  case IR_MAP:
-  case IR_FOLD:
-  case IR_FOLD_SEG:
-  case IR_SCAN:
-  case IR_SCAN_INCL:
-  case IR_SCANR:
-  case IR_SCANR_INCL:
-  case IR_SCAN_SEG:
-  case IR_SCAN_INCL_SEG:
-  case IR_FILTER:
-  case IR_STENCIL:
-    return i == 0;
-  case IR_GENERATE:
-  case IR_BACKPERMUTE:
-  case IR_ITERATE:
-    return i == 1;
-  case IR_PERMUTE:
-    return i == 0 || i == 2;
-  case IR_WHILE:
-    return i == 0 || i == 1;
-  default:
-    return false;
-  }
-}
+static bool fn_slot(ir_op op, size_t i) { return i < 32 && (ir_ops[op].fnargs >> i) & 1; }
 
 /* Which constructor builds the forms that ac_apply does not. */
 static const char *own_constructor(ir_op op) {

@@ -385,23 +385,7 @@ static form walk_index(rw *w, ir_ref r) {
   return taint(any);
 }
 
-static bool accumulates(ir_op op) {
-  switch (op) {
-  case IR_FOLD:
-  case IR_FOLD_SEG:
-  case IR_SCAN:
-  case IR_SCAN_INCL:
-  case IR_SCANR:
-  case IR_SCANR_INCL:
-  case IR_SCAN_SEG:
-  case IR_SCAN_INCL_SEG:
-  case IR_ITERATE:
-  case IR_WHILE:
-    return true;
-  default:
-    return false;
-  }
-}
+static bool accumulates(ir_op op) { return ir_ops[op].acc; }
 
 /* Do the parameters of the lambda at child `lk` of r take values that
  * depend on the indices? srcmask: which of the first 32 children mention

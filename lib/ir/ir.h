@@ -44,7 +44,7 @@ typedef uint32_t ir_sym;  /* interned string id; 0 = none */
 
 /* ---- operations (from the one table) ---- */
 typedef enum ir_op {
-#define AC_OP(id, spelling, syntax, nkids, typing, prec) IR_##id,
+#define AC_OP(id, spelling, syntax, nkids, typing, prec, fnargs, acc) IR_##id,
 #include "arrayc/ops.def"
 #undef AC_OP
   IR_NUM_OPS
@@ -63,6 +63,8 @@ typedef struct ir_opinfo {
   int nkids; /* -1 = variable */
   ir_typing typing;
   int prec;
+  unsigned fnargs; /* bit k: argument k (text order) is a function */
+  bool acc;        /* feeds its function's results back into its parameters */
 } ir_opinfo;
 
 extern const ir_opinfo ir_ops[IR_NUM_OPS];

@@ -11,8 +11,8 @@
 #include <string.h>
 
 const ir_opinfo ir_ops[IR_NUM_OPS] = {
-#define AC_OP(id, spelling, syntax, nkids, typing, prec)                                          \
-  {#id, spelling, syntax, nkids, typing, prec},
+#define AC_OP(id, spelling, syntax, nkids, typing, prec, fnargs, acc)                            \
+  {#id, spelling, syntax, nkids, typing, prec, fnargs, acc},
 #include "arrayc/ops.def"
 #undef AC_OP
 };
