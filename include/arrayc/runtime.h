@@ -6,6 +6,12 @@
  * reference-counted; the library retains what it keeps and the caller
  * releases what it created or received.
  *
+ * Threads: ac_function_call may run on several threads at once, on the same
+ * or different functions of one module, provided no thread modifies the
+ * module meanwhile (building, verifying) and the context's allocator hook is
+ * thread-safe (the default one is). ac_array_retain and ac_array_release are
+ * atomic, so an array may be shared between threads that only read it.
+ *
  * Backends: the interpreter is the reference (it defines what every program
  * means); the CPU, GPU and SIMT-emulation backends are added later, and asking
  * for one that is not built gives AC_ERR_UNSUPPORTED.
@@ -77,7 +83,8 @@ AC_API void ac_function_destroy(ac_function *f);
 AC_API ac_backend ac_function_backend(const ac_function *f);
 
 /* Number and kinds of the flattened parameters and results. For leaf i,
- * *type is its scalar type and *rank is 0 for a scalar or its array rank. */
+ * *type is its scalar type and *rank is 0 for a scalar or its array rank;
+ * for i out of range nothing is written. */
 AC_API size_t ac_function_num_args(const ac_function *f);
 AC_API size_t ac_function_num_results(const ac_function *f);
 AC_API void ac_function_arg_info(const ac_function *f, size_t i, ac_scalar *type, unsigned *rank);
