@@ -106,17 +106,6 @@ static ac_status build(ac_module *m, ac_error **err) {
   return st;
 }
 
-static void print_floats(const ac_array *a) {
-  const float *x = ac_array_data(a);
-  printf("[");
-  for (int64_t i = 0; i < ac_array_size(a); i++) {
-    char buf[64];
-    snprintf(buf, sizeof buf, "%.9g", x[i]);
-    printf("%s%s%s", i ? ", " : "", buf, strpbrk(buf, ".en") ? "" : ".0");
-  }
-  printf("]\n");
-}
-
 static ac_status run(ac_module *m, ac_error **err) {
   ac_context *ctx = ac_module_context(m);
   /* spot prices, strikes, years to expiry; rate 2%, volatility 30% */
@@ -135,8 +124,8 @@ static ac_status run(ac_module *m, ac_error **err) {
       (args[2].array = ac_array_create(ctx, AC_F32, 1, n, t, err)) &&
       (st = ac_function_create(m, "blackscholes", AC_BACKEND_INTERP, &fn, err)) == AC_OK &&
       (st = ac_function_call(fn, args, 5, results, 2, err)) == AC_OK) {
-    print_floats(results[0].array); /* call prices */
-    print_floats(results[1].array); /* put prices */
+    example_print_floats(results[0].array); /* call prices */
+    example_print_floats(results[1].array); /* put prices */
     ac_datum_release(&results[0]);
     ac_datum_release(&results[1]);
   }

@@ -53,13 +53,6 @@ static ac_status build(ac_module *m, ac_error **err) {
   return st;
 }
 
-static void print_float(double x) {
-  char buf[64];
-  snprintf(buf, sizeof buf, "%.9g", x);
-  /* literal syntax: a float always has a '.' or an exponent */
-  printf("%s%s\n", buf, strpbrk(buf, ".en") ? "" : ".0");
-}
-
 static ac_status run(ac_module *m, ac_error **err) {
   ac_context *ctx = ac_module_context(m);
   static const float xs[] = {1, 2, 3}, ys[] = {4, 5, 6};
@@ -73,7 +66,7 @@ static ac_status run(ac_module *m, ac_error **err) {
       (args[1].array = ac_array_create(ctx, AC_F32, 1, n, ys, err)) &&
       (st = ac_function_create(m, "dotp", AC_BACKEND_INTERP, &fn, err)) == AC_OK &&
       (st = ac_function_call(fn, args, 2, &result, 1, err)) == AC_OK) {
-    print_float(result.s.f); /* 1*4 + 2*5 + 3*6 = 32 */
+    example_print_float(result.s.f); /* 1*4 + 2*5 + 3*6 = 32 */
     ac_datum_release(&result);
   }
   if (fn)

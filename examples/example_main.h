@@ -17,9 +17,36 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Writes a float in the language's literal syntax (always with '.' or an
+ * exponent, 9 significant digits: enough to read back any f32). */
+static inline void example_format_float(char *buf, size_t size, double x) {
+  snprintf(buf, size, "%.9g", x);
+  if (!strpbrk(buf, ".en"))
+    strncat(buf, ".0", size - strlen(buf) - 1);
+}
+
+/* Prints a scalar result on its own line. */
+static inline void example_print_float(double x) {
+  char buf[64];
+  example_format_float(buf, sizeof buf, x);
+  printf("%s\n", buf);
+}
+
+/* Prints an f32 array result as an array literal on its own line. */
+static inline void example_print_floats(const ac_array *a) {
+  const float *x = ac_array_data(a);
+  printf("[");
+  for (int64_t i = 0; i < ac_array_size(a); i++) {
+    char buf[64];
+    example_format_float(buf, sizeof buf, x[i]);
+    printf("%s%s", i ? ", " : "", buf);
+  }
+  printf("]\n");
+}
+
 typedef ac_status (*example_step)(ac_module *m, ac_error **err);
 
-static int example_main(int argc, char **argv, const char *name, example_step build,
+static inline int example_main(int argc, char **argv, const char *name, example_step build,
                         example_step run) {
   bool print = argc == 2 && strcmp(argv[1], "--print") == 0;
   if (argc > 2 || (argc == 2 && !print)) {

@@ -44,17 +44,6 @@ static ac_status build(ac_module *m, ac_error **err) {
   return st;
 }
 
-static void print_floats(const ac_array *a) {
-  const float *x = ac_array_data(a);
-  printf("[");
-  for (int64_t i = 0; i < ac_array_size(a); i++) {
-    char buf[64];
-    snprintf(buf, sizeof buf, "%.9g", x[i]);
-    printf("%s%s%s", i ? ", " : "", buf, strpbrk(buf, ".en") ? "" : ".0");
-  }
-  printf("]\n");
-}
-
 static ac_status run(ac_module *m, ac_error **err) {
   ac_context *ctx = ac_module_context(m);
   static const float xs[] = {1, 4, 9, 16, 25};
@@ -65,7 +54,7 @@ static ac_status run(ac_module *m, ac_error **err) {
   if ((arg.array = ac_array_create(ctx, AC_F32, 1, n, xs, err)) &&
       (st = ac_function_create(m, "forward_diff", AC_BACKEND_INTERP, &fn, err)) == AC_OK &&
       (st = ac_function_call(fn, &arg, 1, &out, 1, err)) == AC_OK) {
-    print_floats(out.array);
+    example_print_floats(out.array);
     ac_datum_release(&out);
   }
   if (fn)

@@ -54,17 +54,6 @@ static ac_status build(ac_module *m, ac_error **err) {
   return st;
 }
 
-static void print_floats(const ac_array *a) {
-  const float *x = ac_array_data(a);
-  printf("[");
-  for (int64_t i = 0; i < ac_array_size(a); i++) {
-    char buf[64];
-    snprintf(buf, sizeof buf, "%.9g", x[i]);
-    printf("%s%s%s", i ? ", " : "", buf, strpbrk(buf, ".en") ? "" : ".0");
-  }
-  printf("]\n");
-}
-
 static ac_status run(ac_module *m, ac_error **err) {
   ac_context *ctx = ac_module_context(m);
   static const float vals[] = {1, 2, 3, 4, 5, 6}, x[] = {1, 2, 3};
@@ -83,7 +72,7 @@ static ac_status run(ac_module *m, ac_error **err) {
       (args[3].array = ac_array_create(ctx, AC_F32, 1, n, x, err)) &&
       (st = ac_function_create(m, "smvm", AC_BACKEND_INTERP, &fn, err)) == AC_OK &&
       (st = ac_function_call(fn, args, 4, &y, 1, err)) == AC_OK) {
-    print_floats(y.array);
+    example_print_floats(y.array);
     ac_datum_release(&y);
   }
   if (fn)
