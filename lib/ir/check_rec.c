@@ -48,23 +48,27 @@ typedef enum fkind {
   F_SELF   /* the array being defined */
 } fkind;
 
+/* Coefficients are tracked for the first FORM_DIMS dimensions, enough for
+ * every schedule rec_schedule can search (at most 8 non-free dimensions). */
+#define FORM_DIMS 8
+
 typedef struct form {
   uint8_t kind;
   uint32_t dim;
   int64_t c;
+  /* F_AFF: sum co[k] * i_k + c (+ a value independent of the indices when
+   * offfree); wide: coefficients beyond FORM_DIMS, known only to be affine */
+  int64_t co[FORM_DIMS];
+  bool offfree, wide;
 } form;
 
-static const form FREE = {F_FREE, 0, 0};
-static const form BAD = {F_BAD, 0, 0};
+static const form FREE = {.kind = F_FREE};
+static const form BAD = {.kind = F_BAD};
 
 static bool mentions(form f) {
   return f.kind == F_IDX || f.kind == F_AFF || f.kind == F_BAD || f.kind == F_RANGE;
 }
 
-/* i_dim + c, or another affine function of the indices. */
-static bool affine(form f) { return f.kind == F_IDX || f.kind == F_AFF; }
-
-static const form AFF = {F_AFF, 0, 0};
 static form taint(bool t) {
   return t ? BAD : FREE;
 }
@@ -242,44 +246,109 @@ static form lit_form(const rw *w, const ir_node *n) {
     return FREE;
   if (sc >= AC_U8 && n->lit.u > INT64_MAX)
     return FREE;
-  return (form){F_CONST, 0, n->lit.i};
+  return (form){.kind = F_CONST, .dim = 0, .c = n->lit.i};
+}
+
+/* Overflow-checked int64 arithmetic for offsets and coefficients. */
+static bool ck_mul(int64_t x, int64_t y, int64_t *r) {
+  bool ok = x == 0 || y == 0 ||
+            (x > 0 ? (y > 0 ? x <= INT64_MAX / y : y >= INT64_MIN / x)
+                   : (y > 0 ? x >= INT64_MIN / y : x >= INT64_MAX / y));
+  if (ok)
+    *r = x * y;
+  return ok;
+}
+
+/* Any form that is affine in the indices, as coefficients (CONST, FREE, IDX
+ * and AFF are; BAD, RANGE and SELF are not). */
+static bool to_lin(form f, form *l) {
+  form z = {.kind = F_AFF};
+  switch (f.kind) {
+  case F_CONST:
+    z.c = f.c;
+    break;
+  case F_FREE:
+    z.offfree = true;
+    break;
+  case F_IDX:
+    z.c = f.c;
+    if (f.dim < FORM_DIMS)
+      z.co[f.dim] = 1;
+    else
+      z.wide = true;
+    break;
+  case F_AFF:
+    z = f;
+    break;
+  default:
+    return false;
+  }
+  *l = z;
+  return true;
+}
+
+/* The simplest form of an affine l: a constant, a free value, i_k + c (the
+ * uniform shape: one coefficient 1 and a constant offset), or F_AFF. So
+ * `2 * i - i - 1` and `-(1 - i)` are the uniform i - 1. */
+static form from_lin(form l) {
+  if (l.wide)
+    return l;
+  uint32_t nz = 0, k = 0;
+  for (uint32_t d = 0; d < FORM_DIMS; d++)
+    if (l.co[d] != 0) {
+      nz++;
+      k = d;
+    }
+  if (nz == 0)
+    return l.offfree ? FREE : (form){.kind = F_CONST, .dim = 0, .c = l.c};
+  if (nz == 1 && l.co[k] == 1 && !l.offfree)
+    return l.c != INT64_MIN ? (form){.kind = F_IDX, .dim = k, .c = l.c}
+                            : (form){.kind = F_RANGE, .dim = k, .c = 0};
+  return l;
+}
+
+/* a*x + b*y over linear forms; an overflowing offset or coefficient makes the
+ * reference unusable (F_RANGE: "offset out of range"). */
+static form lin_combine(form x, int64_t a, form y, int64_t b) {
+  form r = {.kind = F_AFF, .offfree = x.offfree || y.offfree, .wide = x.wide || y.wide};
+  int64_t p, q;
+  for (uint32_t d = 0; d < FORM_DIMS; d++)
+    if (!ck_mul(x.co[d], a, &p) || !ck_mul(y.co[d], b, &q) || !ck_add(p, q, &r.co[d]))
+      return (form){.kind = F_RANGE, .dim = 0, .c = 0};
+  if (!ck_mul(x.c, a, &p) || !ck_mul(y.c, b, &q) || !ck_add(p, q, &r.c))
+    return (form){.kind = F_RANGE, .dim = 0, .c = 0};
+  return from_lin(r);
 }
 
 static form add_form(form a, form b, bool sub) {
   int64_t r;
   if (a.kind == F_CONST && b.kind == F_CONST)
-    return b.c != INT64_MIN && ck_add(a.c, sub ? -b.c : b.c, &r) ? (form){F_CONST, 0, r} : FREE;
-  /* offsets stay above INT64_MIN so that every distance -c exists */
-  if (a.kind == F_IDX && b.kind == F_CONST)
-    return b.c != INT64_MIN && ck_add(a.c, sub ? -b.c : b.c, &r) && r != INT64_MIN
-               ? (form){F_IDX, a.dim, r}
-               : (form){F_RANGE, a.dim, 0};
-  if (!sub && a.kind == F_CONST && b.kind == F_IDX)
-    return ck_add(a.c, b.c, &r) && r != INT64_MIN ? (form){F_IDX, b.dim, r}
-                                                  : (form){F_RANGE, b.dim, 0};
-  /* Sums and differences of affine forms with constants and values that do
-   * not depend on the indices stay affine (j - i, n - 1 - j, i + n). */
-  if ((affine(a) || affine(b)) && (affine(a) || !mentions(a)) && (affine(b) || !mentions(b)))
-    return AFF;
-  return taint(mentions(a) || mentions(b));
+    return b.c != INT64_MIN && ck_add(a.c, sub ? -b.c : b.c, &r)
+               ? (form){.kind = F_CONST, .dim = 0, .c = r}
+               : FREE;
+  form la, lb;
+  if (!mentions(a) && !mentions(b))
+    return FREE;
+  /* Sums and differences of affine forms stay affine (j - i, n - 1 - j). */
+  if (to_lin(a, &la) && to_lin(b, &lb))
+    return lin_combine(la, 1, lb, sub ? -1 : 1);
+  return BAD;
 }
 
 /* A product is affine only when one side is an integer constant. */
 static form mul_form(form a, form b) {
-  if (a.kind == F_CONST && b.kind == F_CONST) {
-    int64_t x = a.c, y = b.c;
-    bool ok = x == 0 || y == 0 ||
-              (x > 0 ? (y > 0 ? x <= INT64_MAX / y : y >= INT64_MIN / x)
-                     : (y > 0 ? x >= INT64_MIN / y : x >= INT64_MAX / y));
-    return ok ? (form){F_CONST, 0, x * y} : FREE; /* overflow: wraps, some constant */
-  }
+  int64_t r;
+  if (a.kind == F_CONST && b.kind == F_CONST)
+    return ck_mul(a.c, b.c, &r) ? (form){.kind = F_CONST, .dim = 0, .c = r}
+                                : FREE; /* wraps: some constant */
   if (b.kind == F_CONST) {
     form t = a;
     a = b;
     b = t;
   }
-  if (a.kind == F_CONST && affine(b))
-    return a.c == 1 ? b : a.c == 0 ? (form){F_CONST, 0, 0} : AFF;
+  form lb;
+  if (a.kind == F_CONST && to_lin(b, &lb))
+    return lin_combine(lb, a.c, lb, 0);
   return taint(mentions(a) || mentions(b));
 }
 
@@ -301,7 +370,7 @@ static form cast_form(const rw *w, form a, ir_type to) {
   } else if (sc == AC_U64 && u > INT64_MAX) {
     return FREE;
   }
-  return (form){F_CONST, 0, (int64_t)u};
+  return (form){.kind = F_CONST, .dim = 0, .c = (int64_t)u};
 }
 
 /* Does e mention the indices? A syntactic scan used where a lambda's body
@@ -385,7 +454,9 @@ static form walk_index(rw *w, ir_ref r) {
   return taint(any);
 }
 
-static bool accumulates(ir_op op) { return ir_ops[op].acc; }
+static bool accumulates(ir_op op) {
+  return ir_ops[op].acc;
+}
 
 /* Do the parameters of the lambda at child `lk` of r take values that
  * depend on the indices? srcmask: which of the first 32 children mention
@@ -526,14 +597,22 @@ static form walk_lettup(rw *w, ir_ref r) {
   const ir_node *vn = ir_node_get(w->m, v);
   bool fields = vn->op == IR_TUPLE && vn->nkids == k;
   form whole = fields ? FREE : walk(w, v);
+  /* All fields are walked in the let's own scope before any name is bound:
+   * the variables of field j do not see the names bound for fields < j. */
+  form small[8];
+  form *fs = k <= 8 ? small : ac_alloc(w->c->ctx, k * sizeof *fs);
+  if (!fs)
+    return chk_oom(w->c), FREE;
+  for (size_t j = 0; j < k; j++)
+    fs[j] = fields && rw_ok(w) ? walk(w, ir_kid(w->m, v, (uint32_t)j)) : taint(mentions(whole));
   size_t j = 0;
-  for (; j < k && rw_ok(w); j++) {
-    form f = fields ? walk(w, ir_kid(w->m, v, (uint32_t)j)) : taint(mentions(whole));
-    if (!rw_push(w, f, chk_node_name(w->c, r, (uint32_t)j)))
+  for (; j < k && rw_ok(w); j++)
+    if (!rw_push(w, fs[j], chk_node_name(w->c, r, (uint32_t)j)))
       break;
-  }
   form res = j == k && rw_ok(w) ? walk(w, ir_kid(w->m, r, 1)) : FREE;
   w->nenv -= j;
+  if (fs != small)
+    ac_free(w->c->ctx, fs);
   return res;
 }
 
@@ -581,8 +660,10 @@ static form walk(rw *w, ir_ref r) {
   case IR_NEG:
     a = walk(w, ir_kid(w->m, r, 0));
     if (a.kind == F_CONST && a.c != INT64_MIN)
-      return (form){F_CONST, 0, -a.c};
-    return affine(a) ? AFF : taint(mentions(a));
+      return (form){.kind = F_CONST, .dim = 0, .c = -a.c};
+    if (mentions(a) && to_lin(a, &b))
+      return lin_combine(b, -1, b, 0);
+    return taint(mentions(a));
   case IR_CAST:
     return cast_form(w, walk(w, ir_kid(w->m, r, 0)), n->type);
   case IR_INDEX:
@@ -694,9 +775,9 @@ static void analyse(chk *c, ir_ref r, uint32_t n) {
   w.rec = r;
   w.n = n;
   ir_buf_init(&w.texts, c->ctx);
-  bool ok = rw_push(&w, (form){F_SELF, 0, 0}, chk_node_name(c, r, 0));
+  bool ok = rw_push(&w, (form){.kind = F_SELF, .dim = 0, .c = 0}, chk_node_name(c, r, 0));
   for (uint32_t k = 0; ok && k < n; k++)
-    ok = rw_push(&w, (form){F_IDX, k, 0}, chk_node_name(c, r, k + 1));
+    ok = rw_push(&w, (form){.kind = F_IDX, .dim = k, .c = 0}, chk_node_name(c, r, k + 1));
   if (ok)
     walk(&w, ir_kid(c->m, r, 2 * n));
   if (rw_ok(&w))
