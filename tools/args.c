@@ -24,20 +24,12 @@
  */
 #include "args.h"
 #include "npy.h"
+#include "toolutil.h"
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-static bool fail(char *msg, size_t msgsize, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, msgsize, fmt, ap);
-  va_end(ap);
-  return false;
-}
 
 static bool is_int_type(ac_scalar t) { return t >= AC_I8 && t <= AC_U64; }
 static bool is_signed_type(ac_scalar t) { return t >= AC_I8 && t <= AC_I64; }
@@ -118,7 +110,7 @@ static bool scan_literal(const char **pp, lit *out, const char *text, char *msg,
     return true;
   }
   if (*p < '0' || *p > '9')
-    return fail(msg, msgsize, "expected a literal at offset %zu", off);
+    return tool_fail(msg, msgsize, "expected a literal at offset %zu", off);
   int base = 10;
   if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
     base = 16;
@@ -143,7 +135,7 @@ static bool scan_literal(const char **pp, lit *out, const char *text, char *msg,
     mag = mag * (uint64_t)base + (uint64_t)d;
   }
   if (!any)
-    return fail(msg, msgsize, "malformed number at offset %zu", off);
+    return tool_fail(msg, msgsize, "malformed number at offset %zu", off);
   bool is_float = false;
   if (base == 10 && *p == '.' && p[1] != '.') {
     is_float = true;
@@ -156,14 +148,14 @@ static bool scan_literal(const char **pp, lit *out, const char *text, char *msg,
     if (*e == '+' || *e == '-')
       e++;
     if (*e < '0' || *e > '9')
-      return fail(msg, msgsize, "malformed exponent at offset %zu", off);
+      return tool_fail(msg, msgsize, "malformed exponent at offset %zu", off);
     while (*e >= '0' && *e <= '9')
       e++;
     is_float = true;
     p = e;
   }
   if (is_float && underscore)
-    return fail(msg, msgsize, "'_' separators are only allowed in integer literals (offset %zu)",
+    return tool_fail(msg, msgsize, "'_' separators are only allowed in integer literals (offset %zu)",
                 off);
   if (is_ident_char(*p)) {
     const char *s = p;
@@ -179,7 +171,7 @@ static bool scan_literal(const char **pp, lit *out, const char *text, char *msg,
       }
     }
     if (!found)
-      return fail(msg, msgsize, "unknown literal suffix '%.*s' at offset %zu", (int)(p - s), s,
+      return tool_fail(msg, msgsize, "unknown literal suffix '%.*s' at offset %zu", (int)(p - s), s,
                   (size_t)(s - text));
   }
   /* An integer written with a float suffix is a float literal (2f32). Hex and
@@ -187,11 +179,11 @@ static bool scan_literal(const char **pp, lit *out, const char *text, char *msg,
   if (!is_float && out->has_suffix && is_float_type(out->suffix) && base == 10) {
     is_float = true;
     if (underscore)
-      return fail(msg, msgsize, "'_' separators are only allowed in integer literals (offset %zu)",
+      return tool_fail(msg, msgsize, "'_' separators are only allowed in integer literals (offset %zu)",
                   off);
   }
   if (!is_float && overflow)
-    return fail(msg, msgsize, "integer literal at offset %zu is larger than 2^64-1", off);
+    return tool_fail(msg, msgsize, "integer literal at offset %zu is larger than 2^64-1", off);
   out->kind = is_float ? LIT_FLOAT : LIT_INT;
   out->mag = mag;
   out->ftext = digits;
@@ -207,14 +199,14 @@ static bool type_literal(const lit *l, ac_scalar want, value *v, char *msg, size
   const char *wn = ac_scalar_name(want);
   if (l->kind == LIT_BOOL) {
     if (want != AC_BOOL)
-      return fail(msg, msgsize, "a bool literal cannot be %s", wn);
+      return tool_fail(msg, msgsize, "a bool literal cannot be %s", wn);
     v->bits = l->mag;
     return true;
   }
   if (want == AC_BOOL)
-    return fail(msg, msgsize, "expected true or false for a bool");
+    return tool_fail(msg, msgsize, "expected true or false for a bool");
   if (l->has_suffix && l->suffix != want)
-    return fail(msg, msgsize, "literal suffix %s does not match the parameter type %s",
+    return tool_fail(msg, msgsize, "literal suffix %s does not match the parameter type %s",
                 ac_scalar_name(l->suffix), wn);
   if (l->kind == LIT_INT && is_int_type(want)) {
     unsigned bits = (unsigned)ac_scalar_size(want) * 8;
@@ -224,7 +216,7 @@ static bool type_literal(const lit *l, ac_scalar want, value *v, char *msg, size
     else
       limit = l->neg ? 0 : bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
     if (l->mag > limit)
-      return fail(msg, msgsize, "%s%llu does not fit in %s", l->neg ? "-" : "",
+      return tool_fail(msg, msgsize, "%s%llu does not fit in %s", l->neg ? "-" : "",
                   (unsigned long long)l->mag, wn);
     v->bits = l->neg ? (uint64_t)0 - l->mag : l->mag;
     return true;
@@ -237,7 +229,7 @@ static bool type_literal(const lit *l, ac_scalar want, value *v, char *msg, size
     return true;
   }
   if (!is_float_type(want))
-    return fail(msg, msgsize, "a float literal cannot be %s", wn);
+    return tool_fail(msg, msgsize, "a float literal cannot be %s", wn);
   if (l->infnan) {
     double d = l->ftext[0] == 'i' ? INFINITY : NAN;
     if (l->neg)
@@ -253,7 +245,7 @@ static bool type_literal(const lit *l, ac_scalar want, value *v, char *msg, size
    * and an exponent. */
   char *t = malloc(l->flen + 2);
   if (!t)
-    return fail(msg, msgsize, "out of memory");
+    return tool_fail(msg, msgsize, "out of memory");
   t[0] = '-';
   memcpy(t + 1, l->ftext, l->flen);
   t[l->flen + 1] = 0;
@@ -267,7 +259,7 @@ static bool type_literal(const lit *l, ac_scalar want, value *v, char *msg, size
     inf = isinf(v->f64);
   }
   if (inf)
-    fail(msg, msgsize, "%s does not fit in %s", num, wn);
+    tool_fail(msg, msgsize, "%s does not fit in %s", num, wn);
   free(t);
   return !inf;
 }
@@ -379,7 +371,7 @@ static bool push_elem(alit *a, const char **p) {
     size_t nc = a->cap ? a->cap * 2 : 16;
     unsigned char *ne = realloc(a->elems, nc * a->esize);
     if (!ne)
-      return fail(a->msg, a->msgsize, "out of memory");
+      return tool_fail(a->msg, a->msgsize, "out of memory");
     a->elems = ne;
     a->cap = nc;
   }
@@ -399,14 +391,14 @@ static bool parse_list(alit *a, const char **p, unsigned d) {
       break;
     if (**p == '[') {
       if (d + 1 >= a->rank)
-        return fail(a->msg, a->msgsize,
+        return tool_fail(a->msg, a->msgsize,
                     "array literal nested deeper than the parameter's rank %u (offset %zu)",
                     a->rank, (size_t)(*p - a->text));
       if (!parse_list(a, p, d + 1))
         return false;
     } else {
       if (d + 1 < a->rank)
-        return fail(a->msg, a->msgsize,
+        return tool_fail(a->msg, a->msgsize,
                     "expected a nested list at offset %zu: the parameter has rank %u",
                     (size_t)(*p - a->text), a->rank);
       if (!push_elem(a, p))
@@ -419,13 +411,13 @@ static bool parse_list(alit *a, const char **p, unsigned d) {
       continue;
     }
     if (**p != ']')
-      return fail(a->msg, a->msgsize, "expected ',' or ']' at offset %zu",
+      return tool_fail(a->msg, a->msgsize, "expected ',' or ']' at offset %zu",
                   (size_t)(*p - a->text));
     break;
   }
   (*p)++;
   if (a->seen[d] && a->extents[d] != count)
-    return fail(a->msg, a->msgsize,
+    return tool_fail(a->msg, a->msgsize,
                 "ragged array literal: the list at offset %zu has %lld elements, others at "
                 "that depth have %lld",
                 open, (long long)count, (long long)a->extents[d]);
@@ -441,14 +433,14 @@ static bool parse_array(ac_context *ctx, const char *text, ac_scalar type, unsig
   a.seen = calloc(rank, sizeof *a.seen);
   bool ok = a.extents && a.seen;
   if (!ok)
-    fail(msg, msgsize, "out of memory");
+    tool_fail(msg, msgsize, "out of memory");
   const char *p = text;
   if (ok) {
     skip_ws(&p);
     if (*p != '[') {
       char tn[64];
       val_type_name(type, rank, tn, sizeof tn);
-      ok = fail(msg, msgsize, "expected an array literal of type %s", tn);
+      ok = tool_fail(msg, msgsize, "expected an array literal of type %s", tn);
     }
   }
   if (ok)
@@ -456,14 +448,14 @@ static bool parse_array(ac_context *ctx, const char *text, ac_scalar type, unsig
   if (ok) {
     skip_ws(&p);
     if (*p)
-      ok = fail(msg, msgsize, "unexpected text after the array literal at offset %zu",
+      ok = tool_fail(msg, msgsize, "unexpected text after the array literal at offset %zu",
                 (size_t)(p - text));
   }
   if (ok) {
     ac_error *err = NULL;
     ac_array *arr = ac_array_create(ctx, type, rank, a.extents, a.elems, &err);
     if (!arr) {
-      ok = fail(msg, msgsize, "%s", err ? ac_error_message(err) : "out of memory");
+      ok = tool_fail(msg, msgsize, "%s", err ? ac_error_message(err) : "out of memory");
       ac_error_destroy(err);
     } else {
       memset(out, 0, sizeof *out);
@@ -485,7 +477,7 @@ bool val_parse_literal(ac_context *ctx, const char *text, ac_scalar type, unsign
   const char *p = text;
   skip_ws(&p);
   if (*p == '[')
-    return fail(msg, msgsize, "expected a scalar of type %s, got an array literal",
+    return tool_fail(msg, msgsize, "expected a scalar of type %s, got an array literal",
                 ac_scalar_name(type));
   lit l;
   value v;
@@ -493,7 +485,7 @@ bool val_parse_literal(ac_context *ctx, const char *text, ac_scalar type, unsign
     return false;
   skip_ws(&p);
   if (*p)
-    return fail(msg, msgsize, "unexpected text after the literal at offset %zu",
+    return tool_fail(msg, msgsize, "unexpected text after the literal at offset %zu",
                 (size_t)(p - text));
   unsigned char bytes[8];
   store_value(type, &v, bytes);
@@ -511,7 +503,7 @@ bool val_from_npy(ac_context *ctx, const unsigned char *buf, size_t len, ac_scal
   char want[64];
   val_type_name(type, rank, want, sizeof want);
   if (!info.known || info.type != type)
-    return fail(msg, msgsize, "expected %s, got an .npy of dtype %s", want, info.descr);
+    return tool_fail(msg, msgsize, "expected %s, got an .npy of dtype %s", want, info.descr);
   if (info.rank != rank) {
     char shape[64 * 22 + 4];
     size_t k = 0;
@@ -520,7 +512,7 @@ bool val_from_npy(ac_context *ctx, const unsigned char *buf, size_t len, ac_scal
       k += (size_t)snprintf(shape + k, sizeof shape - k, i ? ", %lld" : "%lld",
                             (long long)info.extents[i]);
     snprintf(shape + k, sizeof shape - k, info.rank == 1 ? ",)" : ")");
-    return fail(msg, msgsize, "expected %s, got an .npy of shape %s", want, shape);
+    return tool_fail(msg, msgsize, "expected %s, got an .npy of shape %s", want, shape);
   }
   size_t esize = ac_scalar_size(type);
   if (rank == 0) {
@@ -531,13 +523,13 @@ bool val_from_npy(ac_context *ctx, const unsigned char *buf, size_t len, ac_scal
   }
   unsigned char *host = malloc(info.nbytes ? info.nbytes : 1);
   if (!host)
-    return fail(msg, msgsize, "out of memory (%zu bytes)", info.nbytes);
+    return tool_fail(msg, msgsize, "out of memory (%zu bytes)", info.nbytes);
   npy_copy_elements(host, info.data, (size_t)info.count, esize);
   ac_error *err = NULL;
   ac_array *arr = ac_array_create(ctx, type, rank, info.extents, host, &err);
   free(host);
   if (!arr) {
-    fail(msg, msgsize, "%s", err ? ac_error_message(err) : "out of memory");
+    tool_fail(msg, msgsize, "%s", err ? ac_error_message(err) : "out of memory");
     ac_error_destroy(err);
     return false;
   }

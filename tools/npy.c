@@ -17,9 +17,9 @@
  * data starts at a multiple of 64 bytes, as NumPy does.
  */
 #include "npy.h"
+#include "toolutil.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,14 +30,6 @@ static const char *const canonical_descr[AC_NUM_SCALARS] = {
 
 const char *npy_descr(ac_scalar type) {
   return (unsigned)type < AC_NUM_SCALARS ? canonical_descr[type] : "?";
-}
-
-static bool fail(char *msg, size_t msgsize, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, msgsize, fmt, ap);
-  va_end(ap);
-  return false;
 }
 
 /* The byte order of element data matters only on big-endian hosts, where
@@ -92,18 +84,18 @@ static bool eat(scan *s, char c) {
 static bool scan_string(scan *s, char *out, size_t cap, char *msg, size_t msgsize) {
   skip_ws(s);
   if (s->p >= s->end || (*s->p != '\'' && *s->p != '"'))
-    return fail(msg, msgsize, "malformed header: expected a quoted string");
+    return tool_fail(msg, msgsize, "malformed header: expected a quoted string");
   char q = *s->p++;
   size_t n = 0;
   while (s->p < s->end && *s->p != q) {
     if (*s->p == '\\')
-      return fail(msg, msgsize, "malformed header: escapes in strings are not supported");
+      return tool_fail(msg, msgsize, "malformed header: escapes in strings are not supported");
     if (n + 1 < cap)
       out[n++] = *s->p;
     s->p++;
   }
   if (s->p >= s->end)
-    return fail(msg, msgsize, "malformed header: unterminated string");
+    return tool_fail(msg, msgsize, "malformed header: unterminated string");
   s->p++;
   out[n] = 0;
   return true;
@@ -127,12 +119,12 @@ static bool scan_word(scan *s, const char *w) {
 static bool scan_extent(scan *s, int64_t *out, char *msg, size_t msgsize) {
   skip_ws(s);
   if (s->p >= s->end || *s->p < '0' || *s->p > '9')
-    return fail(msg, msgsize, "malformed header: shape must be a tuple of non-negative integers");
+    return tool_fail(msg, msgsize, "malformed header: shape must be a tuple of non-negative integers");
   int64_t v = 0;
   while (s->p < s->end && *s->p >= '0' && *s->p <= '9') {
     int d = *s->p++ - '0';
     if (v > (INT64_MAX - d) / 10)
-      return fail(msg, msgsize, "malformed header: extent too large");
+      return tool_fail(msg, msgsize, "malformed header: extent too large");
     v = v * 10 + d;
   }
   if (s->p < s->end && *s->p == 'L')
@@ -143,13 +135,13 @@ static bool scan_extent(scan *s, int64_t *out, char *msg, size_t msgsize) {
 
 static bool scan_shape(scan *s, npy_info *out, char *msg, size_t msgsize) {
   if (!eat(s, '('))
-    return fail(msg, msgsize, "malformed header: shape must be a tuple");
+    return tool_fail(msg, msgsize, "malformed header: shape must be a tuple");
   out->rank = 0;
   if (eat(s, ')'))
     return true;
   for (;;) {
     if (out->rank == NPY_MAX_RANK)
-      return fail(msg, msgsize, "malformed header: more than %d dimensions", NPY_MAX_RANK);
+      return tool_fail(msg, msgsize, "malformed header: more than %d dimensions", NPY_MAX_RANK);
     if (!scan_extent(s, &out->extents[out->rank], msg, msgsize))
       return false;
     out->rank++;
@@ -157,29 +149,29 @@ static bool scan_shape(scan *s, npy_info *out, char *msg, size_t msgsize) {
     if (eat(s, ')')) {
       /* (3) is an integer in Python, not a tuple. */
       if (out->rank == 1 && !comma)
-        return fail(msg, msgsize, "malformed header: shape must be a tuple");
+        return tool_fail(msg, msgsize, "malformed header: shape must be a tuple");
       return true;
     }
     if (!comma)
-      return fail(msg, msgsize, "malformed header: expected ',' or ')' in shape");
+      return tool_fail(msg, msgsize, "malformed header: expected ',' or ')' in shape");
   }
 }
 
 static bool parse_header(scan *s, npy_info *out, bool *fortran, char *msg, size_t msgsize) {
   bool seen_descr = false, seen_fortran = false, seen_shape = false;
   if (!eat(s, '{'))
-    return fail(msg, msgsize, "malformed header: not a dict");
+    return tool_fail(msg, msgsize, "malformed header: not a dict");
   while (!eat(s, '}')) {
     char key[32];
     if (!scan_string(s, key, sizeof key, msg, msgsize))
       return false;
     if (!eat(s, ':'))
-      return fail(msg, msgsize, "malformed header: expected ':' after '%s'", key);
+      return tool_fail(msg, msgsize, "malformed header: expected ':' after '%s'", key);
     if (strcmp(key, "descr") == 0 && !seen_descr) {
       seen_descr = true;
       skip_ws(s);
       if (s->p < s->end && *s->p == '[')
-        return fail(msg, msgsize, "structured dtypes are not supported");
+        return tool_fail(msg, msgsize, "structured dtypes are not supported");
       if (!scan_string(s, out->descr, sizeof out->descr, msg, msgsize))
         return false;
     } else if (strcmp(key, "fortran_order") == 0 && !seen_fortran) {
@@ -189,25 +181,25 @@ static bool parse_header(scan *s, npy_info *out, bool *fortran, char *msg, size_
       else if (scan_word(s, "False"))
         *fortran = false;
       else
-        return fail(msg, msgsize, "malformed header: fortran_order must be True or False");
+        return tool_fail(msg, msgsize, "malformed header: fortran_order must be True or False");
     } else if (strcmp(key, "shape") == 0 && !seen_shape) {
       seen_shape = true;
       if (!scan_shape(s, out, msg, msgsize))
         return false;
     } else {
-      return fail(msg, msgsize, "malformed header: unexpected or repeated key '%s'", key);
+      return tool_fail(msg, msgsize, "malformed header: unexpected or repeated key '%s'", key);
     }
     if (!eat(s, ',')) {
       if (!eat(s, '}'))
-        return fail(msg, msgsize, "malformed header: expected ',' or '}'");
+        return tool_fail(msg, msgsize, "malformed header: expected ',' or '}'");
       break;
     }
   }
   skip_ws(s);
   if (s->p != s->end)
-    return fail(msg, msgsize, "malformed header: text after the dict");
+    return tool_fail(msg, msgsize, "malformed header: text after the dict");
   if (!seen_descr || !seen_fortran || !seen_shape)
-    return fail(msg, msgsize, "malformed header: missing key '%s'",
+    return tool_fail(msg, msgsize, "malformed header: missing key '%s'",
                 !seen_descr ? "descr" : !seen_fortran ? "fortran_order" : "shape");
   return true;
 }
@@ -215,10 +207,10 @@ static bool parse_header(scan *s, npy_info *out, bool *fortran, char *msg, size_
 bool npy_parse(const unsigned char *buf, size_t len, npy_info *out, char *msg, size_t msgsize) {
   memset(out, 0, sizeof *out);
   if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0)
-    return fail(msg, msgsize, "not a .npy file (bad magic string)");
+    return tool_fail(msg, msgsize, "not a .npy file (bad magic string)");
   unsigned major = buf[6], minor = buf[7];
   if (major < 1 || major > 3 || minor != 0)
-    return fail(msg, msgsize, "unsupported .npy version %u.%u (1.0, 2.0 and 3.0 are)", major,
+    return tool_fail(msg, msgsize, "unsupported .npy version %u.%u (1.0, 2.0 and 3.0 are)", major,
                 minor);
   size_t hstart, hlen;
   if (major == 1) {
@@ -226,16 +218,16 @@ bool npy_parse(const unsigned char *buf, size_t len, npy_info *out, char *msg, s
     hlen = (size_t)buf[8] | (size_t)buf[9] << 8;
   } else {
     if (len < 12)
-      return fail(msg, msgsize, "truncated .npy header");
+      return tool_fail(msg, msgsize, "truncated .npy header");
     hstart = 12;
     hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
   }
   if (hlen > len - hstart)
-    return fail(msg, msgsize, "truncated .npy header (%zu bytes announced, %zu present)", hlen,
+    return tool_fail(msg, msgsize, "truncated .npy header (%zu bytes announced, %zu present)", hlen,
                 len - hstart);
   for (size_t i = 0; i < hlen; i++)
     if (buf[hstart + i] == 0)
-      return fail(msg, msgsize, "malformed header: NUL byte");
+      return tool_fail(msg, msgsize, "malformed header: NUL byte");
   scan s = {(const char *)buf + hstart, (const char *)buf + hstart + hlen};
   bool fortran = false;
   if (!parse_header(&s, out, &fortran, msg, msgsize))
@@ -246,13 +238,13 @@ bool npy_parse(const unsigned char *buf, size_t len, npy_info *out, char *msg, s
   for (unsigned k = 0; k < out->rank; k++) {
     int64_t e = out->extents[k];
     if (e != 0 && out->count > INT64_MAX / e)
-      return fail(msg, msgsize, "malformed header: shape too large");
+      return tool_fail(msg, msgsize, "malformed header: shape too large");
     out->count *= e;
     nonunit += e > 1;
   }
   /* Fortran order differs from C order only when two dimensions exceed 1. */
   if (fortran && nonunit > 1)
-    return fail(msg, msgsize, "Fortran-order .npy files are not supported (C order only)");
+    return tool_fail(msg, msgsize, "Fortran-order .npy files are not supported (C order only)");
   out->known = descr_type(out->descr, &out->type);
   out->data = buf + hstart + hlen;
   size_t avail = len - hstart - hlen;
@@ -260,15 +252,15 @@ bool npy_parse(const unsigned char *buf, size_t len, npy_info *out, char *msg, s
     return true;
   size_t esize = ac_scalar_size(out->type);
   if ((uint64_t)out->count > SIZE_MAX / esize)
-    return fail(msg, msgsize, "malformed header: shape too large");
+    return tool_fail(msg, msgsize, "malformed header: shape too large");
   out->nbytes = (size_t)out->count * esize;
   if (avail != out->nbytes)
-    return fail(msg, msgsize, "the shape needs %zu bytes of data but the file has %zu",
+    return tool_fail(msg, msgsize, "the shape needs %zu bytes of data but the file has %zu",
                 out->nbytes, avail);
   if (out->type == AC_BOOL)
     for (size_t i = 0; i < out->nbytes; i++)
       if (out->data[i] > 1)
-        return fail(msg, msgsize, "bool element %zu is %u, not 0 or 1", i, out->data[i]);
+        return tool_fail(msg, msgsize, "bool element %zu is %u, not 0 or 1", i, out->data[i]);
   return true;
 }
 
@@ -290,7 +282,7 @@ void npy_copy_elements(void *dst, const void *src, size_t n, size_t esize) {
 bool npy_write(const char *path, ac_scalar type, unsigned rank, const int64_t *extents,
                const void *data, char *msg, size_t msgsize) {
   if ((unsigned)type >= AC_NUM_SCALARS || rank > NPY_MAX_RANK)
-    return fail(msg, msgsize, "cannot write %s: invalid type or rank", path);
+    return tool_fail(msg, msgsize, "cannot write %s: invalid type or rank", path);
   /* Header: the dict, then spaces and '\n' so that 10 + length is a
    * multiple of 64. */
   char hdr[64 * 24 + 128];
@@ -310,11 +302,11 @@ bool npy_write(const char *path, ac_scalar type, unsigned rank, const int64_t *e
   size_t tlen = strlen(path) + 5;
   char *tmp = malloc(tlen);
   if (!tmp)
-    return fail(msg, msgsize, "cannot write %s: out of memory", path);
+    return tool_fail(msg, msgsize, "cannot write %s: out of memory", path);
   snprintf(tmp, tlen, "%s.tmp", path);
   FILE *f = fopen(tmp, "wb");
   if (!f) {
-    fail(msg, msgsize, "cannot write %s: %s", tmp, strerror(errno));
+    tool_fail(msg, msgsize, "cannot write %s: %s", tmp, strerror(errno));
     free(tmp);
     return false;
   }
@@ -342,7 +334,7 @@ bool npy_write(const char *path, ac_scalar type, unsigned rank, const int64_t *e
   }
   if (!ok) {
     remove(tmp);
-    fail(msg, msgsize, "cannot write %s: %s", path, strerror(saved));
+    tool_fail(msg, msgsize, "cannot write %s: %s", path, strerror(saved));
   }
   free(tmp);
   return ok;

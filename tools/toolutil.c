@@ -2,6 +2,7 @@
 #include "toolutil.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,4 +67,12 @@ ac_module *tool_load_module(const char *prog, ac_context *ctx, const char *path)
   }
   free(text);
   return m;
+}
+
+bool tool_fail(char *msg, size_t msgsize, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, msgsize, fmt, ap);
+  va_end(ap);
+  return false;
 }

@@ -13,6 +13,14 @@ char *tool_read_file(const char *prog, const char *path, size_t *len);
 /* Parses FILE (or stdin) into a module; prints the diagnostic on failure. */
 ac_module *tool_load_module(const char *prog, ac_context *ctx, const char *path);
 
+/* Formats a message into msg[0..msgsize) and returns false: the error
+ * convention of the argument and .npy readers. */
+bool tool_fail(char *msg, size_t msgsize, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* Prints an error's full text to stderr. */
 void tool_print_error(const ac_error *e);
 
