@@ -1,0 +1,240 @@
+/* lib/codegen/cg.h: LLVM code generation, shared by every target.
+ *
+ * One cg_module wraps one LLVM module (LLVM-C API) that receives every
+ * kernel of one compiled function. Targets differ only in small ways that
+ * the target field tells (math functions: libm on the CPU, libdevice or
+ * fallbacks on NVPTX; runtime services: helpers in rt.h on the CPU).
+ *
+ * ---- Values ------------------------------------------------------------------
+ * Code generation works on FLATTENED values (as the interpreter does): a
+ * cg_val is the leaves of an IR value in ir_ty_leaves order. A tuple is its
+ * leaves, a unit value has none, an array of tuples is several array leaves.
+ *   CL_SCALAR  v is the scalar: i1 for bool, iN for integers (signedness is
+ *              in sc), float/double.
+ *   CL_ARRAY   a manifest array: v is the data pointer (ptr, row-major,
+ *              elements as in memory: bool is i8 0/1), ext[0..rank) are
+ *              i64 extents.
+ *   CL_FUNC    an array known only by how to read it (a delayed array, a
+ *              stencil window, the array a rec defines, later fused
+ *              producers): ext as above (windows: none), and read() gives
+ *              the element at an index. Fusion will hand kernels their
+ *              producers this way, so every skeleton reads its inputs with
+ *              cg_read and never touches v of an input directly unless
+ *              cg_is_manifest says so.
+ * Nothing is ever stored in a cg_val that must be freed: leaves and extent
+ * arrays come from the module's arena (cg_new).
+ *
+ * ---- Functions and environment -------------------------------------------------
+ * A cg_fn is the LLVM function being generated (a kernel). Its environment
+ * is a stack of cg_vals, one per de Bruijn binder, innermost last: variable
+ * j is env[nenv - 1 - j]. Kernels begin with the environment of the IR node
+ * they implement (lib/lower loads it from the frame), and cg_expr extends
+ * it under binders. Mutable state (accumulators, loop state) lives in
+ * allocas made in the entry block (cg_alloca); LLVM's mem2reg/SROA turn them
+ * into registers, so generators never build phi nodes by hand.
+ *
+ * ---- Errors ---------------------------------------------------------------------
+ * Compile errors (unsupported construct, OOM, internal) are recorded once in
+ * M->st / M->err (cg_error) and generation carries on with dummy values;
+ * callers check M->st at the end. Runtime errors are code: cg_fail emits a
+ * call to the runtime's ac_rt_fail with a site from the plan's site table.
+ */
+#ifndef ARRAYC_LIB_CODEGEN_CG_H
+#define ARRAYC_LIB_CODEGEN_CG_H
+
+#include "ir.h"
+#include "runtime/plan.h"
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+typedef enum cg_target {
+  CG_TARGET_CPU,   /* host: ORC JIT (lib/target/native.c) */
+  CG_TARGET_NVPTX, /* GPU (issue 4) */
+  CG_TARGET_SIMT   /* GPU kernels under the SIMT emulator (issue 4) */
+} cg_target;
+
+typedef enum cg_leaf_kind { CL_SCALAR, CL_ARRAY, CL_FUNC } cg_leaf_kind;
+
+struct cg_fn;
+struct cg_leaf;
+/* Reads element `idx` (rank i64 values; for windows: the constant offsets
+ * as i64) of a CL_FUNC leaf; `at` is the INDEX node (for error sites). */
+typedef LLVMValueRef (*cg_read_fn)(struct cg_fn *f, const struct cg_leaf *a, LLVMValueRef *idx,
+                                   ir_ref at);
+
+typedef struct cg_leaf {
+  uint8_t kind; /* cg_leaf_kind */
+  uint8_t sc;   /* ac_scalar of the scalar or of the elements */
+  uint32_t rank;
+  LLVMValueRef v;    /* scalar, or data pointer (CL_ARRAY) */
+  LLVMValueRef *ext; /* rank extents (i64) */
+  cg_read_fn read;   /* CL_FUNC */
+  void *env;         /* CL_FUNC: the reader's own data */
+} cg_leaf;
+
+typedef struct cg_val {
+  ir_type type;
+  uint32_t n;
+  cg_leaf *l;
+} cg_val;
+
+typedef struct cg_module {
+  ac_context *ctx;
+  ac_module *m;   /* the IR being compiled (read only) */
+  pl_plan *plan;  /* receives sites (and kernels, from lib/lower) */
+  cg_target target;
+  LLVMContextRef llctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f32, t_f64, t_ptr;
+  ac_status st;
+  ac_error *err;
+  /* arena for cg_new: freed by cg_module_dispose */
+  void *arena;
+  uint32_t nkernels; /* for unique kernel names */
+} cg_module;
+
+typedef struct cg_fn {
+  cg_module *M;
+  LLVMValueRef fn;
+  LLVMBasicBlockRef entry; /* allocas go here */
+  /* kernel parameters (rt_kernel_fn on the CPU) */
+  LLVMValueRef frame, chunk, lo, hi, tctx;
+  cg_val *env;
+  uint32_t nenv, capenv;
+  /* Pre-computed subterms: cg_expr(f, pre_ref[i]) yields pre_val[i] without
+   * generating anything (lib/lower uses it for plan-level subterms of a
+   * scalar expression that it has already computed into the frame). */
+  ir_ref *pre_ref;
+  cg_val *pre_val;
+  uint32_t npre;
+  uint32_t depth; /* recursion guard */
+  /* When set, float +, -, * emitted by cg_scalar_op carry LLVM's `reassoc`
+   * flag (and nothing else). Skeletons set it while generating the combining
+   * function of a fold/scan chunk loop: the language requires those
+   * functions to be associative and chunking reorders them anyway, and the
+   * flag is what lets LLVM vectorise the loop. */
+  bool reassoc;
+} cg_fn;
+
+/* ---- module (cg.c) ---- */
+ac_status cg_module_init(cg_module *M, ac_module *m, pl_plan *plan, cg_target target,
+                         ac_error **err);
+/* Frees the arena, the builder and (unless taken) the LLVM module and context. */
+void cg_module_dispose(cg_module *M);
+/* Records the first compile error (status st at node `at`, 0 = unknown). */
+void cg_error(cg_module *M, ac_status st, ir_ref at, const char *fmt, ...) IR_PRINTF(4, 5);
+void *cg_new(cg_module *M, size_t bytes); /* zeroed arena memory; never NULL (aborts generation on OOM via cg_error and returns a static dummy... see cg.c) */
+LLVMTypeRef cg_scalar_type(cg_module *M, ac_scalar sc); /* register type: i1 for bool */
+LLVMTypeRef cg_mem_type(cg_module *M, ac_scalar sc);    /* memory type: i8 for bool */
+/* Site in the plan's table for a runtime error at node `at` (its location). */
+uint32_t cg_site(cg_module *M, ir_ref at, const char *fmt);
+
+/* ---- functions (cg.c) ---- */
+/* Starts a kernel: `void name(ptr frame, i64 chunk, i64 lo, i64 hi, ptr tctx)`,
+ * external linkage, builder positioned in its body. */
+cg_fn *cg_kernel_begin(cg_module *M, const char *name);
+/* Emits `ret void` and verifies the function (an invalid function is an
+ * internal compile error). */
+void cg_kernel_end(cg_fn *f);
+LLVMValueRef cg_alloca(cg_fn *f, LLVMTypeRef t);
+/* Builds a cg_val of type t whose leaves are read from frame words
+ * (rt.h layout; words[i] is the slot of the i-th word of the layout). */
+void cg_load_frame(cg_fn *f, ir_type t, const uint32_t *words, cg_val *out);
+/* Stores the scalar leaves of v into frame words (array leaves: data and
+ * extents are stored too). */
+void cg_store_frame(cg_fn *f, const uint32_t *words, const cg_val *v);
+/* Number of frame words of a value of type t. */
+uint32_t cg_frame_words(ac_context *ctx, ir_type t);
+
+void cg_env_push(cg_fn *f, const cg_val *v);
+void cg_env_pop(cg_fn *f, uint32_t n);
+
+/* ---- values (cg.c) ---- */
+void cg_val_alloc(cg_module *M, ir_type t, cg_val *out); /* leaves sized from t, kinds set */
+/* Splits a tuple value into its fields (views into v's leaves). */
+void cg_val_field(cg_module *M, const cg_val *v, uint32_t field, cg_val *out);
+/* Stack slots for a value (accumulators, loop state): one alloca per scalar
+ * leaf; a manifest array leaf gets allocas for its data pointer and its
+ * extents (element-level loops may carry arrays in temporary memory).
+ * CL_FUNC leaves cannot be stored (an internal error). */
+typedef struct cg_var {
+  uint32_t n;
+  LLVMValueRef *slot;
+  cg_val shape; /* type and leaf kinds */
+} cg_var;
+void cg_var_new(cg_fn *f, ir_type t, cg_var *out);
+void cg_var_store(cg_fn *f, cg_var *var, const cg_val *v);
+void cg_var_load(cg_fn *f, const cg_var *var, cg_val *out);
+/* Select between two values of the same type (scalar leaves only). */
+void cg_val_select(cg_fn *f, LLVMValueRef cond, const cg_val *a, const cg_val *b, cg_val *out);
+
+/* ---- control flow (cg.c) ---- */
+typedef struct cg_loop {
+  LLVMBasicBlockRef head, body, exit;
+  LLVMValueRef ivslot, iv;
+} cg_loop;
+/* for (iv = lo; iv < hi; iv++) { ... }: returns iv (i64) inside the body. */
+LLVMValueRef cg_loop_begin(cg_fn *f, cg_loop *l, LLVMValueRef lo, LLVMValueRef hi);
+void cg_loop_end(cg_fn *f, cg_loop *l);
+LLVMBasicBlockRef cg_block(cg_fn *f, const char *name);
+
+/* ---- memory and runtime services (cg.c) ---- */
+LLVMValueRef cg_i64(cg_module *M, int64_t k);
+/* Row-major linear offset of idx in extents ext (rank values). */
+LLVMValueRef cg_linear(cg_fn *f, uint32_t rank, LLVMValueRef *ext, LLVMValueRef *idx);
+/* Element `lin` of a manifest leaf: load / store with the memory type. */
+LLVMValueRef cg_load_elem(cg_fn *f, const cg_leaf *a, LLVMValueRef lin);
+void cg_store_elem(cg_fn *f, const cg_leaf *a, LLVMValueRef lin, LLVMValueRef v);
+/* Reads element idx of any array leaf (manifest or CL_FUNC). With `check`,
+ * an index out of range fails at `at` with the interpreter's message
+ * ("index %lld out of bounds for dimension %u of extent %lld" style) and
+ * reads element 0 (or a zero when the array is empty) instead. */
+LLVMValueRef cg_read(cg_fn *f, const cg_leaf *a, LLVMValueRef *idx, bool check, ir_ref at);
+bool cg_is_manifest(const cg_leaf *a);
+/* Calls ac_rt_fail(tctx, site, a, b) (a, b: i64 or NULL for 0). */
+void cg_fail(cg_fn *f, uint32_t site, LLVMValueRef a, LLVMValueRef b);
+/* Emits: if (!cond) fail(site, a, b). Code after it runs in either case. */
+void cg_check(cg_fn *f, LLVMValueRef cond, uint32_t site, LLVMValueRef a, LLVMValueRef b);
+/* Temporary memory from the worker's arena (rt.h); bytes is i64. */
+LLVMValueRef cg_tmp_alloc(cg_fn *f, LLVMValueRef bytes, ir_ref at);
+LLVMValueRef cg_tmp_mark(cg_fn *f);
+void cg_tmp_release(cg_fn *f, LLVMValueRef mark);
+/* A fresh manifest array leaf of element sc and extents ext (copied), in
+ * temporary memory; size overflow / too large fail at `at`. */
+void cg_new_array(cg_fn *f, ac_scalar sc, uint32_t rank, LLVMValueRef *ext, ir_ref at,
+                  cg_leaf *out);
+
+/* ---- expressions (expr.c, scalar.c) ----
+ * Generates the value of IR node e in f's environment. Handles every form
+ * that can appear in element code: scalars and all scalar operations
+ * (scalar.c: docs/language.md §6 semantics exactly, including x/0 == 0,
+ * x%0 == x, MIN/-1 == MIN, shifts modulo the width, saturating float->int
+ * casts with NaN -> 0, fmin/fmax, libm calls), LET, LETTUP, TUPLE, PROJ,
+ * IF (only the taken branch runs), && ||, CALL (inlined; extern functions
+ * called directly at the address resolved into their ir_func by
+ * ac_function_create before compilation), LOOP, INDEX with bounds checks, LEN,
+ * SHAPE, ARRLIT, and every array operation, which expr.c hands to
+ * cg_array_op (sequential, in temporary memory). */
+void cg_expr(cg_fn *f, ir_ref e, cg_val *out);
+/* True if generating e (in element context) may allocate temporary memory,
+ * i.e. e contains an array operation or builds an array. Skeletons bracket
+ * each element with cg_tmp_mark/cg_tmp_release only when this holds. */
+bool cg_needs_tmp(const ac_module *m, ir_ref e);
+/* Applies a LAM or FNREF node to argument values (one per parameter). */
+void cg_apply(cg_fn *f, ir_ref lam, uint32_t nargs, const cg_val *args, cg_val *out);
+/* Scalar operation `op` (an ops.def unary/binary/math op) on scalar
+ * operands of type sc (result type per the op's typing class). */
+LLVMValueRef cg_scalar_op(cg_fn *f, ir_op op, ac_scalar sc, LLVMValueRef *ops);
+/* Conversion between scalar types with the language's semantics. */
+LLVMValueRef cg_cast(cg_fn *f, LLVMValueRef v, ac_scalar from, ac_scalar to);
+/* Scalar constant of type sc from an IR literal value. */
+LLVMValueRef cg_const(cg_module *M, ac_scalar sc, ir_litval v);
+
+/* ---- nested array operations, sequential (seq_*.c) ----
+ * Value of array operation e (GENERATE .. WHILE, REC, ARRLIT, ...) computed
+ * by loops in the current element's code, in temporary memory. */
+void cg_array_op(cg_fn *f, ir_ref e, cg_val *out);
+
+#endif

@@ -1,0 +1,197 @@
+/* runtime/plan.h: kernel plans, the host side of a compiled function.
+ *
+ * Lowering (lib/lower/) turns a verified function into a plan: a small host
+ * program over the frame words of rt.h that allocates buffers (sizes are
+ * integer expressions of the argument extents and of words computed earlier:
+ * Nikola's size inference), launches kernels, runs host loops (iterate,
+ * while, recurrence wavefronts) and assembles the results. The runtime
+ * interprets the plan (plan_exec.c); the plan is plain data and has a text
+ * form (plan_text.c) that prints and parses back to an equal plan, so the
+ * ahead-of-time runtime can load it without LLVM.
+ *
+ * ---- Text form ---------------------------------------------------------------
+ *   plan NAME
+ *   slots N
+ *   param %0 : f32[]            one line per flattened parameter leaf, in order
+ *   param %2 : i32
+ *   result %9 : f32[]           one line per result leaf, in order
+ *   site 0 at 3:7 "map: arrays have different shapes: %lld and %lld"
+ *   kernel k0 map "f_k0" grain 4096 uses %0 %1 %9
+ *   body {
+ *     INSTRUCTIONS
+ *   }
+ * Instructions, one per line, blocks in braces:
+ *   set %5 = EXPR
+ *   alloc %9 : f32[,] = [EXPR, EXPR]      data in %9, extents in %10 %11
+ *   view %12 : f32[] = %9 [EXPR]          same data as %9, new extents
+ *   assign %3 = %9 : f32[]                the words of one leaf (or of one
+ *                                         scalar: `: f32`); %3 shares %9's buffer
+ *   free %9                               release the buffer in %9
+ *   launch k0 n EXPR chunks EXPR          chunks `auto` = the pool's choice
+ *   check EXPR site 0 (EXPR, EXPR)        fail at site 0 unless EXPR != 0
+ *   for %4 = EXPR to EXPR { ... }         %4 from lo while < hi, step 1
+ *   while { ... }                         until a `break unless` leaves it
+ *   break unless %6                       leave the innermost while if %6 == 0
+ *   if %6 { ... } else { ... }            %6 is a bool word
+ * Expressions (int64): decimal integers, %N (a word read as int64),
+ * (A + B) (A - B) (A * B) (A / B) (A % B) (A == B) (A != B) (A < B)
+ * (A <= B) min(A, B) max(A, B) chunks(A, B). The arithmetic is the
+ * language's i64 arithmetic (docs/language.md §6.1): it wraps, division
+ * truncates, x / 0 == 0, x % 0 == x, MIN / -1 == MIN; so an i64 expression of
+ * the program can be moved into the plan without changing its meaning.
+ * Comments start with // and run to the end of the line.
+ *
+ * ---- Meaning -------------------------------------------------------------------
+ * Words hold what rt.h says. The executor also keeps, per data word, the
+ * array that holds the memory (one reference per data word, or none): alloc
+ * creates a fresh array (and releases what the word held before, so an
+ * alloc inside a loop does not accumulate); view and assign make the
+ * destination word share the source's array (retain it, releasing what the
+ * destination held); free releases the word's reference; a parameter's
+ * array is held by the caller for the call (the word holds a reference of
+ * its own too, so assigning it around is uniform). Loop state is written
+ * with assign, so at most the state and the next state are alive.
+ * Allocation of a negative extent fails with "negative extent %lld" at the
+ * instruction's site; too large a size fails with "array too large".
+ * At the end, each result array leaf is handed out: the owning array itself
+ * when the words describe all of it, otherwise a copy. Everything else the
+ * frame owns is released, also when the call fails.
+ */
+#ifndef ARRAYC_RUNTIME_PLAN_H
+#define ARRAYC_RUNTIME_PLAN_H
+
+#include "runtime/rt.h"
+
+#include <stdio.h>
+
+typedef enum pl_xop {
+  PX_CONST, /* k */
+  PX_WORD,  /* frame[a] as int64 */
+  PX_ADD, PX_SUB, PX_MUL, PX_DIV, PX_REM, PX_EQ, PX_NE, PX_LT, PX_LE, PX_MIN, PX_MAX,
+  PX_CHUNKS /* rt_pool_chunks(n = A, grain = B) */
+} pl_xop;
+
+/* An expression node; children are indices into plan->exprs. */
+typedef struct pl_expr {
+  uint8_t op;
+  uint32_t a, b; /* PX_WORD: a = slot; binary ops: child expression indices */
+  int64_t k;     /* PX_CONST */
+} pl_expr;
+
+typedef enum pl_iop {
+  PI_SET,     /* word a = expr e */
+  PI_ALLOC,   /* leaf at a: type sc, rank; extents = exprs args[e .. e+rank) */
+  PI_VIEW,    /* leaf at a = data of word b, extents args[e .. e+rank) */
+  PI_ASSIGN,  /* leaf at a = leaf at b (sc, rank; rank 0 = one scalar word) */
+  PI_FREE,    /* release the buffer whose data word is a */
+  PI_LAUNCH,  /* kernel k, n = expr e, chunks = expr e2 (PL_AUTO = pool's choice) */
+  PI_CHECK,   /* unless expr e != 0: fail at site k with values args[e2], args[e2+1] */
+  PI_FOR,     /* word a from expr e while < expr e2; body up to the matching PI_END */
+  PI_WHILE,   /* body up to the matching PI_END, repeated until a PI_BREAK_UNLESS */
+  PI_BREAK_UNLESS, /* leave the innermost PI_WHILE if word a (bool) is 0 */
+  PI_IF,      /* word a (bool) nonzero: then-block; PI_ELSE optional; PI_END */
+  PI_ELSE,
+  PI_END
+} pl_iop;
+
+#define PL_AUTO UINT32_MAX /* "no expression": chunks auto, check without values */
+
+typedef struct pl_inst {
+  uint8_t op;        /* pl_iop */
+  uint8_t sc;        /* ac_scalar for ALLOC/VIEW/ASSIGN */
+  uint32_t rank;     /* ALLOC/VIEW/ASSIGN */
+  uint32_t a, b;     /* slots */
+  uint32_t k;        /* kernel (LAUNCH), site (CHECK, ALLOC: site for its errors or PL_AUTO) */
+  uint32_t e, e2;    /* expression indices, or for ALLOC/VIEW/CHECK: first index into args */
+  uint32_t match;    /* FOR/WHILE/IF/ELSE: index of the matching ELSE/END; set by pl_finish */
+} pl_inst;
+
+typedef struct pl_leaf {
+  uint32_t slot;
+  uint8_t sc;    /* ac_scalar */
+  uint32_t rank; /* 0 = scalar */
+} pl_leaf;
+
+typedef struct pl_site {
+  uint32_t line, col; /* 0 = unknown */
+  char *fmt;          /* printf format taking two long long values */
+} pl_site;
+
+typedef struct pl_kernel {
+  char *kind;     /* skeleton name for people: "map", "fold.partial", ... */
+  char *symbol;   /* the compiled function's name */
+  int64_t grain;  /* iterations per chunk at least (chunks auto) */
+  uint32_t nuses;
+  uint32_t *uses; /* frame words the kernel reads or writes, ascending */
+} pl_kernel;
+
+typedef struct pl_plan {
+  ac_context *ctx;
+  char *name;
+  char *file; /* source file name for error positions (may be NULL) */
+  uint32_t nslots;
+  pl_leaf *params; uint32_t nparams, capparams;
+  pl_leaf *results; uint32_t nresults, capresults;
+  pl_inst *insts; uint32_t ninsts, capinsts;
+  pl_expr *exprs; uint32_t nexprs, capexprs;
+  uint32_t *args; uint32_t nargs, capargs; /* expression index lists */
+  pl_site *sites; uint32_t nsites, capsites;
+  pl_kernel *kernels; uint32_t nkernels, capkernels;
+  bool oom; /* an allocation failed while building */
+} pl_plan;
+
+/* ---- building (plan.c) ----
+ * Builders never fail loudly: on OOM they set plan->oom and return 0/PL_AUTO;
+ * pl_finish reports it. */
+pl_plan *pl_create(ac_context *ctx, const char *name, const char *file);
+void pl_destroy(pl_plan *p);
+uint32_t pl_slots(pl_plan *p, uint32_t n); /* reserves n consecutive words, returns the first */
+uint32_t pl_x_const(pl_plan *p, int64_t k);
+uint32_t pl_x_word(pl_plan *p, uint32_t slot);
+uint32_t pl_x_bin(pl_plan *p, pl_xop op, uint32_t a, uint32_t b);
+uint32_t pl_site_add(pl_plan *p, uint32_t line, uint32_t col, const char *fmt);
+uint32_t pl_kernel_add(pl_plan *p, const char *kind, const char *symbol, int64_t grain);
+void pl_kernel_use(pl_plan *p, uint32_t kernel, uint32_t slot); /* keeps uses sorted, unique */
+void pl_param(pl_plan *p, uint32_t slot, ac_scalar sc, uint32_t rank);
+void pl_result(pl_plan *p, uint32_t slot, ac_scalar sc, uint32_t rank);
+/* Instructions: append; return the instruction index. */
+uint32_t pl_set(pl_plan *p, uint32_t slot, uint32_t expr);
+uint32_t pl_alloc(pl_plan *p, uint32_t slot, ac_scalar sc, uint32_t rank, const uint32_t *extents,
+                  uint32_t site);
+uint32_t pl_view(pl_plan *p, uint32_t slot, uint32_t src, ac_scalar sc, uint32_t rank,
+                 const uint32_t *extents);
+uint32_t pl_assign(pl_plan *p, uint32_t dst, uint32_t src, ac_scalar sc, uint32_t rank);
+uint32_t pl_free(pl_plan *p, uint32_t slot);
+uint32_t pl_launch(pl_plan *p, uint32_t kernel, uint32_t n, uint32_t chunks);
+uint32_t pl_check(pl_plan *p, uint32_t cond, uint32_t site, uint32_t va, uint32_t vb);
+uint32_t pl_for(pl_plan *p, uint32_t slot, uint32_t lo, uint32_t hi);
+uint32_t pl_while(pl_plan *p);
+uint32_t pl_break_unless(pl_plan *p, uint32_t slot);
+uint32_t pl_if(pl_plan *p, uint32_t slot);
+uint32_t pl_else(pl_plan *p);
+uint32_t pl_end(pl_plan *p);
+/* Checks structure (blocks balanced, slots and kernels in range, break
+ * inside while, leaves within nslots) and sets `match`. */
+ac_status pl_finish(pl_plan *p, ac_error **err);
+
+/* ---- text (plan_text.c) ---- */
+/* Appends the text form to *out (a malloc'd string via the context
+ * allocator; free with ac_string_destroy). */
+ac_status pl_print(const pl_plan *p, char **out, ac_error **err);
+/* Parses the text form; errors name `file:line:col`. */
+ac_status pl_parse(ac_context *ctx, const char *file, const char *text, size_t len,
+                   pl_plan **out, ac_error **err);
+/* True if the two plans are equal (the round trip test). */
+bool pl_equal(const pl_plan *a, const pl_plan *b);
+
+/* ---- running (plan_exec.c) ----
+ * kernels[i] is the compiled function of plan kernel i. args/results are
+ * flattened leaves as in ac_function_call (already checked against the
+ * params). On failure *err has the message and the site's position in
+ * plan->file; everything is released. Safe to call from several threads
+ * at once with the same plan. */
+ac_status pl_run(const pl_plan *p, rt_pool *pool, rt_kernel_fn const *kernels,
+                 const ac_datum *args, size_t nargs, ac_datum *results, size_t nresults,
+                 ac_error **err);
+
+#endif
