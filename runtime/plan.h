@@ -23,6 +23,8 @@
  * Instructions, one per line, blocks in braces:
  *   set %5 = EXPR
  *   alloc %9 : f32[,] = [EXPR, EXPR]      data in %9, extents in %10 %11
+ *   alloc %9 : f32[] = [EXPR] site 2      the same, failing at site 2 (its
+ *                                         position) for bad extents
  *   view %12 : f32[] = %9 [EXPR]          same data as %9, new extents
  *   assign %3 = %9 : f32[]                the words of one leaf (or of one
  *                                         scalar: `: f32`); %3 shares %9's buffer
@@ -39,7 +41,10 @@
  * language's i64 arithmetic (docs/language.md §6.1): it wraps, division
  * truncates, x / 0 == 0, x % 0 == x, MIN / -1 == MIN; so an i64 expression of
  * the program can be moved into the plan without changing its meaning.
- * Comments start with // and run to the end of the line.
+ * Comments start with // and run to the end of the line. The plan's NAME
+ * and a kernel's kind are bare names ([A-Za-z_][A-Za-z0-9_.]*) or, when
+ * they are not, strings; strings use the C escapes \" \\ \n \t and \xNN.
+ * Layout is free (line breaks are not significant).
  *
  * ---- Meaning -------------------------------------------------------------------
  * Words hold what rt.h says. The executor also keeps, per data word, the
@@ -103,7 +108,9 @@ typedef struct pl_inst {
   uint32_t a, b;     /* slots */
   uint32_t k;        /* kernel (LAUNCH), site (CHECK, ALLOC: site for its errors or PL_AUTO) */
   uint32_t e, e2;    /* expression indices, or for ALLOC/VIEW/CHECK: first index into args */
-  uint32_t match;    /* FOR/WHILE/IF/ELSE: index of the matching ELSE/END; set by pl_finish */
+  uint32_t match;    /* FOR/WHILE/IF/ELSE: index of the matching ELSE/END; END: index of the
+                        FOR/WHILE/IF it closes; BREAK_UNLESS: the END of its while; set by
+                        pl_finish */
 } pl_inst;
 
 typedef struct pl_leaf {
@@ -138,6 +145,9 @@ typedef struct pl_plan {
   pl_site *sites; uint32_t nsites, capsites;
   pl_kernel *kernels; uint32_t nkernels, capkernels;
   bool oom; /* an allocation failed while building */
+  bool bad; /* a builder got a reference it could not record (pl_kernel_use of a
+               kernel that does not exist); pl_finish reports it */
+  bool finished; /* pl_finish succeeded and nothing was added since; pl_run needs it */
 } pl_plan;
 
 /* ---- building (plan.c) ----
@@ -175,13 +185,18 @@ uint32_t pl_end(pl_plan *p);
 ac_status pl_finish(pl_plan *p, ac_error **err);
 
 /* ---- text (plan_text.c) ---- */
-/* Appends the text form to *out (a malloc'd string via the context
- * allocator; free with ac_string_destroy). */
+/* Stores the text form in *out (a malloc'd string via the context
+ * allocator; free with ac_string_destroy). Refuses (AC_ERR_INTERNAL) a plan
+ * that pl_finish would refuse. pl_parse reads it back into a plan that is
+ * pl_equal to p. */
 ac_status pl_print(const pl_plan *p, char **out, ac_error **err);
 /* Parses the text form; errors name `file:line:col`. */
 ac_status pl_parse(ac_context *ctx, const char *file, const char *text, size_t len,
                    pl_plan **out, ac_error **err);
-/* True if the two plans are equal (the round trip test). */
+/* True if the two plans are equal (the round trip test): same name, slots,
+ * leaves, sites, kernels and instructions, expressions compared as trees
+ * (not by index); the file name is not part of the plan's text and is not
+ * compared. Both must be valid (pl_finish/pl_parse succeeded). */
 bool pl_equal(const pl_plan *a, const pl_plan *b);
 
 /* ---- running (plan_exec.c) ----
@@ -189,7 +204,8 @@ bool pl_equal(const pl_plan *a, const pl_plan *b);
  * flattened leaves as in ac_function_call (already checked against the
  * params). On failure *err has the message and the site's position in
  * plan->file; everything is released. Safe to call from several threads
- * at once with the same plan. */
+ * at once with the same plan. pool may be NULL: everything then runs on the
+ * calling thread (as on a pool of one). */
 ac_status pl_run(const pl_plan *p, rt_pool *pool, rt_kernel_fn const *kernels,
                  const ac_datum *args, size_t nargs, ac_datum *results, size_t nresults,
                  ac_error **err);

@@ -83,7 +83,10 @@ extern const rt_symbol rt_helper_symbols[];
 
 /* ---- thread pool ----
  * One pool per runtime; workers are created once and sleep between
- * launches. A pool of 1 thread runs everything on the caller. */
+ * launches. A pool of 1 thread runs everything on the caller, and so does a
+ * NULL pool (size 1) in the functions below. nthreads 0 = all online cores,
+ * or ARRAYC_NUM_THREADS when that environment variable is a positive
+ * number. n < 0 counts as 0 iterations and chunks < 1 as 1 chunk. */
 rt_pool *rt_pool_create(ac_context *ctx, unsigned nthreads); /* 0 = all cores */
 void rt_pool_destroy(rt_pool *p);
 unsigned rt_pool_size(const rt_pool *p);

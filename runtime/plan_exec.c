@@ -1,0 +1,513 @@
+/* runtime/plan_exec.c: running a kernel plan (pl_run).
+ *
+ * A call allocates its state in one block: the frame (nslots words, zeroed),
+ * the owner table (per word, the array whose memory a data word points
+ * into, holding one reference) and per-instruction loop state (a FOR keeps
+ * its counter and bound there, evaluated once at entry, so the body may
+ * write the loop word without changing the iteration). The instructions are
+ * a flat array whose blocks pl_finish/pl_parse linked (`match`), so control
+ * flow is a program counter and jumps: no recursion and no stack.
+ *
+ * Memory safety does not depend on the plan being produced by lowering: a
+ * plan read from text passed pl_validate (indices and leaves in range), and
+ * the few things the validator cannot know are checked here against the
+ * owner table: a view or a copied-out result must lie inside the array its
+ * data word's owner holds, unless it is empty (a kernel never dereferences
+ * an empty array, so its data pointer may be anything). The kernels
+ * themselves are trusted: they come from the same compilation as the plan.
+ *
+ * Results are handed out without copying when the words describe a whole
+ * owning array (the usual case: a fresh alloc filled by kernels, or a
+ * parameter passed through); otherwise (a view, a reshaped array) the
+ * described elements are copied into a fresh array. Every reference the
+ * frame holds is released at the end, on success and on failure alike.
+ *
+ * Per launch the executor evaluates two small expressions and calls
+ * rt_pool_launch; nothing is allocated. Everything mutable is in the call's
+ * block, so any number of threads may run the same plan at once.
+ */
+#include "runtime/plan_impl.h"
+
+#include "interp/rtarray.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+typedef struct pl_loop {
+  int64_t i, hi;
+} pl_loop;
+
+typedef struct pl_exec {
+  const pl_plan *p;
+  rt_pool *pool;
+  uint64_t *frame;
+  ac_array **owner; /* per word */
+  pl_loop *loops;   /* per instruction (FOR only) */
+  rt_call call;
+  ac_error *err;
+  ac_status st;
+} pl_exec;
+
+static int64_t pl_eval(const pl_exec *X, uint32_t e) {
+  const pl_expr *x = &X->p->exprs[e];
+  if (x->op == PX_CONST)
+    return x->k;
+  if (x->op == PX_WORD)
+    return (int64_t)X->frame[x->a];
+  int64_t a = pl_eval(X, x->a), b = pl_eval(X, x->b);
+  /* The language's i64 arithmetic (docs/language.md §6.1): wrapping, and
+   * every division defined. */
+  switch ((pl_xop)x->op) {
+  case PX_ADD:
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+  case PX_SUB:
+    return (int64_t)((uint64_t)a - (uint64_t)b);
+  case PX_MUL:
+    return (int64_t)((uint64_t)a * (uint64_t)b);
+  case PX_DIV:
+    return b == 0 ? 0 : b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b;
+  case PX_REM:
+    return b == 0 ? a : b == -1 ? 0 : a % b;
+  case PX_EQ:
+    return a == b;
+  case PX_NE:
+    return a != b;
+  case PX_LT:
+    return a < b;
+  case PX_LE:
+    return a <= b;
+  case PX_MIN:
+    return a < b ? a : b;
+  case PX_MAX:
+    return a > b ? a : b;
+  case PX_CHUNKS:
+    return rt_pool_chunks(X->pool, a, b);
+  case PX_CONST:
+  case PX_WORD:
+    break;
+  }
+  return 0;
+}
+
+/* ---- errors ---- */
+
+static bool pl_fail_at(pl_exec *X, ac_status st, uint32_t site, const char *fmt, ...)
+    IR_PRINTF(4, 5);
+
+/* Records the call's error at site `site` (PL_AUTO: no position). */
+static bool pl_fail_at(pl_exec *X, ac_status st, uint32_t site, const char *fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  const pl_site *s = site != PL_AUTO ? &X->p->sites[site] : NULL;
+  X->err = pl_error(X->p->ctx, st, X->p->file, NULL, 0, s ? s->line : 0, s ? s->col : 0, "%s",
+                    msg);
+  X->st = X->err ? st : AC_ERR_NOMEM;
+  return false;
+}
+
+/* A runtime error whose message is the site's own format with two values. */
+static bool pl_fail_site(pl_exec *X, uint32_t site, int64_t a, int64_t b) {
+  const pl_site *s = &X->p->sites[site];
+  ir_buf msg;
+  ir_buf_init(&msg, X->p->ctx);
+  /* pl_validate has checked that the format takes at most two %lld. */
+  ir_buf_printf(&msg, s->fmt, (long long)a, (long long)b);
+  bool oom = msg.oom;
+  if (!oom)
+    pl_fail_at(X, AC_ERR_RUNTIME, site, "%s", ir_buf_cstr(&msg));
+  ir_buf_free(&msg);
+  if (oom) {
+    X->err = NULL;
+    X->st = AC_ERR_NOMEM;
+  }
+  return false;
+}
+
+/* ---- ownership ---- */
+
+/* Word w now points into `a` (which may be NULL): retain, then release the
+ * old owner (in that order, so a == old is safe). */
+static void pl_own(pl_exec *X, uint32_t w, ac_array *a) {
+  ac_array_retain(a);
+  ac_array_release(X->owner[w]);
+  X->owner[w] = a;
+}
+
+/* True if `bytes` bytes at address `data` lie inside array a's elements. */
+static bool pl_inside(const ac_array *a, uintptr_t data, int64_t bytes) {
+  if (!a)
+    return false;
+  uintptr_t lo = (uintptr_t)a->data;
+  uintptr_t have = (uintptr_t)a->size * rt_array_elsize(a);
+  return data >= lo && data - lo <= have && (uintptr_t)bytes <= have - (data - lo);
+}
+
+/* ---- parameters and results ---- */
+
+static uint64_t pl_word_of(const ac_datum *d) {
+  switch (d->type) {
+  case AC_BOOL:
+    return d->s.b ? 1 : 0;
+  /* Integers are stored sign- or zero-extended to the whole word, so an
+   * integer parameter reads correctly as an int64 in plan expressions. */
+  case AC_I8:
+    return (uint64_t)(int64_t)(int8_t)d->s.i;
+  case AC_I16:
+    return (uint64_t)(int64_t)(int16_t)d->s.i;
+  case AC_I32:
+    return (uint64_t)(int64_t)(int32_t)d->s.i;
+  case AC_I64:
+    return (uint64_t)d->s.i;
+  case AC_U8:
+    return (uint8_t)d->s.u;
+  case AC_U16:
+    return (uint16_t)d->s.u;
+  case AC_U32:
+    return (uint32_t)d->s.u;
+  case AC_U64:
+    return d->s.u;
+  case AC_F32: {
+    float f = (float)d->s.f;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    return bits;
+  }
+  case AC_F64: {
+    uint64_t bits;
+    memcpy(&bits, &d->s.f, sizeof bits);
+    return bits;
+  }
+  }
+  return 0;
+}
+
+/* The scalar in the low bytes of w (rt.h: little-endian words). */
+static void pl_datum_of(ac_scalar sc, uint64_t w, ac_datum *d) {
+  memset(d, 0, sizeof *d);
+  d->kind = AC_DATUM_SCALAR;
+  d->type = sc;
+  switch (sc) {
+  case AC_BOOL:
+    d->s.b = (uint8_t)w != 0;
+    break;
+  case AC_I8:
+    d->s.i = (int8_t)(uint8_t)w;
+    break;
+  case AC_I16:
+    d->s.i = (int16_t)(uint16_t)w;
+    break;
+  case AC_I32:
+    d->s.i = (int32_t)(uint32_t)w;
+    break;
+  case AC_I64:
+    d->s.i = (int64_t)w;
+    break;
+  case AC_U8:
+    d->s.u = (uint8_t)w;
+    break;
+  case AC_U16:
+    d->s.u = (uint16_t)w;
+    break;
+  case AC_U32:
+    d->s.u = (uint32_t)w;
+    break;
+  case AC_U64:
+    d->s.u = w;
+    break;
+  case AC_F32: {
+    uint32_t bits = (uint32_t)w;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    d->s.f = f;
+    break;
+  }
+  case AC_F64:
+    memcpy(&d->s.f, &w, sizeof w);
+    break;
+  }
+}
+
+static bool pl_bind_params(pl_exec *X, const ac_datum *args) {
+  const pl_plan *p = X->p;
+  for (uint32_t i = 0; i < p->nparams; i++) {
+    const pl_leaf *l = &p->params[i];
+    const ac_datum *d = &args[i];
+    bool scalar = d->kind == AC_DATUM_SCALAR;
+    if (d->type != (ac_scalar)l->sc || scalar != (l->rank == 0) ||
+        (!scalar && (!d->array || d->array->type != (ac_scalar)l->sc ||
+                     d->array->rank != l->rank)))
+      return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO,
+                        "plan '%s': argument %u does not match its parameter", p->name, i);
+    if (scalar) {
+      X->frame[l->slot] = pl_word_of(d);
+      continue;
+    }
+    X->frame[l->slot] = (uint64_t)(uintptr_t)d->array->data;
+    for (uint32_t r = 0; r < l->rank; r++)
+      X->frame[l->slot + 1 + r] = (uint64_t)d->array->extents[r];
+    pl_own(X, l->slot, d->array);
+  }
+  return true;
+}
+
+/* Result leaf i into *d: the owning array itself, or a copy of what the
+ * words describe. */
+static bool pl_take_result(pl_exec *X, uint32_t i, ac_datum *d) {
+  const pl_plan *p = X->p;
+  const pl_leaf *l = &p->results[i];
+  ac_scalar sc = (ac_scalar)l->sc;
+  if (l->rank == 0) {
+    pl_datum_of(sc, X->frame[l->slot], d);
+    return true;
+  }
+  int64_t ext[PL_MAX_RANK], count;
+  for (uint32_t r = 0; r < l->rank; r++)
+    ext[r] = (int64_t)X->frame[l->slot + 1 + r];
+  for (uint32_t r = 0; r < l->rank; r++)
+    if (ext[r] < 0)
+      return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': result %u has extent %lld",
+                        p->name, i, (long long)ext[r]);
+  size_t elsize = ac_scalar_size(sc);
+  if (!rt_array_count(l->rank, ext, elsize, &count))
+    return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': result %u is too large", p->name,
+                      i);
+  uintptr_t data = (uintptr_t)X->frame[l->slot];
+  ac_array *own = X->owner[l->slot];
+  ac_array *a = NULL;
+  if (own && (uintptr_t)own->data == data && own->type == sc && own->rank == l->rank &&
+      memcmp(own->extents, ext, l->rank * sizeof *ext) == 0) {
+    ac_array_retain(own);
+    a = own;
+  } else if (count > 0 && !pl_inside(own, data, count * (int64_t)elsize)) {
+    return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO,
+                      "plan '%s': result %u does not lie in an array the plan holds", p->name, i);
+  } else {
+    ac_status st = rt_array_alloc(p->ctx, sc, l->rank, ext, &a);
+    if (st != AC_OK)
+      return pl_fail_at(X, st, PL_AUTO, "plan '%s': cannot allocate result %u", p->name, i);
+    if (count > 0)
+      memcpy(a->data, (const void *)data, (size_t)count * elsize);
+  }
+  memset(d, 0, sizeof *d);
+  d->kind = AC_DATUM_ARRAY;
+  d->type = sc;
+  d->array = a;
+  return true;
+}
+
+/* ---- instructions ---- */
+
+/* Evaluates the rank extents of an ALLOC/VIEW. */
+static void pl_eval_extents(const pl_exec *X, const pl_inst *in, int64_t *ext) {
+  for (uint32_t r = 0; r < in->rank; r++)
+    ext[r] = pl_eval(X, X->p->args[in->e + r]);
+}
+
+static void pl_set_leaf(pl_exec *X, uint32_t slot, uintptr_t data, uint32_t rank,
+                        const int64_t *ext) {
+  X->frame[slot] = (uint64_t)data;
+  for (uint32_t r = 0; r < rank; r++)
+    X->frame[slot + 1 + r] = (uint64_t)ext[r];
+}
+
+static bool pl_do_alloc(pl_exec *X, const pl_inst *in) {
+  int64_t ext[PL_MAX_RANK];
+  pl_eval_extents(X, in, ext);
+  for (uint32_t r = 0; r < in->rank; r++)
+    if (ext[r] < 0)
+      return pl_fail_at(X, AC_ERR_RUNTIME, in->k, "negative extent %lld", (long long)ext[r]);
+  ac_array *a;
+  ac_status st = rt_array_alloc(X->p->ctx, (ac_scalar)in->sc, in->rank, ext, &a);
+  if (st == AC_ERR_RUNTIME)
+    return pl_fail_at(X, st, in->k, "array too large");
+  if (st != AC_OK)
+    return pl_fail_at(X, st, PL_AUTO, "out of memory");
+  pl_own(X, in->a, a);
+  ac_array_release(a); /* the word holds the one reference */
+  pl_set_leaf(X, in->a, (uintptr_t)a->data, in->rank, ext);
+  return true;
+}
+
+static bool pl_do_view(pl_exec *X, const pl_inst *in) {
+  const char *name = X->p->name;
+  int64_t ext[PL_MAX_RANK], count;
+  pl_eval_extents(X, in, ext);
+  for (uint32_t r = 0; r < in->rank; r++)
+    if (ext[r] < 0)
+      return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': view with extent %lld", name,
+                        (long long)ext[r]);
+  size_t elsize = ac_scalar_size((ac_scalar)in->sc);
+  uintptr_t data = (uintptr_t)X->frame[in->b];
+  ac_array *own = X->owner[in->b];
+  if (!rt_array_count(in->rank, ext, elsize, &count) ||
+      (count > 0 && !pl_inside(own, data, count * (int64_t)elsize)))
+    return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO,
+                      "plan '%s': view of %%%u is larger than its array", name, in->b);
+  pl_own(X, in->a, own);
+  pl_set_leaf(X, in->a, data, in->rank, ext);
+  return true;
+}
+
+static void pl_do_assign(pl_exec *X, const pl_inst *in) {
+  if (in->a == in->b)
+    return;
+  if (in->rank == 0) {
+    X->frame[in->a] = X->frame[in->b];
+    return;
+  }
+  memmove(&X->frame[in->a], &X->frame[in->b], (1 + (size_t)in->rank) * sizeof *X->frame);
+  pl_own(X, in->a, X->owner[in->b]);
+}
+
+static bool pl_do_launch(pl_exec *X, const pl_inst *in, rt_kernel_fn const *kernels) {
+  const pl_kernel *k = &X->p->kernels[in->k];
+  rt_kernel_fn fn = kernels ? kernels[in->k] : NULL;
+  if (!fn)
+    return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': kernel k%u (%s) is not compiled",
+                      X->p->name, in->k, k->symbol);
+  int64_t n = pl_eval(X, in->e);
+  int64_t chunks = in->e2 == PL_AUTO ? rt_pool_chunks(X->pool, n, k->grain) : pl_eval(X, in->e2);
+  rt_pool_launch(X->pool, &X->call, X->frame, fn, n, chunks);
+  if (!atomic_load_explicit(&X->call.failed, memory_order_acquire))
+    return true;
+  int32_t site = X->call.site;
+  if (site < 0 || (uint32_t)site >= X->p->nsites)
+    return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': kernel k%u failed at site %d",
+                      X->p->name, in->k, (int)site);
+  return pl_fail_site(X, (uint32_t)site, X->call.a, X->call.b);
+}
+
+static bool pl_bool(const pl_exec *X, uint32_t w) {
+  return (uint8_t)X->frame[w] != 0; /* a bool is byte 0 of its word */
+}
+
+static bool pl_exec_body(pl_exec *X, rt_kernel_fn const *kernels) {
+  const pl_plan *p = X->p;
+  uint32_t pc = 0;
+  while (pc < p->ninsts) {
+    const pl_inst *in = &p->insts[pc];
+    switch ((pl_iop)in->op) {
+    case PI_SET:
+      X->frame[in->a] = (uint64_t)pl_eval(X, in->e);
+      break;
+    case PI_ALLOC:
+      if (!pl_do_alloc(X, in))
+        return false;
+      break;
+    case PI_VIEW:
+      if (!pl_do_view(X, in))
+        return false;
+      break;
+    case PI_ASSIGN:
+      pl_do_assign(X, in);
+      break;
+    case PI_FREE:
+      pl_own(X, in->a, NULL);
+      break;
+    case PI_LAUNCH:
+      if (!pl_do_launch(X, in, kernels))
+        return false;
+      break;
+    case PI_CHECK:
+      if (pl_eval(X, in->e) == 0) {
+        int64_t a = in->e2 == PL_AUTO ? 0 : pl_eval(X, p->args[in->e2]);
+        int64_t b = in->e2 == PL_AUTO ? 0 : pl_eval(X, p->args[in->e2 + 1]);
+        return pl_fail_site(X, in->k, a, b);
+      }
+      break;
+    case PI_FOR: {
+      int64_t lo = pl_eval(X, in->e), hi = pl_eval(X, in->e2);
+      if (lo >= hi) {
+        pc = in->match + 1;
+        continue;
+      }
+      X->loops[pc] = (pl_loop){lo, hi};
+      X->frame[in->a] = (uint64_t)lo;
+      break;
+    }
+    case PI_WHILE:
+      break;
+    case PI_BREAK_UNLESS:
+      if (!pl_bool(X, in->a)) {
+        pc = in->match + 1;
+        continue;
+      }
+      break;
+    case PI_IF:
+      if (!pl_bool(X, in->a)) {
+        pc = in->match + 1; /* into the else block, or past the end */
+        continue;
+      }
+      break;
+    case PI_ELSE:
+      pc = in->match + 1; /* the then block is done */
+      continue;
+    case PI_END: {
+      uint32_t o = in->match;
+      const pl_inst *open = &p->insts[o];
+      if (open->op == PI_WHILE) {
+        pc = o + 1;
+        continue;
+      }
+      if (open->op == PI_FOR && X->loops[o].i + 1 < X->loops[o].hi) {
+        X->frame[open->a] = (uint64_t)++X->loops[o].i;
+        pc = o + 1;
+        continue;
+      }
+      break;
+    }
+    }
+    pc++;
+  }
+  return true;
+}
+
+ac_status pl_run(const pl_plan *p, rt_pool *pool, rt_kernel_fn const *kernels,
+                 const ac_datum *args, size_t nargs, ac_datum *results, size_t nresults,
+                 ac_error **err) {
+  if (err)
+    *err = NULL;
+  if (results && nresults)
+    memset(results, 0, nresults * sizeof *results);
+  pl_exec X;
+  memset(&X, 0, sizeof X);
+  X.p = p;
+  X.pool = pool;
+  X.call.ctx = p->ctx;
+  atomic_init(&X.call.failed, 0);
+  if (!p->finished || nargs != p->nparams || nresults != p->nresults ||
+      (nargs && !args) || (nresults && !results)) {
+    pl_fail_at(&X, AC_ERR_INTERNAL, PL_AUTO,
+               !p->finished ? "plan '%s' was not finished" : "plan '%s' called with wrong arity",
+               p->name);
+    return ir_report(err, X.err, X.st);
+  }
+  size_t bytes = (size_t)p->nslots * (sizeof *X.frame + sizeof *X.owner) +
+                 (size_t)p->ninsts * sizeof *X.loops;
+  void *block = ac_alloc(p->ctx, bytes);
+  if (!block)
+    return ir_report(err, NULL, AC_ERR_NOMEM);
+  X.loops = block;
+  X.frame = (uint64_t *)(void *)(X.loops + p->ninsts);
+  X.owner = (ac_array **)(void *)(X.frame + p->nslots);
+  memset(X.frame, 0, (size_t)p->nslots * (sizeof *X.frame + sizeof *X.owner));
+
+  bool ok = pl_bind_params(&X, args) && pl_exec_body(&X, kernels);
+  uint32_t taken = 0;
+  for (; ok && taken < p->nresults; taken++)
+    ok = pl_take_result(&X, taken, &results[taken]);
+  if (!ok)
+    for (uint32_t i = 0; i < taken; i++)
+      ac_datum_release(&results[i]);
+  for (uint32_t w = 0; w < p->nslots; w++)
+    ac_array_release(X.owner[w]);
+  ac_free(p->ctx, block);
+  if (ok)
+    return AC_OK;
+  if (results && nresults)
+    memset(results, 0, nresults * sizeof *results);
+  return ir_report(err, X.err, X.st);
+}
