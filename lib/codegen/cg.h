@@ -93,6 +93,12 @@ typedef struct cg_module {
   /* arena for cg_new: freed by cg_module_dispose */
   void *arena;
   uint32_t nkernels; /* for unique kernel names */
+  /* The ORC ThreadSafeContext that owns llctx (cg_module_init creates the
+   * context through it so that the CPU JIT can take the module without a
+   * copy: LLJIT only accepts modules whose context a ThreadSafeContext
+   * owns). nat_compile hands it to the JIT; cg_module_dispose releases it
+   * otherwise. Nobody else touches it. */
+  struct LLVMOrcOpaqueThreadSafeContext *tsc;
 } cg_module;
 
 typedef struct cg_fn {
@@ -121,7 +127,8 @@ typedef struct cg_fn {
 /* ---- module (cg.c) ---- */
 ac_status cg_module_init(cg_module *M, ac_module *m, pl_plan *plan, cg_target target,
                          ac_error **err);
-/* Frees the arena, the builder and (unless taken) the LLVM module and context. */
+/* Frees the arena, the builder, (unless taken) the LLVM module and context,
+ * and M->err unless the caller took it (set it to NULL). */
 void cg_module_dispose(cg_module *M);
 /* Records the first compile error (status st at node `at`, 0 = unknown). */
 void cg_error(cg_module *M, ac_status st, ir_ref at, const char *fmt, ...) IR_PRINTF(4, 5);
@@ -190,7 +197,10 @@ void cg_store_elem(cg_fn *f, const cg_leaf *a, LLVMValueRef lin, LLVMValueRef v)
 /* Reads element idx of any array leaf (manifest or CL_FUNC). With `check`,
  * an index out of range fails at `at` with the interpreter's message
  * ("index %lld out of bounds for dimension %u of extent %lld" style) and
- * reads element 0 (or a zero when the array is empty) instead. */
+ * reads element 0 (or a zero when the array is empty) instead.
+ * (cg.c reads nothing and yields zero.) A CL_FUNC leaf is checked the same
+ * way when it has extents; a reader that must fail with a message of its
+ * own (the array a rec defines) leaves ext NULL and checks by itself. */
 LLVMValueRef cg_read(cg_fn *f, const cg_leaf *a, LLVMValueRef *idx, bool check, ir_ref at);
 bool cg_is_manifest(const cg_leaf *a);
 /* Calls ac_rt_fail(tctx, site, a, b) (a, b: i64 or NULL for 0). */

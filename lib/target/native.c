@@ -1,0 +1,401 @@
+/* lib/target/native.c: the host CPU target over LLVM's ORC LLJIT.
+ *
+ * Pipeline of one compile (nat_compile), under the JIT's mutex:
+ *
+ *   cg_module (LLVM IR in a ThreadSafeContext's context, made by cg.c)
+ *     -> target-cpu / target-features on every function (host detection)
+ *     -> LLVMRunPasses("default<O3>") with the host TargetMachine
+ *     -> a fresh JITDylib: process symbols (libm) through a search
+ *        generator, the rt.h helpers as absolute symbols
+ *     -> LLJIT IR layer (codegen at -O3 for the same CPU) -> lookup.
+ *
+ * Everything that does not depend on the module is done once, in
+ * nat_jit_create: target initialisation (once per process), host detection,
+ * the TargetMachine the optimiser uses (its TargetTransformInfo is what
+ * makes the vectoriser choose AVX2 / AVX-512 widths), and the LLJIT itself,
+ * whose JITTargetMachineBuilder is made from an identical TargetMachine so
+ * that the optimiser and the code generator agree on CPU and features.
+ * Each compile then costs the passes and the machine code generation of its
+ * own module only.
+ *
+ * Kernel names need only be unique within a module because each module gets
+ * its own JITDylib (named arrayc.N), looked up with an ExecutionSession
+ * lookup restricted to that dylib. LLJIT's main JITDylib is never used.
+ * The C API has no way to link a new dylib against another, so each dylib
+ * gets its own process-symbol generator and its own copies of the helper
+ * symbols (a handful of absolute addresses: cheap).
+ *
+ * Errors from LLVM (LLVMErrorRef) are consumed here and become ac_error
+ * values with status AC_ERR_INTERNAL and LLVM's message.
+ */
+#include "target/native.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+struct nat_jit {
+  ac_context *ctx;
+  LLVMOrcLLJITRef jit;
+  LLVMTargetMachineRef tm; /* the optimiser's view of the host */
+  char *triple;            /* LLVM messages (LLVMDisposeMessage) */
+  char *cpu;
+  char *features;
+  const char *layout; /* owned by the LLJIT */
+  pthread_mutex_t mu;
+  uint64_t ndylibs; /* for unique JITDylib names */
+  /* The first error the ExecutionSession reported during the current
+   * compile (materialisation failures such as an unresolved symbol reach
+   * the session's reporter, not the lookup): ac_alloc'd or NULL. */
+  char *session_msg;
+};
+
+/* ---- process-wide initialisation ---- */
+
+static pthread_once_t nat_once = PTHREAD_ONCE_INIT;
+static bool nat_init_failed; /* written once, inside nat_once */
+
+static void nat_init_targets(void) {
+  nat_init_failed = LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter();
+}
+
+/* ---- errors ---- */
+
+static ac_status nat_fail(ac_context *ctx, ac_error **err, const char *what, const char *msg) {
+  return ir_report(err,
+                   ir_error(ctx, AC_ERR_INTERNAL, NULL, (ir_loc){0, 0}, "native JIT: %s%s%s", what,
+                            msg ? ": " : "", msg ? msg : ""),
+                   AC_ERR_INTERNAL);
+}
+
+/* Consumes e and reports it. */
+static ac_status nat_llvm_fail(ac_context *ctx, ac_error **err, const char *what, LLVMErrorRef e) {
+  char *msg = LLVMGetErrorMessage(e);
+  ac_status st = nat_fail(ctx, err, what, msg);
+  LLVMDisposeErrorMessage(msg);
+  return st;
+}
+
+/* The ExecutionSession's error reporter: LLVM's default prints to stderr;
+ * this one keeps the first message for the compile that is running (the
+ * reporter runs under the compile mutex, inside the lookup). */
+static void nat_session_error(void *ud, LLVMErrorRef e) {
+  nat_jit *J = ud;
+  char *msg = LLVMGetErrorMessage(e);
+  if (!J->session_msg)
+    J->session_msg = ac_strdup(J->ctx, msg);
+  LLVMDisposeErrorMessage(msg);
+}
+
+/* ---- creation ---- */
+
+static LLVMTargetMachineRef nat_target_machine(nat_jit *J, LLVMTargetRef target) {
+  return LLVMCreateTargetMachine(target, J->triple, J->cpu, J->features, LLVMCodeGenLevelAggressive,
+                                 LLVMRelocDefault, LLVMCodeModelJITDefault);
+}
+
+ac_status nat_jit_create(ac_context *ctx, nat_jit **out, ac_error **err) {
+  *out = NULL;
+  pthread_once(&nat_once, nat_init_targets);
+  if (nat_init_failed)
+    return nat_fail(ctx, err, "the native target is not available in this LLVM", NULL);
+  nat_jit *J = ac_alloc(ctx, sizeof *J);
+  if (!J)
+    return ir_report(err, ir_error(ctx, AC_ERR_NOMEM, NULL, (ir_loc){0, 0}, "out of memory"),
+                     AC_ERR_NOMEM);
+  memset(J, 0, sizeof *J);
+  J->ctx = ctx;
+  if (pthread_mutex_init(&J->mu, NULL) != 0) {
+    ac_free(ctx, J);
+    return nat_fail(ctx, err, "cannot create a mutex", NULL);
+  }
+  ac_status st = AC_OK;
+  /* The triple as ORC detects it for this process. */
+  LLVMOrcJITTargetMachineBuilderRef jtmb = NULL;
+  LLVMErrorRef e = LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
+  if (e) {
+    st = nat_llvm_fail(ctx, err, "host detection", e);
+    goto fail;
+  }
+  J->triple = LLVMOrcJITTargetMachineBuilderGetTargetTriple(jtmb);
+  LLVMOrcDisposeJITTargetMachineBuilder(jtmb);
+  J->cpu = LLVMGetHostCPUName();
+  J->features = LLVMGetHostCPUFeatures();
+  LLVMTargetRef target;
+  char *msg = NULL;
+  if (LLVMGetTargetFromTriple(J->triple, &target, &msg)) {
+    st = nat_fail(ctx, err, "no target for the host triple", msg);
+    LLVMDisposeMessage(msg);
+    goto fail;
+  }
+  J->tm = nat_target_machine(J, target);
+  LLVMTargetMachineRef jit_tm = nat_target_machine(J, target);
+  if (!J->tm || !jit_tm) {
+    if (jit_tm)
+      LLVMDisposeTargetMachine(jit_tm);
+    st = nat_fail(ctx, err, "cannot create a target machine for the host", NULL);
+    goto fail;
+  }
+  LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
+  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+      builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(jit_tm)); /* takes both */
+  e = LLVMOrcCreateLLJIT(&J->jit, builder);                                    /* takes builder */
+  if (e) {
+    J->jit = NULL;
+    st = nat_llvm_fail(ctx, err, "cannot create the JIT", e);
+    goto fail;
+  }
+  J->layout = LLVMOrcLLJITGetDataLayoutStr(J->jit);
+  LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(J->jit),
+                                          nat_session_error, J);
+  *out = J;
+  return AC_OK;
+fail:
+  nat_jit_destroy(J);
+  return st;
+}
+
+void nat_jit_destroy(nat_jit *J) {
+  if (!J)
+    return;
+  if (J->jit) {
+    LLVMErrorRef e = LLVMOrcDisposeLLJIT(J->jit);
+    if (e) /* nobody to tell: the code is gone either way */
+      LLVMConsumeError(e);
+  }
+  if (J->tm)
+    LLVMDisposeTargetMachine(J->tm);
+  LLVMDisposeMessage(J->triple);
+  LLVMDisposeMessage(J->cpu);
+  LLVMDisposeMessage(J->features);
+  pthread_mutex_destroy(&J->mu);
+  ac_free(J->ctx, J->session_msg);
+  ac_free(J->ctx, J);
+}
+
+const char *nat_cpu_name(const nat_jit *J) {
+  return J->cpu;
+}
+const char *nat_cpu_features(const nat_jit *J) {
+  return J->features;
+}
+
+void nat_prepare(nat_jit *J, cg_module *M) {
+  LLVMSetTarget(M->mod, J->triple);
+  LLVMSetDataLayout(M->mod, J->layout);
+}
+
+/* ---- optimisation ---- */
+
+static void nat_set_attr(LLVMContextRef c, LLVMValueRef fn, const char *k, const char *v) {
+  LLVMAttributeRef a = LLVMCreateStringAttribute(c, k, (unsigned)strlen(k), v, (unsigned)strlen(v));
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
+}
+
+/* The module must be valid (cg_kernel_end verified each kernel; the module
+ * is verified once more because LLVM's passes crash on invalid IR). */
+static ac_status nat_optimise_locked(nat_jit *J, cg_module *M, ac_error **err) {
+  if (M->st != AC_OK)
+    return nat_fail(J->ctx, err, "module with a code generation error", NULL);
+  if (!M->mod)
+    return nat_fail(J->ctx, err, "module already compiled", NULL);
+  nat_prepare(J, M);
+  char *msg = NULL;
+  if (LLVMVerifyModule(M->mod, LLVMReturnStatusAction, &msg)) {
+    ac_status st = nat_fail(J->ctx, err, "invalid LLVM IR", msg);
+    LLVMDisposeMessage(msg);
+    return st;
+  }
+  LLVMDisposeMessage(msg);
+  for (LLVMValueRef fn = LLVMGetFirstFunction(M->mod); fn; fn = LLVMGetNextFunction(fn)) {
+    if (LLVMIsDeclaration(fn))
+      continue;
+    nat_set_attr(M->llctx, fn, "target-cpu", J->cpu);
+    nat_set_attr(M->llctx, fn, "target-features", J->features);
+  }
+  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
+  LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
+  LLVMPassBuilderOptionsSetLoopInterleaving(opts, 1);
+  LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
+  LLVMErrorRef e = LLVMRunPasses(M->mod, "default<O3>", J->tm, opts);
+  LLVMDisposePassBuilderOptions(opts);
+  if (e)
+    return nat_llvm_fail(J->ctx, err, "optimisation", e);
+  return AC_OK;
+}
+
+ac_status nat_optimise(nat_jit *J, cg_module *M, ac_error **err) {
+  pthread_mutex_lock(&J->mu);
+  ac_status st = nat_optimise_locked(J, M, err);
+  pthread_mutex_unlock(&J->mu);
+  return st;
+}
+
+/* ---- adding and looking up ---- */
+
+/* ExecutionSession lookups answer through a callback; with LLJIT's default
+ * in-place dispatcher it runs before the lookup returns, but the wait below
+ * does not depend on that. */
+typedef struct nat_lookup {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool done;
+  char *msg; /* LLVM's error message, or NULL */
+  size_t n;
+  LLVMOrcSymbolStringPoolEntryRef *names; /* retained by us */
+  void **addrs;
+} nat_lookup;
+
+static void nat_lookup_done(LLVMErrorRef e, LLVMOrcCSymbolMapPairs res, size_t nres, void *ud) {
+  nat_lookup *L = ud;
+  pthread_mutex_lock(&L->mu);
+  if (e) {
+    L->msg = LLVMGetErrorMessage(e);
+  } else {
+    for (size_t i = 0; i < nres; i++)
+      for (size_t k = 0; k < L->n; k++)
+        if (res[i].Name == L->names[k])
+          L->addrs[k] = (void *)(uintptr_t)res[i].Sym.Address;
+  }
+  L->done = true;
+  pthread_cond_signal(&L->cv);
+  pthread_mutex_unlock(&L->mu);
+}
+
+static ac_status nat_define_helpers(nat_jit *J, LLVMOrcJITDylibRef jd, ac_error **err) {
+  size_t n = 0;
+  while (rt_helper_symbols[n].name)
+    n++;
+  LLVMOrcCSymbolMapPair *pairs = ac_alloc(J->ctx, (n ? n : 1) * sizeof *pairs);
+  if (!pairs)
+    return ir_report(err, ir_error(J->ctx, AC_ERR_NOMEM, NULL, (ir_loc){0, 0}, "out of memory"),
+                     AC_ERR_NOMEM);
+  for (size_t i = 0; i < n; i++) {
+    pairs[i].Name = LLVMOrcLLJITMangleAndIntern(J->jit, rt_helper_symbols[i].name);
+    pairs[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)rt_helper_symbols[i].addr;
+    pairs[i].Sym.Flags.GenericFlags =
+        LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+    pairs[i].Sym.Flags.TargetFlags = 0;
+  }
+  /* The materialisation unit takes the names' references. */
+  LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(pairs, n);
+  ac_free(J->ctx, pairs);
+  LLVMErrorRef e = LLVMOrcJITDylibDefine(jd, mu);
+  if (e) {
+    LLVMOrcDisposeMaterializationUnit(mu);
+    return nat_llvm_fail(J->ctx, err, "defining the runtime helpers", e);
+  }
+  return AC_OK;
+}
+
+static ac_status nat_lookup_all(nat_jit *J, LLVMOrcJITDylibRef jd, const char *const *symbols,
+                                size_t n, void **addrs, ac_error **err) {
+  nat_lookup L;
+  memset(&L, 0, sizeof L);
+  L.n = n;
+  L.addrs = addrs;
+  L.names = ac_alloc(J->ctx, n * sizeof *L.names);
+  LLVMOrcCLookupSetElement *set = ac_alloc(J->ctx, (n + 1) * sizeof *set);
+  if (!L.names || !set) {
+    ac_free(J->ctx, L.names);
+    ac_free(J->ctx, set);
+    return ir_report(err, ir_error(J->ctx, AC_ERR_NOMEM, NULL, (ir_loc){0, 0}, "out of memory"),
+                     AC_ERR_NOMEM);
+  }
+  for (size_t i = 0; i < n; i++) {
+    addrs[i] = NULL;
+    L.names[i] = LLVMOrcLLJITMangleAndIntern(J->jit, symbols[i]);
+    LLVMOrcRetainSymbolStringPoolEntry(L.names[i]); /* one reference goes to the lookup */
+    set[i].Name = L.names[i];
+    set[i].LookupFlags = LLVMOrcSymbolLookupFlagsRequiredSymbol;
+  }
+  set[n].Name = NULL;
+  set[n].LookupFlags = LLVMOrcSymbolLookupFlagsRequiredSymbol;
+  LLVMOrcCJITDylibSearchOrderElement order[2] = {{jd, LLVMOrcJITDylibLookupFlagsMatchAllSymbols},
+                                                 {NULL, LLVMOrcJITDylibLookupFlagsMatchAllSymbols}};
+  pthread_mutex_init(&L.mu, NULL);
+  pthread_cond_init(&L.cv, NULL);
+  LLVMOrcExecutionSessionLookup(LLVMOrcLLJITGetExecutionSession(J->jit), LLVMOrcLookupKindStatic,
+                                order, 1, set, n, nat_lookup_done, &L);
+  pthread_mutex_lock(&L.mu);
+  while (!L.done)
+    pthread_cond_wait(&L.cv, &L.mu);
+  pthread_mutex_unlock(&L.mu);
+  pthread_cond_destroy(&L.cv);
+  pthread_mutex_destroy(&L.mu);
+  ac_free(J->ctx, set);
+  for (size_t i = 0; i < n; i++)
+    LLVMOrcReleaseSymbolStringPoolEntry(L.names[i]);
+  ac_free(J->ctx, L.names);
+  ac_status st = AC_OK;
+  if (L.msg) {
+    /* The session's message says why (say, an unresolved symbol); the
+     * lookup's only that materialisation failed. */
+    st = nat_fail(J->ctx, err, "symbol lookup", J->session_msg ? J->session_msg : L.msg);
+    LLVMDisposeErrorMessage(L.msg);
+  } else {
+    for (size_t i = 0; i < n && st == AC_OK; i++)
+      if (!addrs[i])
+        st = nat_fail(J->ctx, err, "symbol not found", symbols[i]);
+  }
+  return st;
+}
+
+static ac_status nat_compile_locked(nat_jit *J, cg_module *M, const char *const *symbols, size_t n,
+                                    void **addrs, ac_error **err) {
+  ac_status st = nat_optimise_locked(J, M, err);
+  if (st != AC_OK)
+    return st;
+  ac_free(J->ctx, J->session_msg);
+  J->session_msg = NULL;
+  char name[48];
+  snprintf(name, sizeof name, "arrayc.%llu", (unsigned long long)J->ndylibs++);
+  LLVMOrcExecutionSessionRef es = LLVMOrcLLJITGetExecutionSession(J->jit);
+  LLVMOrcJITDylibRef jd = LLVMOrcExecutionSessionCreateBareJITDylib(es, name);
+  LLVMOrcDefinitionGeneratorRef gen = NULL;
+  LLVMErrorRef e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+      &gen, LLVMOrcLLJITGetGlobalPrefix(J->jit), NULL, NULL);
+  if (e)
+    return nat_llvm_fail(J->ctx, err, "process symbols", e);
+  LLVMOrcJITDylibAddGenerator(jd, gen);
+  if ((st = nat_define_helpers(J, jd, err)) != AC_OK)
+    return st;
+  /* From here on the JIT owns the module and its context. */
+  LLVMDisposeBuilder(M->b);
+  M->b = NULL;
+  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(M->mod, M->tsc);
+  LLVMOrcDisposeThreadSafeContext(M->tsc); /* the module holds its own reference */
+  M->mod = NULL;
+  M->llctx = NULL;
+  M->tsc = NULL;
+  e = LLVMOrcLLJITAddLLVMIRModule(J->jit, jd, tsm);
+  if (e) {
+    LLVMOrcDisposeThreadSafeModule(tsm);
+    return nat_llvm_fail(J->ctx, err, "adding the module", e);
+  }
+  st = nat_lookup_all(J, jd, symbols, n, addrs, err);
+  if (st != AC_OK) {
+    /* Drop what was added: nothing of this module may be called. */
+    e = LLVMOrcJITDylibClear(jd);
+    if (e)
+      LLVMConsumeError(e);
+  }
+  return st;
+}
+
+ac_status nat_compile(nat_jit *J, cg_module *M, const char *const *symbols, size_t n, void **addrs,
+                      ac_error **err) {
+  pthread_mutex_lock(&J->mu);
+  ac_status st = nat_compile_locked(J, M, symbols, n, addrs, err);
+  pthread_mutex_unlock(&J->mu);
+  return st;
+}
