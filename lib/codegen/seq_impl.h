@@ -1,0 +1,149 @@
+/* lib/codegen/seq_impl.h: helpers shared by the sequential array operations.
+ *
+ * cg_array_op (seq_core.c) computes an array operation that appears in
+ * element code with plain loops in the current LLVM function, following
+ * the reference interpreter (lib/interp) step by step: arguments are
+ * evaluated in the same order, runtime checks are emitted in the order the
+ * interpreter makes them (the first failure of a call wins, so the first
+ * emitted check that fails gives the interpreter's message), and functions
+ * are applied to elements in the interpreter's order.
+ *
+ * After a failed check the generated code carries on with harmless values:
+ * every loop runs over SAFE extents (the minimum over the leaves of one
+ * array, zero after a failed allocation or a failed size check), so no
+ * read or write leaves an array whatever the inputs were.
+ *
+ * Results are always manifest (CL_ARRAY) leaves: in temporary memory, or
+ * views of a manifest input (reshape, rank-1 slice); CL_FUNC leaves are
+ * only made for stencil windows and the array a rec defines, which the
+ * verifier allows to be indexed and nothing else.
+ */
+#ifndef ARRAYC_LIB_CODEGEN_SEQ_IMPL_H
+#define ARRAYC_LIB_CODEGEN_SEQ_IMPL_H
+
+#include "codegen/cg.h"
+
+/* An array operand or result: n leaves of one shape. ext are extents that
+ * are safe for every leaf (equal to the leaves' when the shape check
+ * passed). */
+typedef struct seq_arr {
+  uint32_t n;
+  cg_leaf *l;
+  uint32_t rank;
+  LLVMValueRef *ext;
+} seq_arr;
+
+/* A row-major loop nest over `rank` extents; idx are the indices inside
+ * the body (rank 0: one iteration). */
+typedef struct seq_nest {
+  uint32_t rank;
+  cg_loop *loops;
+  LLVMValueRef *idx;
+} seq_nest;
+
+/* ---- values and types (seq_core.c) ---- */
+/* n fresh leaves from the arena. */
+cg_leaf *cg_seq_leaves(cg_module *M, uint32_t n);
+/* Type of parameter i of a LAM or FNREF node (from its verified type). */
+ir_type cg_seq_param(cg_module *M, ir_ref lam, uint32_t i);
+/* Rank of an array type or tuple of arrays (0 for anything else). */
+uint32_t cg_seq_rank(cg_module *M, ir_type t);
+/* A one-leaf scalar value. */
+void cg_seq_scalar(cg_module *M, ir_type t, ac_scalar sc, LLVMValueRef v, cg_val *out);
+/* Integer leaves [0, n) of v as i64 with the interpreter's reading
+ * (interp_sc_to_i64: u64 values above INT64_MAX saturate). */
+void cg_seq_ints(cg_fn *f, const cg_val *v, uint32_t n, LLVMValueRef *out);
+/* Evaluates a shape argument into rank extents; a negative one fails at
+ * `at` ("negative extent") and reads as 0. */
+void cg_seq_shape(cg_fn *f, ir_ref at, ir_ref shape, uint32_t rank, LLVMValueRef *ext);
+/* The op's array argument(s) as one seq_arr after the interpreter's shape
+ * check of those leaves (interp_view, message prefixed with `what`). */
+void cg_seq_view(cg_fn *f, ir_ref at, const char *what, const cg_val *v, seq_arr *out);
+void cg_seq_view_leaves(cg_fn *f, ir_ref at, const char *what, uint32_t n, cg_leaf *l,
+                        seq_arr *out);
+/* Fresh arrays for every leaf of array type t with extents ext (values are
+ * copied); *view describes them with safe extents. */
+void cg_seq_alloc(cg_fn *f, ir_ref at, ir_type t, uint32_t rank, LLVMValueRef *ext, cg_val *out,
+                  seq_arr *view);
+/* Product of extents. */
+LLVMValueRef cg_seq_size(cg_fn *f, uint32_t rank, LLVMValueRef *ext);
+/* Bytes of all elements of a leaf. */
+LLVMValueRef cg_seq_bytes(cg_fn *f, const cg_leaf *l);
+/* Element (idx, lin) of an array as a value of element type `elem`: lin is
+ * used for manifest leaves, idx for the others (either may be NULL: it is
+ * computed from the other). */
+void cg_seq_load(cg_fn *f, const seq_arr *a, LLVMValueRef *idx, LLVMValueRef lin, ir_type elem,
+                 cg_val *out);
+/* Stores the scalar leaves of elem into element lin of manifest arrays a. */
+void cg_seq_store(cg_fn *f, const seq_arr *a, LLVMValueRef lin, const cg_val *elem);
+/* Binds q i64 indices as the arguments of index function `lam`. */
+void cg_seq_index_args(cg_fn *f, ir_ref lam, uint32_t q, LLVMValueRef *idx, cg_val *args);
+/* o[lin] = lam(args), the application's scratch released after the store. */
+void cg_seq_apply_store(cg_fn *f, ir_ref lam, uint32_t nargs, const cg_val *args, const seq_arr *o,
+                        LLVMValueRef lin);
+/* Replaces the CL_FUNC leaves of v by copies in fresh arrays. */
+void cg_seq_manifest(cg_fn *f, ir_ref at, cg_val *v);
+/* Copies the first size(dst) elements of leaf src, in row-major order, to
+ * the manifest leaf dst (memcpy when src is manifest). */
+void cg_seq_copy(cg_fn *f, const cg_leaf *src, const cg_leaf *dst);
+
+/* ---- control flow and services (seq_core.c) ---- */
+void cg_seq_nest_begin(cg_fn *f, seq_nest *n, uint32_t rank, LLVMValueRef *ext);
+void cg_seq_nest_end(cg_fn *f, seq_nest *n);
+/* Starts `if (cond) { ...`; returns the block after it, for cg_seq_endif. */
+LLVMBasicBlockRef cg_seq_if(cg_fn *f, LLVMValueRef cond);
+void cg_seq_endif(cg_fn *f, LLVMBasicBlockRef after);
+/* Marks temporary memory before an application that may allocate
+ * (`needed`, from cg_needs_tmp; NULL otherwise) so that its scratch is
+ * released once its scalar result is stored; cg_seq_release(NULL) does
+ * nothing. */
+LLVMValueRef cg_seq_mark(cg_fn *f, bool needed);
+void cg_seq_release(cg_fn *f, LLVMValueRef mark);
+/* i1: the call has failed (always false on targets without the service). */
+LLVMValueRef cg_seq_failed(cg_fn *f);
+/* Fails at `at` unless ok (i1). tmpl is the message with placeholders {k}
+ * for vals[k] (i64): a constant is written into the message, the first two
+ * run-time values in the ORDER OF vals (callers put the most telling ones
+ * first) become the site's two values, any further one is written "?"
+ * (the runtime's sites carry two values). */
+void cg_seq_check(cg_fn *f, ir_ref at, LLVMValueRef ok, const char *tmpl, uint32_t n,
+                  const LLVMValueRef *vals);
+/* cg_seq_check with a template built in b, which it frees. */
+void cg_seq_check_buf(cg_fn *f, ir_ref at, LLVMValueRef ok, struct ir_buf *b, uint32_t n,
+                      const LLVMValueRef *vals);
+/* Appends a template list for messages: "[{..}, {..}]" (open '[') or an
+ * index as interp_fmt_index writes it ("{..}" for rank 1, else "(..)");
+ * entry d is placeholder `first`, entry j != d is `others + j`. */
+void cg_seq_put_list(struct ir_buf *b, char open, char close, uint32_t rank, uint32_t d,
+                     uint32_t first, uint32_t others);
+/* Integer helpers on i64 values. */
+LLVMValueRef cg_seq_smin(cg_fn *f, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef cg_seq_smax(cg_fn *f, LLVMValueRef a, LLVMValueRef b);
+/* The multi-index of row-major offset lin in extents ext. */
+void cg_seq_unravel(cg_fn *f, uint32_t rank, LLVMValueRef *ext, LLVMValueRef lin,
+                    LLVMValueRef *idx);
+
+/* ---- the operations (seq_build.c, seq_reduce.c, seq_permute.c, seq_loop.c) ----
+ * Each computes node e into *out. */
+void cg_seq_generate(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_iota(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_fill(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_arrlit(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_map(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_filter(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_stencil(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_fold(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_fold_seg(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_scan(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_scan_seg(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_gather(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_backpermute(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_scatter(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_permute(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_slice(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_reshape(cg_fn *f, ir_ref e, cg_val *out);
+void cg_seq_reorder(cg_fn *f, ir_ref e, cg_val *out); /* transpose, reverse, replicate */
+void cg_seq_loop(cg_fn *f, ir_ref e, cg_val *out);    /* iterate, while */
+void cg_seq_rec(cg_fn *f, ir_ref e, cg_val *out);
+
+#endif
