@@ -46,6 +46,14 @@ typedef struct lw {
   lw_val *env; /* de Bruijn environment at plan level, innermost last */
   uint32_t nenv, capenv;
   uint32_t depth; /* recursion guard (calls inlined at plan level) */
+  /* lower.c's memo of "contains plan-level work" per node and per function
+   * (0 unknown, 1 no, 2 yes); owned by lw_function. */
+  uint8_t *work, *fwork;
+  size_t nwork;
+  /* lower_scalar.c: depth of each plan expression built through lw_x_*
+   * (plans bound expression depth); owned by lw_function. */
+  uint8_t *xdepth;
+  size_t capxdepth;
 } lw;
 
 /* Lowers function fn of m for target t: creates *plan and fills M (which

@@ -1,0 +1,163 @@
+/* lib/lower/skel.h: the skeleton functions behind lw_skeleton (internal to
+ * lib/lower).
+ *
+ * Each array operation is lowered by one function of type lw_skel_fn
+ * (lower.h). They live in several files written by different hands: the
+ * element-wise ones (skel_map.c, skel_stencil.c) and the reductions, scans,
+ * permutations, filter and rec (skel_fold.c, skel_scan.c, skel_permute.c,
+ * skel_filter.c, skel_rec.c). This header declares all of them so that the
+ * table in skel_table.c, the only place that maps ops to skeletons, can
+ * name them without each file depending on the others.
+ */
+#ifndef ARRAYC_LIB_LOWER_SKEL_H
+#define ARRAYC_LIB_LOWER_SKEL_H
+
+#include "lower/lower.h"
+
+/* ---- helpers for skeletons (lower.c, lower_scalar.c, skel_map.c) ---- */
+
+/* The leaves of type t in ir_ty_leaves order, each with the offset of its
+ * first word in the value's layout (rt.h); the array is arena memory. */
+typedef struct lw_leaf {
+  ac_scalar sc;
+  uint32_t rank; /* 0: a scalar (one word); else data word + rank extents */
+  uint32_t word;
+} lw_leaf;
+uint32_t lw_leaves(lw *L, ir_type t, const lw_leaf **out);
+/* True if any leaf of t is an array. */
+bool lw_has_array(lw *L, ir_type t);
+
+/* True if evaluating e at plan level involves plan-level work: an array
+ * operation, or a call, if or loop that contains one (lambdas are not
+ * looked into, except the bodies of loops, which become plan loops). */
+bool lw_has_work(lw *L, ir_ref e);
+/* A scalar expression (lower_scalar.c): a size expression, or a one-chunk
+ * kernel with e's plan-level subterms lowered first. */
+bool lw_scalar(lw *L, ir_ref e, lw_val *out);
+/* Plan-level subterms of scalar code, lowered before its kernel begins and
+ * handed to it as pre-computed values (cg_fn.pre_ref/pre_val).
+ * lw_pre_collect lowers those among e's kids (and below, through scalar
+ * operators) that are always evaluated; lw_pre_install loads them. */
+typedef struct lw_pre {
+  ir_ref *refs;
+  lw_val *vals;
+  uint32_t n, cap;
+} lw_pre;
+void lw_pre_collect(lw *L, ir_ref e, lw_pre *P);
+void lw_pre_install(lw *L, cg_fn *f, uint32_t kernel, const lw_pre *P);
+
+/* Plan expressions (lower_scalar.c), folded when their operands are
+ * constants (with the plan's, i.e. the language's, i64 semantics). */
+uint32_t lw_x_const(lw *L, int64_t k);
+uint32_t lw_x_word(lw *L, uint32_t slot);
+uint32_t lw_x_bin(lw *L, pl_xop op, uint32_t a, uint32_t b);
+bool lw_x_is_const(lw *L, uint32_t x, int64_t *k);
+/* A word holding x's value: x's own word when x reads one, else a fresh
+ * word set by a `set` instruction emitted now. */
+uint32_t lw_x_to_word(lw *L, uint32_t x);
+/* x's value as an i64 inside kernel f: a constant, or a load of the word
+ * that holds it (emitting the `set` now, so before the kernel's launch). */
+LLVMValueRef lw_x_in_kernel(lw *L, cg_fn *f, uint32_t kernel, uint32_t x);
+
+/* Integers as the interpreter reads indices, extents and counts: any
+ * integer type, as int64 (u64 above INT64_MAX saturates). Size expressions
+ * (integer arithmetic over lengths and i64 words) become plan expressions
+ * without any kernel. */
+uint32_t lw_int(lw *L, ir_ref e);
+/* n integers from e: an integer (n == 1) or a tuple of n integers. */
+void lw_ints(lw *L, ir_ref e, uint32_t n, uint32_t *out);
+/* The int64 value of a frame word holding an integer of type sc. */
+uint32_t lw_word_int(lw *L, uint32_t word, ac_scalar sc);
+/* A shape argument of rank n into ext[0..n). With `check`, each extent is
+ * checked at once ("negative extent %lld" at `at`), as the interpreter does
+ * when it reads a shape: needed when something else is evaluated before
+ * the result is allocated (lw_alloc_arrays checks too). */
+void lw_shape(lw *L, ir_ref e, uint32_t n, uint32_t *ext, ir_ref at, bool check);
+
+/* Runtime messages. A site format takes two int64 values; messages that
+ * mention more numbers are written as pieces, of which the constant ones
+ * are printed into the format and up to two others become the values.
+ * lw_check emits `check cond` with the message `pc`, or with `fb` (which
+ * must need at most two values) when `pc` needs more. */
+typedef struct lw_piece {
+  const char *text; /* NULL: the piece is the value of expression x */
+  uint32_t x;
+} lw_piece;
+#define LW_TEXT(s) ((lw_piece){(s), 0})
+#define LW_VAL(e) ((lw_piece){NULL, (e)})
+void lw_check(lw *L, uint32_t cond, ir_ref at, uint32_t n, const lw_piece *pc, uint32_t nfb,
+              const lw_piece *fb);
+/* Checks that every array leaf of vals[0..n) has the extents of the first
+ * one (a tuple of arrays used as one array; map's operands), failing at
+ * `at` with the interpreter's "WHAT: arrays have different shapes: [3] and
+ * [2]" (for rank > 1 and extents unknown when compiling: the first
+ * differing dimension is named). */
+void lw_check_shapes(lw *L, ir_ref at, const char *what, uint32_t n, const lw_val *vals);
+/* Inside a kernel: an integer of type sc as i64 (u64 saturates). */
+LLVMValueRef lw_cg_int64(cg_fn *f, LLVMValueRef v, ac_scalar sc);
+/* A value of element type t made of n scalar leaves (arena). */
+void lw_cg_elem(cg_module *M, ir_type t, uint32_t n, const LLVMValueRef *v, const ac_scalar *sc,
+                cg_val *out);
+
+/* ---- the element-wise skeleton (skel_map.c) ----
+ * One generic kernel for "out[ix] = element(ix)": the result (type `type`,
+ * an array or tuple of arrays of rank `rank`, extents ext[]) is allocated,
+ * and a kernel launched over all its elements in chunks of whole or partial
+ * rows computes each element with `elem` and stores its leaves. The loop
+ * over a row is a plain counted loop (the vectoriser's favourite shape).
+ * With `split`, each row is cut into border / interior / border parts, and
+ * elem is told which part it is in (variant bit 0: the innermost index is
+ * in [ilo, ihi); bit 1: the row itself is interior, `rowint`), so that
+ * stencils can skip boundary handling where no read can fall outside. */
+typedef struct lw_ew lw_ew;
+struct lw_ew {
+  ir_ref at;        /* the operation (kernel environment, error sites) */
+  const char *kind; /* kernel kind: "map", ... */
+  ir_type type;
+  uint32_t rank;
+  const uint32_t *ext; /* rank plan expressions */
+  ir_ref code;         /* element code that may need temporary memory, or 0 */
+  /* In the kernel's entry: load operands (into ud). */
+  void (*setup)(lw *L, cg_fn *f, uint32_t kernel, lw_ew *w);
+  /* The element at idx[0..rank) (i64 values). */
+  void (*elem)(lw *L, cg_fn *f, lw_ew *w, LLVMValueRef *idx, unsigned variant, cg_val *out);
+  /* Optional (see above); idx holds the row's outer indices. rowint may be
+   * left NULL (rank 1: every row is interior). */
+  void (*split)(lw *L, cg_fn *f, lw_ew *w, LLVMValueRef *idx, LLVMValueRef *ilo,
+                LLVMValueRef *ihi, LLVMValueRef *rowint);
+  void *ud;
+};
+bool lw_elementwise(lw *L, lw_ew *w, lw_val *out);
+
+/* skel_map.c: "out[ix] = element(ix)" operations. */
+bool lw_skel_generate(lw *L, ir_ref e, lw_val *out);
+bool lw_skel_iota(lw *L, ir_ref e, lw_val *out);
+bool lw_skel_fill(lw *L, ir_ref e, lw_val *out);
+bool lw_skel_map(lw *L, ir_ref e, lw_val *out);
+bool lw_skel_gather(lw *L, ir_ref e, lw_val *out);
+bool lw_skel_backpermute(lw *L, ir_ref e, lw_val *out);
+bool lw_skel_slice(lw *L, ir_ref e, lw_val *out);
+bool lw_skel_reshape(lw *L, ir_ref e, lw_val *out);
+bool lw_skel_transpose(lw *L, ir_ref e, lw_val *out);
+bool lw_skel_reverse(lw *L, ir_ref e, lw_val *out);
+bool lw_skel_replicate(lw *L, ir_ref e, lw_val *out);
+bool lw_skel_arrlit(lw *L, ir_ref e, lw_val *out);
+
+/* skel_stencil.c */
+bool lw_skel_stencil(lw *L, ir_ref e, lw_val *out);
+
+/* skel_fold.c: FOLD and FOLD_SEG. */
+bool lw_skel_fold(lw *L, ir_ref e, lw_val *out);
+bool lw_skel_fold_seg(lw *L, ir_ref e, lw_val *out);
+/* skel_scan.c: all six scans (SCAN, SCAN_INCL, SCANR, SCANR_INCL, SCAN_SEG,
+ * SCAN_INCL_SEG); it dispatches on the node's op. */
+bool lw_skel_scan(lw *L, ir_ref e, lw_val *out);
+/* skel_permute.c */
+bool lw_skel_scatter(lw *L, ir_ref e, lw_val *out);
+bool lw_skel_permute(lw *L, ir_ref e, lw_val *out);
+/* skel_filter.c */
+bool lw_skel_filter(lw *L, ir_ref e, lw_val *out);
+/* skel_rec.c */
+bool lw_skel_rec(lw *L, ir_ref e, lw_val *out);
+
+#endif

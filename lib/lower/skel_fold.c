@@ -1,0 +1,524 @@
+/* lib/lower/skel_fold.c: fold and fold_seg on the CPU, and the helpers the
+ * reduction-family skeletons share (skel_red.h).
+ *
+ * fold(f, z, a) reduces each row of a (the innermost dimension). The
+ * interpreter computes f(..f(f(z, a0), a1).., a(n-1)) strictly in order;
+ * f is required to be associative (docs/language.md §7.4), so a parallel
+ * backend may regroup the applications, as Accelerate's fold skeleton does
+ * (a per-block reduction, then a reduction of the block results). Here:
+ *   - rows are cut into C pieces (skel_red.h): the plan computes C from the
+ *     row count and length, so many short rows give C = 1 and few long rows
+ *     (the important case: rank 1, sum and dot products) give several;
+ *   - when C > 1, "fold.partial" reduces each piece on its own, starting from
+ *     the piece's FIRST element rather than from z: z need not be an
+ *     identity, and the interpreter applies f to it exactly once per row;
+ *   - "fold" then runs over rows: it starts from z and either folds the row
+ *     directly (C = 1) or combines the row's partials in piece order.
+ * The combining loops carry LLVM's `reassoc` flag on float + - * (cg.h), so
+ * a float sum vectorises; results then differ from the interpreter's only
+ * by reassociation.
+ *
+ * fold_seg(f, z, a, lens) first turns the segment lengths into offsets
+ * (sk_seg_offsets: a three-phase prefix sum that also makes the
+ * interpreter's checks: no negative length, lengths summing to len(a), the
+ * first offender in order reported), then folds the segments in parallel,
+ * each one sequentially from z.
+ */
+#include "lower/skel.h"
+#include "lower/skel_red.h"
+
+#include <stdio.h>
+
+/* Iterations (elements) per chunk at least, for the element loops here. */
+#define FD_GRAIN LW_GRAIN
+
+/* ---- plan-level helpers ---- */
+
+static ir_type sk_ty_i64(lw *L) {
+  return ir_ty_scalar(L->ctx, AC_I64);
+}
+
+void sk_word(lw *L, uint32_t x, lw_val *out) {
+  lw_fresh(L, sk_ty_i64(L), out);
+  pl_set(L->p, out->words[0], x);
+}
+
+uint32_t sk_xw(lw *L, const lw_val *w) {
+  return lw_x_word(L, w->words[0]);
+}
+
+uint32_t sk_extent_product(lw *L, const lw_val *a, uint32_t d0, uint32_t d1) {
+  uint32_t x = lw_x_const(L, 1);
+  for (uint32_t d = d0; d < d1; d++)
+    x = d == d0 ? lw_extent(L, a, 0, d) : lw_x_bin(L, PX_MUL, x, lw_extent(L, a, 0, d));
+  return x;
+}
+
+uint32_t sk_pieces(lw *L, uint32_t rows_x, uint32_t n_x, int64_t grain) {
+  uint32_t total = lw_x_bin(L, PX_MUL, rows_x, n_x);
+  /* rows = 0 gives x / 0 = 0 in plan arithmetic, hence C = 1 */
+  uint32_t per = lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_CHUNKS, total, lw_x_const(L, grain)), rows_x);
+  return lw_x_bin(L, PX_MAX, lw_x_const(L, 1), lw_x_bin(L, PX_MIN, n_x, per));
+}
+
+void sk_scratch(lw *L, ir_type elem, uint32_t ext_x, ir_ref at, lw_val *out) {
+  lw_fresh(L, ir_ty_array(L->ctx, elem, 1), out);
+  lw_alloc_arrays(L, out, &ext_x, at);
+}
+
+void sk_free(lw *L, const lw_val *v) {
+  uint32_t n = lw_num_leaves(L, v);
+  for (uint32_t i = 0; i < n; i++)
+    pl_free(L->p, v->words[lw_leaf_word(L, v->type, i)]);
+}
+
+void sk_launch1(lw *L, uint32_t k) {
+  pl_launch(L->p, k, lw_x_const(L, 1), lw_x_const(L, 1));
+}
+
+/* ---- kernel-level helpers ---- */
+
+LLVMValueRef sk_ld(lw *L, cg_fn *f, uint32_t kernel, const lw_val *w) {
+  cg_val v;
+  lw_load(L, f, kernel, w, &v);
+  return v.l[0].v;
+}
+
+LLVMValueRef sk_piece_start(cg_fn *f, LLVMValueRef p, LLVMValueRef n, LLVMValueRef C) {
+  LLVMBuilderRef b = f->M->b;
+  return LLVMBuildUDiv(b, LLVMBuildMul(b, p, n, ""), C, "");
+}
+
+void sk_row_init(cg_fn *f, const cg_val *a, ir_type elem, uint32_t rank, sk_row *r) {
+  cg_module *M = f->M;
+  r->a = a;
+  r->rank = rank;
+  r->elem = elem;
+  r->n = a->n && a->l[0].ext ? a->l[0].ext[rank - 1] : cg_i64(M, 0);
+  r->base = cg_i64(M, 0);
+  r->idx = cg_new(M, rank * sizeof *r->idx);
+  for (uint32_t d = 0; d < rank; d++)
+    r->idx[d] = cg_i64(M, 0);
+  r->manifest = true;
+  for (uint32_t i = 0; i < a->n; i++)
+    r->manifest = r->manifest && cg_is_manifest(&a->l[i]);
+}
+
+void sk_row_at(cg_fn *f, sk_row *r, LLVMValueRef row) {
+  LLVMBuilderRef b = f->M->b;
+  r->base = LLVMBuildMul(b, row, r->n, "");
+  if (r->manifest || r->rank < 2)
+    return;
+  LLVMValueRef rest = row;
+  for (uint32_t d = r->rank - 1; d-- > 0;) {
+    if (d == 0) {
+      r->idx[0] = rest;
+      break;
+    }
+    r->idx[d] = LLVMBuildURem(b, rest, r->a->l[0].ext[d], "");
+    rest = LLVMBuildUDiv(b, rest, r->a->l[0].ext[d], "");
+  }
+}
+
+void sk_row_read(cg_fn *f, sk_row *r, LLVMValueRef j, ir_ref at, cg_val *out) {
+  cg_val_alloc(f->M, r->elem, out);
+  LLVMValueRef lin = LLVMBuildAdd(f->M->b, r->base, j, "");
+  r->idx[r->rank - 1] = j;
+  for (uint32_t i = 0; i < r->a->n && i < out->n; i++) {
+    const cg_leaf *l = &r->a->l[i];
+    out->l[i].v = cg_is_manifest(l) ? cg_load_elem(f, l, lin) : cg_read(f, l, r->idx, false, at);
+  }
+}
+
+void sk_load(cg_fn *f, const cg_val *v, ir_type elem, LLVMValueRef lin, cg_val *out) {
+  cg_val_alloc(f->M, elem, out);
+  for (uint32_t i = 0; i < v->n && i < out->n; i++)
+    out->l[i].v = cg_load_elem(f, &v->l[i], lin);
+}
+
+void sk_store(cg_fn *f, const cg_val *v, LLVMValueRef lin, const cg_val *x) {
+  for (uint32_t i = 0; i < v->n && i < x->n; i++)
+    cg_store_elem(f, &v->l[i], lin, x->l[i].v);
+}
+
+void sk_apply2(cg_fn *f, ir_ref fn, const cg_val *x, const cg_val *y, bool swap, bool tmp,
+               cg_val *out) {
+  cg_val args[2];
+  args[0] = swap ? *y : *x;
+  args[1] = swap ? *x : *y;
+  LLVMValueRef mark = tmp ? cg_tmp_mark(f) : NULL;
+  cg_apply(f, fn, 2, args, out);
+  if (tmp) /* elements are scalars: nothing of the result lives in the arena */
+    cg_tmp_release(f, mark);
+}
+
+void sk_i64_val(cg_fn *f, LLVMValueRef v, cg_val *out) {
+  cg_val_alloc(f->M, ir_ty_scalar(f->M->ctx, AC_I64), out);
+  out->l[0].v = v;
+}
+
+LLVMBasicBlockRef sk_if(cg_fn *f, LLVMValueRef cond) {
+  LLVMBasicBlockRef then = cg_block(f, "sk.then"), join = cg_block(f, "sk.join");
+  LLVMBuildCondBr(f->M->b, cond, then, join);
+  LLVMPositionBuilderAtEnd(f->M->b, then);
+  return join;
+}
+
+void sk_endif(cg_fn *f, LLVMBasicBlockRef join) {
+  LLVMBuildBr(f->M->b, join);
+  LLVMPositionBuilderAtEnd(f->M->b, join);
+}
+
+/* ---- segment offsets ---- */
+
+/* min(INT64_MAX, s + v) for s, v >= 0: the interpreter's saturating sum,
+ * which only its message ever sees. */
+static LLVMValueRef sk_sat_add(cg_fn *f, LLVMValueRef s, LLVMValueRef v) {
+  LLVMBuilderRef b = f->M->b;
+  LLVMValueRef room = LLVMBuildSub(b, cg_i64(f->M, INT64_MAX), s, "");
+  LLVMValueRef over = LLVMBuildICmp(b, LLVMIntSGT, v, room, "");
+  return LLVMBuildSelect(b, over, cg_i64(f->M, INT64_MAX), LLVMBuildAdd(b, s, v, ""), "");
+}
+
+/* "seg.sum", one iteration per piece of lens: ss[p] = saturated sum of the
+ * piece's non-negative lengths, ss[C + p] = its first negative length (or
+ * 0). Nothing fails here: the one-chunk check reports the first offender in
+ * order. */
+static uint32_t seg_sum_kernel(lw *L, ir_ref at, const lw_val *lens, const lw_val *ss,
+                               const lw_val *Cw) {
+  cg_module *M = L->M;
+  uint32_t k;
+  cg_fn *f = lw_kernel_begin(L, at, "seg.sum", 1, &k);
+  cg_val lv, sv;
+  lw_load(L, f, k, lens, &lv);
+  lw_load(L, f, k, ss, &sv);
+  LLVMValueRef C = sk_ld(L, f, k, Cw), nseg = lv.l[0].ext[0];
+  LLVMValueRef sum = cg_alloca(f, M->t_i64), neg = cg_alloca(f, M->t_i64);
+  cg_loop pl;
+  LLVMValueRef p = cg_loop_begin(f, &pl, f->lo, f->hi);
+  LLVMValueRef lo = sk_piece_start(f, p, nseg, C);
+  LLVMValueRef hi = sk_piece_start(f, LLVMBuildAdd(M->b, p, cg_i64(M, 1), ""), nseg, C);
+  LLVMBuildStore(M->b, cg_i64(M, 0), sum);
+  LLVMBuildStore(M->b, cg_i64(M, 0), neg);
+  cg_loop kl;
+  LLVMValueRef kk = cg_loop_begin(f, &kl, lo, hi);
+  LLVMValueRef v = lw_cg_int64(f, cg_load_elem(f, &lv.l[0], kk), (ac_scalar)lv.l[0].sc);
+  LLVMValueRef s = LLVMBuildLoad2(M->b, M->t_i64, sum, ""),
+               ng = LLVMBuildLoad2(M->b, M->t_i64, neg, "");
+  LLVMValueRef isneg = LLVMBuildICmp(M->b, LLVMIntSLT, v, cg_i64(M, 0), "");
+  LLVMValueRef first =
+      LLVMBuildAnd(M->b, isneg, LLVMBuildICmp(M->b, LLVMIntEQ, ng, cg_i64(M, 0), ""), "");
+  LLVMBuildStore(M->b, LLVMBuildSelect(M->b, first, v, ng, ""), neg);
+  LLVMValueRef add = LLVMBuildSelect(M->b, isneg, cg_i64(M, 0), v, "");
+  LLVMBuildStore(M->b, sk_sat_add(f, s, add), sum);
+  cg_loop_end(f, &kl);
+  cg_store_elem(f, &sv.l[0], p, LLVMBuildLoad2(M->b, M->t_i64, sum, ""));
+  cg_store_elem(f, &sv.l[0], LLVMBuildAdd(M->b, C, p, ""), LLVMBuildLoad2(M->b, M->t_i64, neg, ""));
+  cg_loop_end(f, &pl);
+  lw_kernel_end(L, f);
+  return k;
+}
+
+/* "seg.check", one chunk: the first negative length in order, then the
+ * total against n; ss[p] becomes piece p's starting offset and
+ * offs[nseg] the total. */
+static uint32_t seg_check_kernel(lw *L, ir_ref at, const char *what, const lw_val *lens,
+                                 const lw_val *ss, const lw_val *offs, const lw_val *Cw,
+                                 const lw_val *nw) {
+  cg_module *M = L->M;
+  char fneg[120], fsum[160];
+  snprintf(fneg, sizeof fneg, "%s: negative segment length %%lld", what);
+  snprintf(fsum, sizeof fsum, "%s: segment lengths sum to %%lld but the array has %%lld elements",
+           what);
+  uint32_t sneg = cg_site(M, at, fneg), ssum = cg_site(M, at, fsum);
+  uint32_t k;
+  cg_fn *f = lw_kernel_begin(L, at, "seg.check", 1, &k);
+  cg_val lv, sv, ov;
+  lw_load(L, f, k, lens, &lv);
+  lw_load(L, f, k, ss, &sv);
+  lw_load(L, f, k, offs, &ov);
+  LLVMValueRef C = sk_ld(L, f, k, Cw), n = sk_ld(L, f, k, nw), nseg = lv.l[0].ext[0];
+  LLVMValueRef run = cg_alloca(f, M->t_i64), bad = cg_alloca(f, M->t_i1);
+  LLVMBuildStore(M->b, cg_i64(M, 0), run);
+  LLVMBuildStore(M->b, LLVMConstInt(M->t_i1, 0, 0), bad);
+  cg_loop pl;
+  LLVMValueRef p = cg_loop_begin(f, &pl, cg_i64(M, 0), C);
+  LLVMValueRef ng = cg_load_elem(f, &sv.l[0], LLVMBuildAdd(M->b, C, p, ""));
+  LLVMValueRef bd = LLVMBuildLoad2(M->b, M->t_i1, bad, "");
+  LLVMValueRef isneg = LLVMBuildICmp(M->b, LLVMIntSLT, ng, cg_i64(M, 0), "");
+  cg_check(f, LLVMBuildOr(M->b, bd, LLVMBuildNot(M->b, isneg, ""), ""), sneg, ng, NULL);
+  LLVMBuildStore(M->b, LLVMBuildOr(M->b, bd, isneg, ""), bad);
+  LLVMValueRef s = cg_load_elem(f, &sv.l[0], p), r = LLVMBuildLoad2(M->b, M->t_i64, run, "");
+  cg_store_elem(f, &sv.l[0], p, r);
+  LLVMBuildStore(M->b, sk_sat_add(f, r, s), run);
+  cg_loop_end(f, &pl);
+  LLVMValueRef total = LLVMBuildLoad2(M->b, M->t_i64, run, "");
+  LLVMValueRef ok = LLVMBuildOr(M->b, LLVMBuildLoad2(M->b, M->t_i1, bad, ""),
+                                LLVMBuildICmp(M->b, LLVMIntEQ, total, n, ""), "");
+  cg_check(f, ok, ssum, total, n);
+  cg_store_elem(f, &ov.l[0], nseg, total);
+  lw_kernel_end(L, f);
+  return k;
+}
+
+/* "seg.offsets", one iteration per piece: offs[s] for the piece's segments
+ * from the piece's starting offset. Runs only after a successful check. */
+static uint32_t seg_offsets_kernel(lw *L, ir_ref at, const lw_val *lens, const lw_val *ss,
+                                   const lw_val *offs, const lw_val *Cw) {
+  cg_module *M = L->M;
+  uint32_t k;
+  cg_fn *f = lw_kernel_begin(L, at, "seg.offsets", 1, &k);
+  cg_val lv, sv, ov;
+  lw_load(L, f, k, lens, &lv);
+  lw_load(L, f, k, ss, &sv);
+  lw_load(L, f, k, offs, &ov);
+  LLVMValueRef C = sk_ld(L, f, k, Cw), nseg = lv.l[0].ext[0];
+  LLVMValueRef acc = cg_alloca(f, M->t_i64);
+  cg_loop pl;
+  LLVMValueRef p = cg_loop_begin(f, &pl, f->lo, f->hi);
+  LLVMValueRef lo = sk_piece_start(f, p, nseg, C);
+  LLVMValueRef hi = sk_piece_start(f, LLVMBuildAdd(M->b, p, cg_i64(M, 1), ""), nseg, C);
+  LLVMBuildStore(M->b, cg_load_elem(f, &sv.l[0], p), acc);
+  cg_loop kl;
+  LLVMValueRef kk = cg_loop_begin(f, &kl, lo, hi);
+  LLVMValueRef a = LLVMBuildLoad2(M->b, M->t_i64, acc, "");
+  cg_store_elem(f, &ov.l[0], kk, a);
+  LLVMValueRef v = lw_cg_int64(f, cg_load_elem(f, &lv.l[0], kk), (ac_scalar)lv.l[0].sc);
+  LLVMBuildStore(M->b, LLVMBuildAdd(M->b, a, v, ""), acc);
+  cg_loop_end(f, &kl);
+  cg_loop_end(f, &pl);
+  lw_kernel_end(L, f);
+  return k;
+}
+
+bool sk_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, uint32_t n_x,
+                    lw_val *offs) {
+  uint32_t nseg_x = lw_extent(L, lens, 0, 0);
+  lw_val Cw, nw, ss;
+  sk_word(L, sk_pieces(L, lw_x_const(L, 1), nseg_x, FD_GRAIN), &Cw);
+  sk_word(L, n_x, &nw);
+  sk_scratch(L, sk_ty_i64(L), lw_x_bin(L, PX_MUL, lw_x_const(L, 2), sk_xw(L, &Cw)), at, &ss);
+  sk_scratch(L, sk_ty_i64(L), lw_x_bin(L, PX_ADD, nseg_x, lw_x_const(L, 1)), at, offs);
+  uint32_t k1 = seg_sum_kernel(L, at, lens, &ss, &Cw);
+  uint32_t k2 = seg_check_kernel(L, at, what, lens, &ss, offs, &Cw, &nw);
+  uint32_t k3 = seg_offsets_kernel(L, at, lens, &ss, offs, &Cw);
+  pl_launch(L->p, k1, sk_xw(L, &Cw), PL_AUTO);
+  sk_launch1(L, k2);
+  pl_launch(L->p, k3, sk_xw(L, &Cw), PL_AUTO);
+  sk_free(L, &ss);
+  return L->M->st == AC_OK;
+}
+
+/* ---- fold ---- */
+
+typedef struct fd_ctx {
+  lw *L;
+  ir_ref e, fn;
+  ir_type elem;
+  uint32_t rank;
+  bool tmp; /* f allocates temporary memory: bracket each application */
+  lw_val a, z, part, Cw, out;
+} fd_ctx;
+
+/* acc = f(acc, x) with the reassociation flag (fold and scan loops). */
+static void fd_combine(cg_fn *f, const fd_ctx *c, cg_var *acc, const cg_val *x) {
+  cg_val cur, next;
+  cg_var_load(f, acc, &cur);
+  f->reassoc = true;
+  sk_apply2(f, c->fn, &cur, x, false, c->tmp, &next);
+  f->reassoc = false;
+  cg_var_store(f, acc, &next);
+}
+
+/* "fold.partial": iteration i is piece i % C of row i / C; part[i] is the
+ * piece folded from its first element. */
+static uint32_t fd_partial_kernel(const fd_ctx *c) {
+  lw *L = c->L;
+  cg_module *M = L->M;
+  uint32_t k;
+  cg_fn *f = lw_kernel_begin(L, c->e, "fold.partial", 1, &k);
+  cg_val av, pv, x;
+  lw_load(L, f, k, &c->a, &av);
+  lw_load(L, f, k, &c->part, &pv);
+  LLVMValueRef C = sk_ld(L, f, k, &c->Cw), one = cg_i64(M, 1);
+  sk_row r;
+  sk_row_init(f, &av, c->elem, c->rank, &r);
+  cg_var acc;
+  cg_var_new(f, c->elem, &acc);
+  cg_loop il, jl;
+  LLVMValueRef i = cg_loop_begin(f, &il, f->lo, f->hi);
+  LLVMValueRef p = LLVMBuildURem(M->b, i, C, "");
+  sk_row_at(f, &r, LLVMBuildUDiv(M->b, i, C, ""));
+  LLVMValueRef lo = sk_piece_start(f, p, r.n, C);
+  LLVMValueRef hi = sk_piece_start(f, LLVMBuildAdd(M->b, p, one, ""), r.n, C);
+  sk_row_read(f, &r, lo, c->e, &x);
+  cg_var_store(f, &acc, &x);
+  LLVMValueRef j = cg_loop_begin(f, &jl, LLVMBuildAdd(M->b, lo, one, ""), hi);
+  sk_row_read(f, &r, j, c->e, &x);
+  fd_combine(f, c, &acc, &x);
+  cg_loop_end(f, &jl);
+  cg_var_load(f, &acc, &x);
+  sk_store(f, &pv, i, &x);
+  cg_loop_end(f, &il);
+  lw_kernel_end(L, f);
+  return k;
+}
+
+/* "fold": one iteration per row, from z: the row itself when C = 1, its
+ * partials in piece order otherwise. Rank 1 stores the scalar result into
+ * the frame (one chunk, one row). */
+static uint32_t fd_final_kernel(const fd_ctx *c) {
+  lw *L = c->L;
+  cg_module *M = L->M;
+  uint32_t k;
+  cg_fn *f = lw_kernel_begin(L, c->e, "fold", FD_GRAIN, &k);
+  cg_val av, pv, zv, ov, x;
+  lw_load(L, f, k, &c->a, &av);
+  lw_load(L, f, k, &c->part, &pv);
+  lw_load(L, f, k, &c->z, &zv);
+  if (c->rank > 1)
+    lw_load(L, f, k, &c->out, &ov);
+  LLVMValueRef C = sk_ld(L, f, k, &c->Cw);
+  sk_row r;
+  sk_row_init(f, &av, c->elem, c->rank, &r);
+  cg_var acc;
+  cg_var_new(f, c->elem, &acc);
+  cg_loop rl, jl;
+  LLVMValueRef row = cg_loop_begin(f, &rl, f->lo, f->hi);
+  cg_var_store(f, &acc, &zv);
+  LLVMBasicBlockRef direct = cg_block(f, "fold.row"), parts = cg_block(f, "fold.parts"),
+                    join = cg_block(f, "fold.done");
+  LLVMBuildCondBr(M->b, LLVMBuildICmp(M->b, LLVMIntEQ, C, cg_i64(M, 1), ""), direct, parts);
+  LLVMPositionBuilderAtEnd(M->b, direct);
+  sk_row_at(f, &r, row);
+  LLVMValueRef j = cg_loop_begin(f, &jl, cg_i64(M, 0), r.n);
+  sk_row_read(f, &r, j, c->e, &x);
+  fd_combine(f, c, &acc, &x);
+  cg_loop_end(f, &jl);
+  LLVMBuildBr(M->b, join);
+  LLVMPositionBuilderAtEnd(M->b, parts);
+  LLVMValueRef first = LLVMBuildMul(M->b, row, C, "");
+  LLVMValueRef p = cg_loop_begin(f, &jl, cg_i64(M, 0), C);
+  sk_load(f, &pv, c->elem, LLVMBuildAdd(M->b, first, p, ""), &x);
+  fd_combine(f, c, &acc, &x);
+  cg_loop_end(f, &jl);
+  LLVMBuildBr(M->b, join);
+  LLVMPositionBuilderAtEnd(M->b, join);
+  cg_var_load(f, &acc, &x);
+  if (c->rank > 1)
+    sk_store(f, &ov, row, &x);
+  else
+    lw_store(L, f, k, &c->out, &x);
+  cg_loop_end(f, &rl);
+  lw_kernel_end(L, f);
+  return k;
+}
+
+bool lw_skel_fold(lw *L, ir_ref e, lw_val *out) {
+  cg_module *M = L->M;
+  ac_module *m = L->m;
+  fd_ctx c = {.L = L, .e = e, .fn = ir_kid(m, e, 0)};
+  if (!lw_expr(L, ir_kid(m, e, 1), &c.z) || !lw_expr(L, ir_kid(m, e, 2), &c.a))
+    return false;
+  if (!ir_ty_array_view(L->ctx, c.a.type, &c.elem, &c.rank)) {
+    cg_error(M, AC_ERR_INTERNAL, e, "fold of a value that is not an array");
+    return false;
+  }
+  c.tmp = cg_needs_tmp(m, c.fn);
+  lw_check_shapes(L, e, "fold", 1, &c.a);
+  uint32_t n_x = lw_extent(L, &c.a, 0, c.rank - 1);
+  uint32_t rows_x = sk_extent_product(L, &c.a, 0, c.rank - 1);
+  lw_val multi;
+  sk_word(L, sk_pieces(L, rows_x, n_x, FD_GRAIN), &c.Cw);
+  sk_word(L, lw_x_bin(L, PX_NE, sk_xw(L, &c.Cw), lw_x_const(L, 1)), &multi);
+  /* partials only when C > 1 (an empty scratch otherwise) */
+  uint32_t npart =
+      lw_x_bin(L, PX_MUL, lw_x_bin(L, PX_MUL, rows_x, sk_xw(L, &c.Cw)), sk_xw(L, &multi));
+  sk_scratch(L, c.elem, npart, e, &c.part);
+  lw_fresh(L, ir_node_get(m, e)->type, out);
+  if (c.rank > 1) {
+    uint32_t *ext = cg_new(M, (c.rank - 1) * sizeof *ext);
+    for (uint32_t d = 0; d + 1 < c.rank; d++)
+      ext[d] = lw_extent(L, &c.a, 0, d);
+    lw_alloc_arrays(L, out, ext, e);
+  }
+  c.out = *out;
+  uint32_t kp = fd_partial_kernel(&c), kf = fd_final_kernel(&c);
+  pl_if(L->p, multi.words[0]);
+  pl_launch(L->p, kp, npart, PL_AUTO);
+  pl_end(L->p);
+  /* rows in parallel only when they are folded directly; combining a few
+   * rows' partials is too little work to wake the pool for */
+  uint32_t single = lw_x_bin(L, PX_SUB, lw_x_const(L, 1), sk_xw(L, &multi));
+  uint32_t chunks =
+      lw_x_bin(L, PX_MIN, rows_x,
+               lw_x_bin(L, PX_CHUNKS, lw_x_bin(L, PX_MUL, rows_x, n_x), lw_x_const(L, FD_GRAIN)));
+  chunks = lw_x_bin(L, PX_MAX, lw_x_const(L, 1), lw_x_bin(L, PX_MUL, single, chunks));
+  pl_launch(L->p, kf, rows_x, chunks);
+  sk_free(L, &c.part);
+  return M->st == AC_OK;
+}
+
+/* ---- fold_seg ---- */
+
+/* "fold_seg": one iteration per segment, folded from z in order. */
+static uint32_t fd_seg_kernel(const fd_ctx *c, const lw_val *offs) {
+  lw *L = c->L;
+  cg_module *M = L->M;
+  uint32_t k;
+  cg_fn *f = lw_kernel_begin(L, c->e, "fold_seg", 1, &k);
+  cg_val av, zv, ov, sv, x;
+  lw_load(L, f, k, &c->a, &av);
+  lw_load(L, f, k, &c->z, &zv);
+  lw_load(L, f, k, &c->out, &ov);
+  lw_load(L, f, k, offs, &sv);
+  sk_row r;
+  sk_row_init(f, &av, c->elem, 1, &r);
+  sk_row_at(f, &r, cg_i64(M, 0));
+  cg_var acc;
+  cg_var_new(f, c->elem, &acc);
+  cg_loop sl, jl;
+  LLVMValueRef s = cg_loop_begin(f, &sl, f->lo, f->hi);
+  LLVMValueRef lo = cg_load_elem(f, &sv.l[0], s);
+  LLVMValueRef hi = cg_load_elem(f, &sv.l[0], LLVMBuildAdd(M->b, s, cg_i64(M, 1), ""));
+  cg_var_store(f, &acc, &zv);
+  LLVMValueRef j = cg_loop_begin(f, &jl, lo, hi);
+  sk_row_read(f, &r, j, c->e, &x);
+  fd_combine(f, c, &acc, &x);
+  cg_loop_end(f, &jl);
+  cg_var_load(f, &acc, &x);
+  sk_store(f, &ov, s, &x);
+  cg_loop_end(f, &sl);
+  lw_kernel_end(L, f);
+  return k;
+}
+
+bool lw_skel_fold_seg(lw *L, ir_ref e, lw_val *out) {
+  cg_module *M = L->M;
+  ac_module *m = L->m;
+  fd_ctx c = {.L = L, .e = e, .fn = ir_kid(m, e, 0)};
+  lw_val lens, offs;
+  if (!lw_expr(L, ir_kid(m, e, 1), &c.z) || !lw_expr(L, ir_kid(m, e, 2), &c.a) ||
+      !lw_expr(L, ir_kid(m, e, 3), &lens))
+    return false;
+  if (!ir_ty_array_view(L->ctx, c.a.type, &c.elem, &c.rank) || c.rank != 1) {
+    cg_error(M, AC_ERR_INTERNAL, e, "fold_seg of a value that is not a rank-1 array");
+    return false;
+  }
+  c.tmp = cg_needs_tmp(m, c.fn);
+  lw_check_shapes(L, e, "fold_seg", 1, &c.a);
+  uint32_t n_x = lw_extent(L, &c.a, 0, 0), nseg_x = lw_extent(L, &lens, 0, 0);
+  if (!sk_seg_offsets(L, e, "fold_seg", &lens, n_x, &offs))
+    return false;
+  lw_fresh(L, ir_node_get(m, e)->type, out);
+  lw_alloc_arrays(L, out, &nseg_x, e);
+  c.out = *out;
+  uint32_t k = fd_seg_kernel(&c, &offs);
+  /* as many chunks as the elements justify, at most one per segment */
+  uint32_t chunks =
+      lw_x_bin(L, PX_MAX, lw_x_const(L, 1),
+               lw_x_bin(L, PX_MIN, nseg_x, lw_x_bin(L, PX_CHUNKS, n_x, lw_x_const(L, FD_GRAIN))));
+  pl_launch(L->p, k, nseg_x, chunks);
+  sk_free(L, &offs);
+  return M->st == AC_OK;
+}

@@ -1,0 +1,458 @@
+/* lib/lower/skel_rec.c: recurrences, rec (i1 in lo1..=hi1, ..) -> T { body },
+ * on the CPU, by wavefronts (Cartey et al., "Recursion equations to GPU":
+ * per-wavefront parallel code under an affine schedule).
+ *
+ * The verifier stores a schedule a (n coefficients at m->ints[node->aux],
+ * lib/ir/rec.h) such that every element only reads elements of a strictly
+ * smaller a . x, x being the 0-based coordinates; the points of equal
+ * a . x (a wavefront) are independent. The interpreter (lib/interp/rec.c)
+ * computes them in order of a . x and checks every read against that order.
+ * The plan here:
+ *   1. per dimension, in the interpreter's order, the bounds become i64
+ *      plan expressions (lw_int: any integer kinds, read as the interpreter
+ *      reads them) and the extent is checked at once ("array too large",
+ *      "negative extent"); no kernel is needed;
+ *   2. the result is allocated (0-based storage of the logical domain),
+ *      then the plan checks that a . x cannot overflow on this domain;
+ *   3. the points are computed:
+ *      - all-zero schedule (no dependencies): "rec", one parallel launch
+ *        over the whole domain;
+ *      - rank 1: "rec.seq", one chunk walking the points in schedule order
+ *        (each wavefront of a 1-D recurrence holds one point, so launches
+ *        would be pure overhead);
+ *      - rank >= 2: a plan loop over the wavefront times t from tmin to
+ *        tmax, each launching "rec.front" over the points of that
+ *        hyperplane. One dimension s (|a_s| = 1 preferred) is solved for:
+ *        x_s = (t - sum of the others) / a_s, skipped when outside the box
+ *        or not integral; the others are enumerated, and one of them, u, is
+ *        restricted per wavefront to the range where x_s can be inside
+ *        (exact for 2-D; for higher ranks the other dimensions' full spans
+ *        widen it). The launch size is that count, so tiny wavefronts get
+ *        one chunk from the pool's automatic chunking and run inline.
+ * The body is cg_expr'd with the index variables bound to LOGICAL
+ * coordinates (lo + x) and the array itself bound as CL_FUNC leaves whose
+ * reader (rc_read) loads the output buffer after the interpreter's check:
+ * inside the domain and in an earlier wavefront, else "rec: read of d[..]
+ * outside the domain" / "before it is computed" (the index is printed
+ * exactly for ranks 1 and 2; a site takes two numbers).
+ */
+#include "lower/skel.h"
+#include "lower/skel_red.h"
+
+#include <stdio.h>
+
+/* Points per chunk at least: rec bodies are a few operations (edit
+ * distance), so a wavefront needs hundreds of points before waking the pool
+ * pays; bodies that run nested array operations get a small grain. */
+#define RC_GRAIN 1024
+#define RC_GRAIN_NESTED 16
+
+typedef struct rc_ctx {
+  lw *L;
+  ir_ref e, body;
+  uint32_t n;
+  const int64_t *a; /* the schedule */
+  uint32_t s, u;    /* wavefronts: solved and restricted dimensions */
+  const char *name;
+  bool tmp;
+  lw_val *lo, *ext; /* n words each: logical lower bounds, extents */
+  lw_val t, kulo, cnt, out;
+} rc_ctx;
+
+/* What a kernel knows while generating points (the readers' data). */
+typedef struct rc_kernel {
+  const rc_ctx *c;
+  cg_val out; /* the result, manifest */
+  LLVMValueRef *lo, *ext;
+  LLVMValueRef tcur;                 /* alloca: a . x of the point being computed */
+  char fmt_out[200], fmt_early[200]; /* the read errors' formats */
+} rc_kernel;
+
+typedef struct rc_leafenv {
+  rc_kernel *k;
+  uint32_t leaf;
+} rc_leafenv;
+
+/* ---- the array inside the body ---- */
+
+/* d[idx] for leaf l of the array being defined (see the header). */
+static LLVMValueRef rc_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_ref at) {
+  cg_module *M = f->M;
+  const rc_leafenv *le = l->env;
+  rc_kernel *k = le->k;
+  const rc_ctx *c = k->c;
+  LLVMValueRef inside = LLVMConstInt(M->t_i1, 1, 0), lin = cg_i64(M, 0), key = cg_i64(M, 0);
+  for (uint32_t d = 0; d < c->n; d++) {
+    LLVMValueRef kd = LLVMBuildSub(M->b, idx[d], k->lo[d], "");
+    LLVMValueRef in = LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, idx[d], k->lo[d], ""),
+                                   LLVMBuildICmp(M->b, LLVMIntULT, kd, k->ext[d], ""), "");
+    inside = LLVMBuildAnd(M->b, inside, in, "");
+    lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, k->ext[d], ""), kd, "");
+    if (c->a[d])
+      key = LLVMBuildAdd(M->b, key, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), kd, ""), "");
+  }
+  LLVMValueRef tcur = LLVMBuildLoad2(M->b, M->t_i64, k->tcur, "");
+  LLVMValueRef ok = LLVMBuildAnd(M->b, inside, LLVMBuildICmp(M->b, LLVMIntSLT, key, tcur, ""), "");
+  LLVMValueRef v0 = idx[0], v1 = c->n > 1 ? idx[1] : NULL;
+  /* when !ok exactly one fails: "outside" when outside, else "before" */
+  cg_check(f, inside, cg_site(M, at, k->fmt_out), v0, v1);
+  cg_check(f, LLVMBuildOr(M->b, ok, LLVMBuildNot(M->b, inside, ""), ""),
+           cg_site(M, at, k->fmt_early), v0, v1);
+  lin = LLVMBuildSelect(M->b, ok, lin, cg_i64(M, 0), "");
+  return cg_load_elem(f, &k->out.l[le->leaf], lin);
+}
+
+/* ---- one point ---- */
+
+/* Computes the point of 0-based coordinates x (n values) whose a . x is
+ * t: binds the array and the logical indices, generates the body and stores
+ * its leaves. */
+static void rc_point(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRef *x, LLVMValueRef t) {
+  cg_module *M = f->M;
+  const rc_ctx *c = k->c;
+  LLVMBuildStore(M->b, t, k->tcur);
+  LLVMValueRef mark = c->tmp ? cg_tmp_mark(f) : NULL;
+  cg_env_push(f, self);
+  LLVMValueRef lin = cg_i64(M, 0);
+  for (uint32_t d = 0; d < c->n; d++) {
+    cg_val iv;
+    sk_i64_val(f, LLVMBuildAdd(M->b, k->lo[d], x[d], ""), &iv);
+    cg_env_push(f, &iv);
+    lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, k->ext[d], ""), x[d], "");
+  }
+  cg_val v;
+  cg_expr(f, c->body, &v);
+  sk_store(f, &k->out, lin, &v);
+  cg_env_pop(f, c->n + 1);
+  if (c->tmp)
+    cg_tmp_release(f, mark);
+}
+
+/* Starts a point kernel: loads the result and the bounds and builds the
+ * array value the body sees. */
+static cg_fn *rc_kernel_begin(const rc_ctx *c, const char *kind, int64_t grain, uint32_t *kernel,
+                              rc_kernel *k, cg_val *self) {
+  lw *L = c->L;
+  cg_module *M = L->M;
+  const char *dims = c->n == 1 ? "[%lld]" : c->n == 2 ? "[%lld, %lld]" : "[%lld, %lld, ..]";
+  snprintf(k->fmt_out, sizeof k->fmt_out, "rec: read of %s%s outside the domain", c->name, dims);
+  snprintf(k->fmt_early, sizeof k->fmt_early, "rec: read of %s%s before it is computed", c->name,
+           dims);
+  k->c = c;
+  cg_fn *f = lw_kernel_begin(L, c->e, kind, grain, kernel);
+  lw_load(L, f, *kernel, &c->out, &k->out);
+  k->lo = cg_new(M, c->n * sizeof *k->lo);
+  k->ext = cg_new(M, c->n * sizeof *k->ext);
+  for (uint32_t d = 0; d < c->n; d++) {
+    k->lo[d] = sk_ld(L, f, *kernel, &c->lo[d]);
+    k->ext[d] = sk_ld(L, f, *kernel, &c->ext[d]);
+  }
+  k->tcur = cg_alloca(f, M->t_i64);
+  cg_val_alloc(M, ir_node_get(L->m, c->e)->type, self);
+  for (uint32_t i = 0; i < self->n; i++) {
+    rc_leafenv *le = cg_new(M, sizeof *le);
+    le->k = k;
+    le->leaf = i;
+    cg_leaf *l = &self->l[i];
+    l->kind = CL_FUNC;
+    l->sc = k->out.l[i].sc;
+    l->rank = c->n;
+    l->v = NULL;
+    l->ext = NULL; /* indices are logical: rc_read checks them itself (cg_read) */
+    l->read = rc_read;
+    l->env = le;
+  }
+  return f;
+}
+
+/* ---- kernels ---- */
+
+/* "rec": all-zero schedule, every point at once (a . x = 0 everywhere, so
+ * any read of the array fails as "before it is computed", as it must). */
+static uint32_t rc_all_kernel(const rc_ctx *c) {
+  cg_module *M = c->L->M;
+  uint32_t kern;
+  rc_kernel k;
+  cg_val self;
+  cg_fn *f = rc_kernel_begin(c, "rec", c->tmp ? RC_GRAIN_NESTED : RC_GRAIN, &kern, &k, &self);
+  LLVMValueRef *x = cg_new(M, c->n * sizeof *x);
+  cg_loop il;
+  LLVMValueRef i = cg_loop_begin(f, &il, f->lo, f->hi), rest = i;
+  for (uint32_t d = c->n; d-- > 1;) {
+    x[d] = LLVMBuildURem(M->b, rest, k.ext[d], "");
+    rest = LLVMBuildUDiv(M->b, rest, k.ext[d], "");
+  }
+  x[0] = rest;
+  rc_point(f, &k, &self, x, cg_i64(M, 0));
+  cg_loop_end(f, &il);
+  lw_kernel_end(c->L, f);
+  return kern;
+}
+
+/* "rec.seq": rank 1, one chunk, the points in order of a . x. */
+static uint32_t rc_seq_kernel(const rc_ctx *c) {
+  cg_module *M = c->L->M;
+  uint32_t kern;
+  rc_kernel k;
+  cg_val self;
+  cg_fn *f = rc_kernel_begin(c, "rec.seq", 1, &kern, &k, &self);
+  cg_loop jl;
+  LLVMValueRef j = cg_loop_begin(f, &jl, cg_i64(M, 0), k.ext[0]);
+  LLVMValueRef x =
+      c->a[0] > 0 ? j : LLVMBuildSub(M->b, LLVMBuildSub(M->b, k.ext[0], cg_i64(M, 1), ""), j, "");
+  rc_point(f, &k, &self, &x, LLVMBuildMul(M->b, cg_i64(M, c->a[0]), x, ""));
+  cg_loop_end(f, &jl);
+  lw_kernel_end(c->L, f);
+  return kern;
+}
+
+/* "rec.front": the points of wavefront t. Iteration i enumerates the
+ * dimensions other than s in increasing order, u over the cnt values from
+ * kulo, the others over their extents. */
+static uint32_t rc_front_kernel(const rc_ctx *c) {
+  lw *L = c->L;
+  cg_module *M = L->M;
+  uint32_t kern;
+  rc_kernel k;
+  cg_val self;
+  cg_fn *f = rc_kernel_begin(c, "rec.front", c->tmp ? RC_GRAIN_NESTED : RC_GRAIN, &kern, &k, &self);
+  LLVMValueRef t = sk_ld(L, f, kern, &c->t), kulo = sk_ld(L, f, kern, &c->kulo);
+  LLVMValueRef cnt = sk_ld(L, f, kern, &c->cnt);
+  uint32_t first = c->s == 0 ? 1 : 0; /* the outermost enumerated dimension */
+  LLVMValueRef *x = cg_new(M, c->n * sizeof *x);
+  cg_loop il;
+  LLVMValueRef i = cg_loop_begin(f, &il, f->lo, f->hi), rest = i;
+  LLVMValueRef rem = t;
+  for (uint32_t d = c->n; d-- > 0;) {
+    if (d == c->s)
+      continue;
+    LLVMValueRef span = d == c->u ? cnt : k.ext[d];
+    if (d == first) {
+      x[d] = rest;
+    } else {
+      x[d] = LLVMBuildURem(M->b, rest, span, "");
+      rest = LLVMBuildUDiv(M->b, rest, span, "");
+    }
+    if (d == c->u)
+      x[d] = LLVMBuildAdd(M->b, x[d], kulo, "");
+    if (c->a[d])
+      rem = LLVMBuildSub(M->b, rem, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), x[d], ""), "");
+  }
+  int64_t as = c->a[c->s];
+  LLVMValueRef valid = LLVMConstInt(M->t_i1, 1, 0);
+  if (as == 1) {
+    x[c->s] = rem;
+  } else if (as == -1) {
+    x[c->s] = LLVMBuildSub(M->b, cg_i64(M, 0), rem, "");
+  } else {
+    LLVMValueRef r = LLVMBuildSRem(M->b, rem, cg_i64(M, as), "");
+    valid = LLVMBuildICmp(M->b, LLVMIntEQ, r, cg_i64(M, 0), "");
+    x[c->s] = LLVMBuildSDiv(M->b, rem, cg_i64(M, as), "");
+  }
+  valid = LLVMBuildAnd(M->b, valid, LLVMBuildICmp(M->b, LLVMIntULT, x[c->s], k.ext[c->s], ""), "");
+  LLVMBasicBlockRef skip = sk_if(f, valid);
+  rc_point(f, &k, &self, x, t);
+  sk_endif(f, skip);
+  cg_loop_end(f, &il);
+  lw_kernel_end(L, f);
+  return kern;
+}
+
+/* ---- the plan ---- */
+
+/* floor(x / q) for a constant q > 0 in plan arithmetic (which truncates). */
+static uint32_t rc_floor_div(lw *L, uint32_t x, int64_t q) {
+  if (q == 1)
+    return x;
+  uint32_t kq = lw_x_const(L, q);
+  uint32_t mod = lw_x_bin(L, PX_REM, lw_x_bin(L, PX_ADD, lw_x_bin(L, PX_REM, x, kq), kq), kq);
+  return lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_SUB, x, mod), kq);
+}
+
+static uint32_t rc_ceil_div(lw *L, uint32_t x, int64_t q) {
+  if (q == 1)
+    return x;
+  uint32_t zero = lw_x_const(L, 0);
+  return lw_x_bin(L, PX_SUB, zero, rc_floor_div(L, lw_x_bin(L, PX_SUB, zero, x), q));
+}
+
+/* x as an expression that is cheap to evaluate again: itself when it is a
+ * constant or a word, else a word set to it now. */
+static uint32_t rc_hoist(lw *L, uint32_t x) {
+  if (lw_x_is_const(L, x, NULL))
+    return x;
+  return lw_x_word(L, lw_x_to_word(L, x));
+}
+
+/* a_d * (ext_d - 1) when its sign is `sign` (> 0 or < 0), else 0: the
+ * extreme contributions of dimension d to a . x. */
+static uint32_t rc_term(const rc_ctx *c, uint32_t d, int sign) {
+  lw *L = c->L;
+  if (c->a[d] == 0 || (c->a[d] > 0) != (sign > 0))
+    return lw_x_const(L, 0);
+  return lw_x_bin(L, PX_MUL, lw_x_const(L, c->a[d]),
+                  lw_x_bin(L, PX_SUB, sk_xw(L, &c->ext[d]), lw_x_const(L, 1)));
+}
+
+/* The wavefront loop (rank >= 2, a not all zero). */
+static void rc_wavefronts(rc_ctx *c) {
+  lw *L = c->L;
+  /* s: the solved dimension, |a_s| = 1 preferred, innermost first; u: the
+   * first other dimension that moves with t (or just the first other) */
+  c->s = c->n;
+  for (uint32_t d = c->n; d-- > 0 && c->s == c->n;)
+    if (c->a[d] == 1 || c->a[d] == -1)
+      c->s = d;
+  for (uint32_t d = c->n; d-- > 0 && c->s == c->n;)
+    if (c->a[d])
+      c->s = d;
+  c->u = c->n;
+  for (uint32_t d = 0; d < c->n && c->u == c->n; d++)
+    if (d != c->s && c->a[d])
+      c->u = d;
+  for (uint32_t d = 0; d < c->n && c->u == c->n; d++)
+    if (d != c->s)
+      c->u = d;
+  lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->t);
+  lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->kulo);
+  lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->cnt);
+  uint32_t kf = rc_front_kernel(c);
+  uint32_t size = lw_x_const(L, 1);
+  for (uint32_t d = 0; d < c->n; d++)
+    size = lw_x_bin(L, PX_MUL, size, sk_xw(L, &c->ext[d]));
+  lw_val nonempty;
+  sk_word(L, lw_x_bin(L, PX_NE, size, lw_x_const(L, 0)), &nonempty);
+  pl_if(L->p, nonempty.words[0]);
+  uint32_t tmin = lw_x_const(L, 0), tmax = lw_x_const(L, 0), rlo = lw_x_const(L, 0);
+  uint32_t rhi = lw_x_const(L, 0), other = lw_x_const(L, 1);
+  for (uint32_t d = 0; d < c->n; d++) {
+    tmin = lw_x_bin(L, PX_ADD, tmin, rc_term(c, d, -1));
+    tmax = lw_x_bin(L, PX_ADD, tmax, rc_term(c, d, 1));
+    if (d == c->u)
+      continue;
+    rlo = lw_x_bin(L, PX_ADD, rlo, rc_term(c, d, -1));
+    rhi = lw_x_bin(L, PX_ADD, rhi, rc_term(c, d, 1));
+    if (d != c->s)
+      other = lw_x_bin(L, PX_MUL, other, sk_xw(L, &c->ext[d]));
+  }
+  /* evaluated once per wavefront: kept in words */
+  rlo = rc_hoist(L, rlo);
+  rhi = rc_hoist(L, rhi);
+  other = rc_hoist(L, other);
+  pl_for(L->p, c->t.words[0], tmin, lw_x_bin(L, PX_ADD, tmax, lw_x_const(L, 1)));
+  /* a_u * x_u = t - (the rest), the rest within [rlo, rhi] */
+  int64_t au = c->a[c->u];
+  uint32_t ext_u = sk_xw(L, &c->ext[c->u]), from, to;
+  if (au == 0) {
+    from = lw_x_const(L, 0);
+    to = lw_x_bin(L, PX_SUB, ext_u, lw_x_const(L, 1));
+  } else {
+    uint32_t t = sk_xw(L, &c->t);
+    uint32_t x1 = lw_x_bin(L, PX_SUB, t, rhi), x2 = lw_x_bin(L, PX_SUB, t, rlo);
+    if (au > 0) {
+      from = rc_ceil_div(L, x1, au);
+      to = rc_floor_div(L, x2, au);
+    } else {
+      from = rc_ceil_div(L, lw_x_bin(L, PX_SUB, lw_x_const(L, 0), x2), -au);
+      to = rc_floor_div(L, lw_x_bin(L, PX_SUB, lw_x_const(L, 0), x1), -au);
+    }
+    from = lw_x_bin(L, PX_MAX, from, lw_x_const(L, 0));
+    to = lw_x_bin(L, PX_MIN, to, lw_x_bin(L, PX_SUB, ext_u, lw_x_const(L, 1)));
+  }
+  pl_set(L->p, c->kulo.words[0], from);
+  uint32_t cnt = lw_x_bin(L, PX_ADD, lw_x_bin(L, PX_SUB, to, sk_xw(L, &c->kulo)), lw_x_const(L, 1));
+  pl_set(L->p, c->cnt.words[0], lw_x_bin(L, PX_MAX, lw_x_const(L, 0), cnt));
+  pl_launch(L->p, kf, lw_x_bin(L, PX_MUL, sk_xw(L, &c->cnt), other), PL_AUTO);
+  pl_end(L->p);
+  pl_end(L->p);
+}
+
+/* The extent of dimension d from its bounds (i64 plan expressions), with
+ * the interpreter's checks made at once, in its order: "array too large"
+ * when hi - lo + 1 overflows, "negative extent" below -0. */
+static uint32_t rc_extent(const rc_ctx *c, uint32_t d, uint32_t lo, uint32_t hi) {
+  lw *L = c->L;
+  uint64_t excl = ir_node_get(L->m, c->e)->lit.u;
+  uint32_t incl = lw_x_const(L, d >= 64 || ((excl >> d) & 1) == 0), zero = lw_x_const(L, 0);
+  uint32_t ge = lw_x_bin(L, PX_LE, lo, hi);
+  /* wrapping differences, exact as the interpreter's unsigned ones */
+  uint32_t up = lw_x_bin(L, PX_ADD, lw_x_bin(L, PX_SUB, hi, lo), incl);
+  uint32_t down = lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_SUB, lo, hi), incl);
+  uint32_t big = lw_x_bin(L, PX_MUL, ge, lw_x_bin(L, PX_LT, up, zero));
+  uint32_t neg = lw_x_bin(L, PX_MUL, lw_x_bin(L, PX_SUB, lw_x_const(L, 1), ge),
+                          lw_x_bin(L, PX_NE, down, zero));
+  lw_piece tbig[1] = {LW_TEXT("array too large")};
+  lw_piece tneg[2] = {LW_TEXT("negative extent "), LW_VAL(lw_x_bin(L, PX_SUB, zero, down))};
+  lw_check(L, lw_x_bin(L, PX_EQ, big, zero), c->e, 1, tbig, 0, NULL);
+  lw_check(L, lw_x_bin(L, PX_EQ, neg, zero), c->e, 2, tneg, 0, NULL);
+  return lw_x_bin(L, PX_MUL, ge, up);
+}
+
+/* Nonzero when a . x fits in int64 on the whole domain (the interpreter's
+ * schedule_fits: sum |a_d| * (ext_d - 1) <= INT64_MAX, summed in order). */
+static uint32_t rc_fits(const rc_ctx *c) {
+  lw *L = c->L;
+  uint32_t zero = lw_x_const(L, 0), one = lw_x_const(L, 1);
+  uint32_t bound = zero, fits = one;
+  for (uint32_t d = 0; d < c->n; d++) {
+    if (c->a[d] == 0)
+      continue;
+    if (c->a[d] == INT64_MIN)
+      return zero;
+    uint32_t coef = lw_x_const(L, c->a[d] < 0 ? -c->a[d] : c->a[d]);
+    uint32_t span = lw_x_bin(L, PX_MAX, lw_x_bin(L, PX_SUB, sk_xw(L, &c->ext[d]), one), zero);
+    uint32_t room = lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_SUB, lw_x_const(L, INT64_MAX), bound),
+                             lw_x_bin(L, PX_MAX, span, one));
+    uint32_t over =
+        lw_x_bin(L, PX_MUL, lw_x_bin(L, PX_NE, span, zero), lw_x_bin(L, PX_LT, room, coef));
+    fits = lw_x_bin(L, PX_MUL, fits, lw_x_bin(L, PX_SUB, one, over));
+    bound = lw_x_bin(L, PX_ADD, bound, lw_x_bin(L, PX_MUL, coef, span));
+  }
+  return fits;
+}
+
+bool lw_skel_rec(lw *L, ir_ref e, lw_val *out) {
+  cg_module *M = L->M;
+  ac_module *m = L->m;
+  const ir_node *nd = ir_node_get(m, e);
+  uint32_t n = (uint32_t)nd->attr;
+  if (nd->attr < 1 || nd->nkids != 2 * (uint64_t)n + 1 || nd->aux == 0 ||
+      nd->aux + (uint64_t)n > m->nints) {
+    cg_error(M, AC_ERR_INTERNAL, e, "rec without bounds or schedule");
+    return false;
+  }
+  rc_ctx c = {.L = L, .e = e, .n = n, .a = &m->ints[nd->aux], .body = ir_kid(m, e, 2 * n)};
+  ir_sym name = ir_binder_name(m, e, nd->nkids - 1, 0);
+  c.name = name ? ir_sym_str(L->ctx, name) : "rec";
+  c.tmp = cg_needs_tmp(m, c.body);
+  c.lo = cg_new(M, n * sizeof *c.lo);
+  c.ext = cg_new(M, n * sizeof *c.ext);
+  uint32_t *ext = cg_new(M, n * sizeof *ext);
+  for (uint32_t d = 0; d < n; d++) {
+    uint32_t lo = lw_int(L, ir_kid(m, e, 2 * d)), hi = lw_int(L, ir_kid(m, e, 2 * d + 1));
+    if (M->st != AC_OK)
+      return false;
+    sk_word(L, lo, &c.lo[d]);
+    sk_word(L, rc_extent(&c, d, lo, hi), &c.ext[d]);
+    ext[d] = sk_xw(L, &c.ext[d]);
+  }
+  lw_fresh(L, nd->type, out);
+  lw_alloc_arrays(L, out, ext, e);
+  c.out = *out;
+  lw_piece over[1] = {LW_TEXT("rec: the schedule overflows on a domain this large")};
+  lw_check(L, rc_fits(&c), e, 1, over, 0, NULL);
+  bool zero = true;
+  for (uint32_t d = 0; d < n; d++)
+    zero = zero && c.a[d] == 0;
+  if (zero) {
+    uint32_t size = lw_x_const(L, 1);
+    for (uint32_t d = 0; d < n; d++)
+      size = lw_x_bin(L, PX_MUL, size, ext[d]);
+    pl_launch(L->p, rc_all_kernel(&c), size, PL_AUTO);
+  } else if (n == 1) {
+    sk_launch1(L, rc_seq_kernel(&c));
+  } else {
+    rc_wavefronts(&c);
+  }
+  return M->st == AC_OK;
+}
