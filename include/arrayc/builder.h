@@ -93,6 +93,16 @@ AC_API ac_fn ac_fn_declare(ac_builder *b, const char *name, size_t nparams,
                            const ac_type *param_types, const char *const *param_names,
                            ac_type result);
 AC_API ac_value ac_fn_param(ac_builder *b, ac_fn f, size_t i);
+/* Declares an extern function (`extern fn`, docs/language.md §3.3): one the
+ * host implements in C, with scalar parameters and a scalar result. It is
+ * called with ac_call and named with ac_fn_ref like any function, has no
+ * body (ac_fn_param and ac_fn_finish refuse it) and is bound to its C
+ * function with ac_module_bind_extern, or found by name in the process when
+ * a function that uses it is created (arrayc/runtime.h). param_names may be
+ * NULL (p0, p1, ...). */
+AC_API ac_fn ac_extern_declare(ac_builder *b, const char *name, size_t nparams,
+                               const ac_type *param_types, const char *const *param_names,
+                               ac_type result);
 /* Makes `body` the function's result, converts the graph to IR with sharing
  * recovered and verifies the function. Functions may be finished in any
  * order; calls to a function not finished yet are checked when the module is

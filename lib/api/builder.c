@@ -252,12 +252,15 @@ void ac_builder_set_location(ac_builder *b, unsigned line, unsigned column) {
 
 /* ---- functions ---- */
 
-ac_fn ac_fn_declare(ac_builder *b, const char *name, size_t nparams, const ac_type *param_types,
-                    const char *const *param_names, ac_type result) {
+/* A function (ext false) or an extern function (docs/language.md §3.3: scalar
+ * parameters and result, no body, no parameter values). `api` names the
+ * public entry point in messages. */
+static ac_fn declare(ac_builder *b, const char *api, bool ext, const char *name, size_t nparams,
+                     const ac_type *param_types, const char *const *param_names, ac_type result) {
   if (!b)
     return (ac_fn){0};
   if (!name || !valid_name(name, true)) {
-    bld_fail(b, "ac_fn_declare: '%s' is not a valid function name", name ? name : "(null)");
+    bld_fail(b, "%s: '%s' is not a valid function name", api, name ? name : "(null)");
     return (ac_fn){0};
   }
   ir_sym fname = ir_sym_intern(b->ctx, name, strlen(name));
@@ -266,15 +269,19 @@ ac_fn ac_fn_declare(ac_builder *b, const char *name, size_t nparams, const ac_ty
     return (ac_fn){0};
   }
   if (ir_func_find(b->m, fname) >= 0) {
-    bld_fail(b, "ac_fn_declare: function '%s' is already defined", name);
+    bld_fail(b, "%s: function '%s' is already defined", api, name);
     return (ac_fn){0};
   }
   if (nparams > 0xffff || (nparams > 0 && !param_types)) {
-    bld_fail(b, "ac_fn_declare: invalid parameter list of '%s'", name);
+    bld_fail(b, "%s: invalid parameter list of '%s'", api, name);
     return (ac_fn){0};
   }
   if (!value_type_ok(b->ctx, result.id)) {
-    bld_fail(b, "ac_fn_declare: invalid result type of '%s'", name);
+    bld_fail(b, "%s: invalid result type of '%s'", api, name);
+    return (ac_fn){0};
+  }
+  if (ext && !ir_ty_is_scalar(b->ctx, result.id, NULL)) {
+    bld_fail(b, "%s: the result of extern function '%s' must be a scalar", api, name);
     return (ac_fn){0};
   }
   if (!ac_grow(b->ctx, (void **)&b->funcs, &b->capfuncs, b->nfuncs + 1, sizeof *b->funcs)) {
@@ -290,7 +297,12 @@ ac_fn ac_fn_declare(ac_builder *b, const char *name, size_t nparams, const ac_ty
   for (size_t i = 0; ok && i < nparams; i++) {
     pt[i] = param_types[i].id;
     if (!value_type_ok(b->ctx, pt[i])) {
-      bld_fail(b, "ac_fn_declare: invalid type of parameter %zu of '%s'", i + 1, name);
+      bld_fail(b, "%s: invalid type of parameter %zu of '%s'", api, i + 1, name);
+      ok = false;
+      break;
+    }
+    if (ext && !ir_ty_is_scalar(b->ctx, pt[i], NULL)) {
+      bld_fail(b, "%s: parameter %zu of extern function '%s' must be a scalar", api, i + 1, name);
       ok = false;
       break;
     }
@@ -300,10 +312,10 @@ ac_fn ac_fn_declare(ac_builder *b, const char *name, size_t nparams, const ac_ty
       snprintf(auto_name, sizeof auto_name, "p%zu", i);
       pname = auto_name;
     }
-    ok = intern_name(b, "ac_fn_declare", pname, &pn[i]);
+    ok = intern_name(b, api, pname, &pn[i]);
     for (size_t j = 0; ok && j < i; j++)
       if (pn[j] == pn[i]) {
-        bld_fail(b, "ac_fn_declare: parameter '%s' of '%s' is declared twice", pname, name);
+        bld_fail(b, "%s: parameter '%s' of '%s' is declared twice", api, pname, name);
         ok = false;
       }
   }
@@ -312,9 +324,12 @@ ac_fn ac_fn_declare(ac_builder *b, const char *name, size_t nparams, const ac_ty
     index = ir_func_add(b->m, fname, b->loc, (uint32_t)nparams, pt, pn, result.id);
     if (index < 0)
       bld_nomem(b);
+    else
+      b->m->funcs[index].is_extern = ext;
   }
-  /* The parameters are values of the builder, made once. */
-  for (size_t i = 0; index >= 0 && i < nparams; i++) {
+  /* The parameters are values of the builder, made once (an extern has no
+   * body to use them in). */
+  for (size_t i = 0; index >= 0 && !ext && i < nparams; i++) {
     uint32_t v = bld_node(b, IR_VAR, 0, NULL);
     if (!v) {
       index = -1;
@@ -332,9 +347,19 @@ ac_fn ac_fn_declare(ac_builder *b, const char *name, size_t nparams, const ac_ty
     return (ac_fn){0};
   bfunc *f = &b->funcs[b->nfuncs];
   f->index = index;
-  f->param0 = param0;
+  f->param0 = ext ? 0 : param0;
   f->nparams = (uint32_t)nparams;
   return (ac_fn){(uint32_t)b->nfuncs++};
+}
+
+ac_fn ac_fn_declare(ac_builder *b, const char *name, size_t nparams, const ac_type *param_types,
+                    const char *const *param_names, ac_type result) {
+  return declare(b, "ac_fn_declare", false, name, nparams, param_types, param_names, result);
+}
+
+ac_fn ac_extern_declare(ac_builder *b, const char *name, size_t nparams, const ac_type *param_types,
+                        const char *const *param_names, ac_type result) {
+  return declare(b, "ac_extern_declare", true, name, nparams, param_types, param_names, result);
 }
 
 static bfunc *get_fn(ac_builder *b, const char *api, ac_fn f) {
@@ -351,6 +376,11 @@ ac_value ac_fn_param(ac_builder *b, ac_fn f, size_t i) {
   bfunc *fn = get_fn(b, "ac_fn_param", f);
   if (!fn)
     return (ac_value){0};
+  if (b->m->funcs[fn->index].is_extern) {
+    bld_fail(b, "ac_fn_param: '%s' is an extern function: it has no body to use parameters in",
+             ir_sym_str(b->ctx, b->m->funcs[fn->index].name));
+    return (ac_value){0};
+  }
   if (i >= fn->nparams) {
     bld_fail(b, "ac_fn_param: function '%s' has no parameter %zu",
              ir_sym_str(b->ctx, b->m->funcs[fn->index].name), i);
@@ -378,6 +408,12 @@ ac_status ac_fn_finish(ac_builder *b, ac_fn f, ac_value body, ac_error **err) {
   const bfunc *fn = &b->funcs[f.id];
   ir_func *irf = &b->m->funcs[fn->index];
   const char *fname = ir_sym_str(b->ctx, irf->name);
+  if (irf->is_extern)
+    return ir_report(err,
+                     ir_error(b->ctx, AC_ERR_INVALID, b->m, b->loc,
+                              "ac_fn_finish: '%s' is an extern function: the host implements it",
+                              fname),
+                     AC_ERR_INVALID);
   if (irf->body != IR_NONE)
     return ir_report(err,
                      ir_error(b->ctx, AC_ERR_INVALID, b->m, b->loc,

@@ -369,6 +369,8 @@ bool interp_lam_init(interp *I, interp_lam *l, ir_ref fn, uint32_t nparams) {
     return lam_setup(I, l, fn, IKID(I, fn, 0), (uint32_t)n->attr, nparams);
   if ((n->op == IR_FNREF || n->op == IR_CALL) && n->attr >= 0 && (uint64_t)n->attr < I->m->nfuncs) {
     const ir_func *f = &I->m->funcs[n->attr];
+    if (f->is_extern) /* no body: called through libffi (extern.c) */
+      return interp_extern_init(I, l, fn, (uint32_t)n->attr, nparams);
     return lam_setup(I, l, fn, f->body, f->nparams, nparams);
   }
   memset(l, 0, sizeof *l);
@@ -380,9 +382,13 @@ void interp_lam_free(interp *I, interp_lam *l) {
   if (l->counts != l->small)
     ac_free(I->ctx, l->counts);
   l->counts = l->small;
+  ac_free(I->ctx, l->ext);
+  l->ext = NULL;
 }
 
 bool interp_apply(interp *I, const interp_lam *l, size_t base) {
+  if (l->ext)
+    return interp_extern_apply(I, l, base);
   size_t env0 = I->nenv, off = base;
   for (uint32_t i = 0; i < l->nparams; i++) {
     if (!interp_env_push(I, off, l->counts[i])) {

@@ -21,7 +21,8 @@
  * across anything that can push.
  *
  * Files: interp.c (the stack, environment, lambdas and the expression forms),
- * scalar.c (the scalar semantics of docs/language.md §6), build.c
+ * scalar.c (the scalar semantics of docs/language.md §6), extern.c (calls of
+ * extern functions through libffi), build.c
  * (construction, map, filter, array loops), reduce.c (folds and scans),
  * permute.c (permutations and index-space changes), stencil.c, rec.c.
  */
@@ -82,15 +83,19 @@ typedef struct interp {
 #define INODE(I, r) (&(I)->m->nodes[(r)])
 #define IKID(I, r, i) ((I)->m->kids[(I)->m->nodes[(r)].kids + (i)])
 
+struct interp_ffi;
+
 /* A lambda (LAM node) or a function used as one (FNREF) with the number of
  * leaves of each parameter, which the operation applying it knows from the
- * values it passes. */
+ * values it passes. An extern function (docs/language.md §3.3) has no body:
+ * `ext` holds its prepared libffi call instead (extern.c). */
 typedef struct interp_lam {
   ir_ref fn, body;
   ir_type ret; /* type of the body's value */
   uint32_t nparams;
   size_t *counts;
   size_t small[4];
+  struct interp_ffi *ext; /* extern functions only; owned, freed by interp_lam_free */
 } interp_lam;
 
 /* ---- interp.c ---- */
@@ -166,6 +171,13 @@ typedef struct interp_ints {
 } interp_ints;
 bool interp_ints_init(interp *I, ir_ref at, interp_ints *v, size_t n);
 void interp_ints_free(interp *I, interp_ints *v);
+
+/* ---- extern.c: calls of extern functions through libffi ---- */
+/* interp_lam_init for a CALL or FNREF node `at` of extern function fi. */
+bool interp_extern_init(interp *I, interp_lam *l, ir_ref at, uint32_t fi, uint32_t nparams);
+/* interp_apply for an extern: calls it on the scalar arguments at
+ * [base, sp) and leaves its result at base. */
+bool interp_extern_apply(interp *I, const interp_lam *l, size_t base);
 
 /* ---- scalar.c ---- */
 interp_scalar interp_sc_norm(ac_scalar sc, interp_scalar v);

@@ -26,7 +26,10 @@
  * in the call graph, reported with its path), and malformed trees from the
  * builder or passes (bad child counts, variables out of scope, trees deeper
  * than CHK_MAX_DEPTH), which become AC_ERR_TYPE "malformed IR" errors rather
- * than crashes. The first error stops the check.
+ * than crashes. The first error stops the check. Extern functions (§3.3)
+ * have no body; only their scalar signature is checked, and calls to them
+ * are typed like any call (they cannot take part in recursion: they call
+ * nothing the verifier can see).
  *
  * Operators and array operations are in check_ops.c, recurrences in
  * check_rec.c (see check.h).
@@ -958,6 +961,20 @@ static void check_function(chk *c, uint32_t fi) {
   }
   if (!chk_is_value_type(c, f->result)) {
     chk_fail_at(c, f->loc, "malformed IR: function '%s' has no valid result type", name);
+    return;
+  }
+  if (f->is_extern) {
+    /* the parser and the builder already refuse these with better
+     * positions; this keeps passes and hand-made IR honest (§3.3) */
+    for (uint32_t i = 0; i < f->nparams; i++)
+      if (!ir_ty_is_scalar(c->ctx, ir_func_param(c->m, f, i), NULL)) {
+        chk_fail_at(c, f->loc, "parameter %u of extern function '%s' is not a scalar", i + 1, name);
+        return;
+      }
+    if (!ir_ty_is_scalar(c->ctx, f->result, NULL))
+      chk_fail_at(c, f->loc, "the result of extern function '%s' is not a scalar", name);
+    else if (f->body != IR_NONE)
+      chk_fail_at(c, f->loc, "malformed IR: extern function '%s' has a body", name);
     return;
   }
   if (f->body == IR_NONE)

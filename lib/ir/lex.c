@@ -29,24 +29,24 @@ static const struct {
     {"fn", TOK_FN},       {"let", TOK_LET},       {"if", TOK_IF},     {"else", TOK_ELSE},
     {"loop", TOK_LOOP},   {"while", TOK_WHILE},   {"rec", TOK_REC},   {"in", TOK_IN},
     {"true", TOK_TRUE},   {"false", TOK_FALSE},   {"inf", TOK_INF},   {"nan", TOK_NAN},
-    {"clamp", TOK_CLAMP}, {"mirror", TOK_MIRROR}, {"wrap", TOK_WRAP},
+    {"clamp", TOK_CLAMP}, {"mirror", TOK_MIRROR}, {"wrap", TOK_WRAP}, {"extern", TOK_EXTERN},
 };
 
 /* Spellings of the fixed tokens, indexed by kind (NULL for the others). */
 static const char *const spellings[TOK_NUM_KINDS] = {
-    [TOK_FN] = "fn",        [TOK_LET] = "let",       [TOK_IF] = "if",     [TOK_ELSE] = "else",
-    [TOK_LOOP] = "loop",    [TOK_WHILE] = "while",   [TOK_REC] = "rec",   [TOK_IN] = "in",
-    [TOK_TRUE] = "true",    [TOK_FALSE] = "false",   [TOK_INF] = "inf",   [TOK_NAN] = "nan",
-    [TOK_CLAMP] = "clamp",  [TOK_MIRROR] = "mirror", [TOK_WRAP] = "wrap", [TOK_LPAREN] = "(",
-    [TOK_RPAREN] = ")",     [TOK_LBRACK] = "[",      [TOK_RBRACK] = "]",  [TOK_LBRACE] = "{",
-    [TOK_RBRACE] = "}",     [TOK_COMMA] = ",",       [TOK_SEMI] = ";",    [TOK_COLON] = ":",
-    [TOK_DOT] = ".",        [TOK_ARROW] = "->",      [TOK_ASSIGN] = "=",  [TOK_DOTDOT] = "..",
-    [TOK_DOTDOTEQ] = "..=", [TOK_OROR] = "||",       [TOK_ANDAND] = "&&", [TOK_EQ] = "==",
-    [TOK_NE] = "!=",        [TOK_LT] = "<",          [TOK_LE] = "<=",     [TOK_GT] = ">",
-    [TOK_GE] = ">=",        [TOK_BAR] = "|",         [TOK_CARET] = "^",   [TOK_AMP] = "&",
-    [TOK_SHL] = "<<",       [TOK_SHR] = ">>",        [TOK_PLUS] = "+",    [TOK_MINUS] = "-",
-    [TOK_STAR] = "*",       [TOK_SLASH] = "/",       [TOK_PERCENT] = "%", [TOK_BANG] = "!",
-    [TOK_TILDE] = "~",
+    [TOK_FN] = "fn",       [TOK_LET] = "let",       [TOK_IF] = "if",     [TOK_ELSE] = "else",
+    [TOK_LOOP] = "loop",   [TOK_WHILE] = "while",   [TOK_REC] = "rec",   [TOK_IN] = "in",
+    [TOK_TRUE] = "true",   [TOK_FALSE] = "false",   [TOK_INF] = "inf",   [TOK_NAN] = "nan",
+    [TOK_CLAMP] = "clamp", [TOK_MIRROR] = "mirror", [TOK_WRAP] = "wrap", [TOK_EXTERN] = "extern",
+    [TOK_LPAREN] = "(",    [TOK_RPAREN] = ")",      [TOK_LBRACK] = "[",  [TOK_RBRACK] = "]",
+    [TOK_LBRACE] = "{",    [TOK_RBRACE] = "}",      [TOK_COMMA] = ",",   [TOK_SEMI] = ";",
+    [TOK_COLON] = ":",     [TOK_DOT] = ".",         [TOK_ARROW] = "->",  [TOK_ASSIGN] = "=",
+    [TOK_DOTDOT] = "..",   [TOK_DOTDOTEQ] = "..=",  [TOK_OROR] = "||",   [TOK_ANDAND] = "&&",
+    [TOK_EQ] = "==",       [TOK_NE] = "!=",         [TOK_LT] = "<",      [TOK_LE] = "<=",
+    [TOK_GT] = ">",        [TOK_GE] = ">=",         [TOK_BAR] = "|",     [TOK_CARET] = "^",
+    [TOK_AMP] = "&",       [TOK_SHL] = "<<",        [TOK_SHR] = ">>",    [TOK_PLUS] = "+",
+    [TOK_MINUS] = "-",     [TOK_STAR] = "*",        [TOK_SLASH] = "/",   [TOK_PERCENT] = "%",
+    [TOK_BANG] = "!",      [TOK_TILDE] = "~",
 };
 
 /* Type suffixes of numbers, in ac_scalar order from AC_I8 (bool has none). */

@@ -50,6 +50,7 @@ typedef enum lex_kind {
   TOK_CLAMP,
   TOK_MIRROR,
   TOK_WRAP,
+  TOK_EXTERN, /* extern fn: a host function (docs/language.md §3.3) */
   /* punctuation */
   TOK_LPAREN,
   TOK_RPAREN,

@@ -1,4 +1,6 @@
-/* lib/ir/parse.c: text -> unchecked IR (docs/language.md §1-4).
+/* lib/ir/parse.c: text -> unchecked IR (docs/language.md §1-4), including
+ * `extern fn` declarations of host functions (§3.3), which become ir_funcs
+ * without a body marked is_extern.
  *
  * A recursive-descent parser over the lexer of lex.h, one token of
  * lookahead plus one of peek. It resolves names while it parses: local names
@@ -1214,7 +1216,36 @@ static ir_ref parse_block(parser *p) {
 
 /* ---- functions ----------------------------------------------------------------------- */
 
+/* An extern function passes and returns C scalars only (§3.3): checks the
+ * type written at `loc`. */
+static bool extern_type_ok(parser *p, ir_type t, ir_loc loc, const char *what) {
+  if (ir_ty_is_scalar(p->ctx, t, NULL))
+    return true;
+  ir_buf b;
+  ir_buf_init(&b, p->ctx);
+  ir_ty_print(p->ctx, t, &b);
+  if (b.oom)
+    fail_oom(p);
+  else
+    scope_error(p, loc,
+                "%s of an extern function must be a scalar (bool, an integer or a "
+                "float), not %s",
+                what, ir_buf_cstr(&b));
+  ir_buf_free(&b);
+  return false;
+}
+
+/* fn NAME(PARAMS) -> T { BODY }, or, after `extern`, fn NAME(PARAMS) -> T;
+ * (a host function: scalar types, no body). */
 static bool parse_fn(parser *p) {
+  bool ext = p->tok.kind == TOK_EXTERN;
+  if (ext) {
+    advance(p);
+    if (p->tok.kind != TOK_FN) {
+      expected(p, "'fn' after 'extern'");
+      return false;
+    }
+  }
   advance(p); /* 'fn' */
   if (p->tok.kind != TOK_IDENT) {
     expected(p, "a function name");
@@ -1256,18 +1287,32 @@ static bool parse_fn(parser *p) {
       advance(p);
       if (!expect(p, TOK_COLON, "':' and the parameter's type"))
         return false;
+      ir_loc tloc = p->tok.loc;
       ir_type t = parse_type(p);
-      if (!t || !PUSH(p, p->types, p->ntypes, p->captypes, t))
+      if (!t || (ext && !extern_type_ok(p, t, tloc, "a parameter")) ||
+          !PUSH(p, p->types, p->ntypes, p->captypes, t))
         return false;
     } while (accept(p, TOK_COMMA));
   }
   if (!close_bracket(p, TOK_RPAREN, "',' or ')' after a parameter") ||
       !expect(p, TOK_ARROW, "'->' and the result type"))
     return false;
+  ir_loc rloc = p->tok.loc;
   ir_type result = parse_type(p);
-  ir_ref body = result ? parse_block(p) : IR_NONE;
+  ir_ref body = IR_NONE;
+  if (result && ext && extern_type_ok(p, result, rloc, "the result")) {
+    if (p->tok.kind == TOK_LBRACE)
+      syntax_error(p, p->tok.loc,
+                   "extern function '%.*s' is implemented by the host and cannot "
+                   "have a body",
+                   (int)nt.len, name);
+    else
+      expect(p, TOK_SEMI, "';' after the result type of an extern function");
+  } else if (result && !ext) {
+    body = parse_block(p);
+  }
   unbind_to(p, sbase);
-  if (!body)
+  if (p->failed || (!ext && !body))
     return false;
   size_t np = p->nnames - nbase;
   ir_sym small[16];
@@ -1287,12 +1332,13 @@ static bool parse_fn(parser *p) {
     return false;
   }
   p->m->funcs[fi].body = body;
+  p->m->funcs[fi].is_extern = ext;
   return true;
 }
 
-/* Registers every `fn NAME` of the text in definition order, so that calls
- * may name functions defined further down. Lexical errors end the scan
- * quietly: the parser reports them when it reaches them. */
+/* Registers every `fn NAME` (and `extern fn NAME`) of the text in definition
+ * order, so that calls may name functions defined further down. Lexical
+ * errors end the scan quietly: the parser reports them when it reaches them. */
 static void prescan(parser *p, const char *text, size_t len) {
   lexer lx;
   lex_init(&lx, p->ctx, text, len);
@@ -1364,7 +1410,7 @@ ac_status ir_parse(ac_module *m, const char *text, size_t len, ac_error **err) {
   lex_init(&p.lx, p.ctx, text, len);
   advance(&p);
   while (!p.failed && p.tok.kind != TOK_EOF) {
-    if (p.tok.kind != TOK_FN) {
+    if (p.tok.kind != TOK_FN && p.tok.kind != TOK_EXTERN) {
       expected(&p, "'fn' at the start of a function definition");
       break;
     }
