@@ -13,8 +13,15 @@
  * atomic, so an array may be shared between threads that only read it.
  *
  * Backends: the interpreter is the reference (it defines what every program
- * means); the CPU, GPU and SIMT-emulation backends are added later, and asking
- * for one that is not built gives AC_ERR_UNSUPPORTED.
+ * means); the CPU backend compiles a function into a kernel plan and kernels
+ * run by LLVM's ORC JIT on a thread pool over all cores. The GPU and
+ * SIMT-emulation backends are added later; asking for one that is not built
+ * gives AC_ERR_UNSUPPORTED.
+ *
+ * Runtimes (ac_runtime) hold what a compiled backend needs: the thread pool,
+ * the JIT and a cache of compiled functions. ac_function_create uses a
+ * default runtime per backend owned by the context; ac_runtime_create makes
+ * one explicitly. docs/runtime.md is the reference for this header.
  */
 #ifndef ARRAYC_RUNTIME_H
 #define ARRAYC_RUNTIME_H
@@ -44,6 +51,20 @@ AC_API int64_t ac_array_size(const ac_array *a);           /* number of elements
 /* Host copy of the elements, row-major (borrowed; valid while a is alive). */
 AC_API const void *ac_array_data(const ac_array *a);
 
+/* Wraps caller-owned memory as an array without copying it. `data` holds
+ * the row-major elements (ac_scalar_size(type) bytes each, aligned to that
+ * size; bool elements must be the bytes 0 or 1, which is checked). The
+ * caller must keep the memory alive and unchanged until release(user) runs,
+ * which happens once, when the last reference to the array goes (release
+ * may be NULL). On error nothing is wrapped and release is not called.
+ * Returns NULL on error; the caller owns one reference. */
+AC_API ac_array *ac_array_borrow(ac_context *ctx, ac_scalar type, unsigned rank,
+                                 const int64_t *extents, void *data, void (*release)(void *user),
+                                 void *user, ac_error **err);
+/* Copies the elements (row-major, ac_array_size * ac_scalar_size bytes) to
+ * dst. A buffer of fewer than that many bytes is AC_ERR_INVALID. */
+AC_API ac_status ac_array_read(const ac_array *a, void *dst, size_t dst_bytes, ac_error **err);
+
 /* ---- flattened values ---- */
 typedef enum ac_datum_kind { AC_DATUM_SCALAR = 0, AC_DATUM_ARRAY = 1 } ac_datum_kind;
 
@@ -61,7 +82,8 @@ typedef struct ac_datum {
 
 /* ---- functions ---- */
 typedef enum ac_backend {
-  AC_BACKEND_AUTO = 0,   /* fastest available: GPU, then CPU, then interpreter */
+  AC_BACKEND_AUTO = 0,   /* fastest available: GPU, then CPU (the interpreter only when the
+                            CPU backend cannot be set up on this host) */
   AC_BACKEND_INTERP = 1, /* reference interpreter */
   AC_BACKEND_CPU = 2,    /* LLVM ORC JIT on all cores */
   AC_BACKEND_GPU = 3,    /* NVPTX + CUDA driver */
@@ -76,7 +98,10 @@ AC_API const char *ac_backend_name(ac_backend b);
 typedef struct ac_function ac_function;
 
 /* Prepares function `name` of module m for calls on backend `be`. The module
- * must outlive the function. Free with ac_function_destroy. */
+ * must outlive the function. Free with ac_function_destroy. The compiled
+ * backends use the context's default runtime for `be` (made on first use,
+ * destroyed with the context), so a function compiled twice in one context
+ * is generated once. */
 AC_API ac_status ac_function_create(ac_module *m, const char *name, ac_backend be,
                                     ac_function **out, ac_error **err);
 AC_API void ac_function_destroy(ac_function *f);
@@ -102,6 +127,55 @@ AC_API ac_status ac_function_call(ac_function *f, const ac_datum *args, size_t n
 
 /* Releases the array reference held by a datum (no-op for scalars). */
 AC_API void ac_datum_release(ac_datum *d);
+
+/* The kernel plan of a CPU function in its text form (runtime/plan.h), for
+ * people and tools. AC_ERR_INVALID for an interpreter function. Free the
+ * string with ac_string_destroy. */
+AC_API ac_status ac_function_print_plan(const ac_function *f, char **out, ac_error **err);
+/* The optimised LLVM IR of a CPU function's kernels as text (generated
+ * again on each call; nothing is added to the JIT). AC_ERR_INVALID for an
+ * interpreter function. Free the string with ac_string_destroy. */
+AC_API ac_status ac_function_print_llvm(const ac_function *f, char **out, ac_error **err);
+
+/* A C function pointer with f's own signature (a libffi closure):
+ *   ac_status fn(P1 p1, ..., Pn pn, R1 *r1, ..., Rm *rm, ac_error **err)
+ * with one parameter per flattened argument leaf, in order: a scalar in
+ * its C type (bool, int8_t .. int64_t, uint8_t .. uint64_t, float,
+ * double), an array as `ac_array *` (borrowed); then one pointer per result
+ * leaf (a scalar's C type, or `ac_array **` receiving one reference; NULL
+ * discards that result); then `ac_error **` (may be NULL). Cast it to that
+ * exact type before calling. It stays valid until ac_function_destroy(f);
+ * asking twice gives the same pointer. Several threads may call it at once,
+ * as with ac_function_call. See docs/runtime.md for an example. */
+AC_API ac_status ac_function_pointer(ac_function *f, void (**out)(void), ac_error **err);
+
+/* ---- runtimes ---- */
+typedef struct ac_runtime ac_runtime;
+
+/* Creates a runtime for backend be: CPU makes a thread pool over all cores
+ * and an LLVM JIT for the host; INTERP makes one whose functions run on the
+ * interpreter; AUTO picks the best available (the GPU when present, once
+ * issue 4 adds it; else the CPU). GPU and SIMT_EMU give AC_ERR_UNSUPPORTED
+ * in this build. Free with ac_runtime_destroy; functions compiled on it keep
+ * it alive until they are destroyed, and it must go before its context. */
+AC_API ac_status ac_runtime_create(ac_context *ctx, ac_backend be, ac_runtime **out,
+                                   ac_error **err);
+AC_API void ac_runtime_destroy(ac_runtime *rt);
+/* The backend actually chosen (never AUTO). */
+AC_API ac_backend ac_runtime_backend(const ac_runtime *rt);
+/* Worker threads of the runtime's pool (1 for the interpreter). */
+AC_API unsigned ac_runtime_num_threads(const ac_runtime *rt);
+/* Prepares function `name` of m (a verified module of the runtime's
+ * context) for calls on rt's backend. A function whose code rt has already
+ * generated (same text, positions, callees and host) is not compiled again.
+ * Free with ac_function_destroy; m must outlive the function. Like parsing,
+ * compiling uses the context (it interns names and types there), so it
+ * follows the context's rule: one thread at a time, and not while calls
+ * run on other threads. */
+AC_API ac_status ac_runtime_compile(ac_runtime *rt, ac_module *m, const char *name,
+                                    ac_function **out, ac_error **err);
+/* How many times rt has generated code (cache misses that compiled). */
+AC_API size_t ac_runtime_num_compilations(const ac_runtime *rt);
 
 #ifdef __cplusplus
 }

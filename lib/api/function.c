@@ -1,45 +1,39 @@
 /* lib/api/function.c: backends, callable functions and flattened values.
  *
- * ac_function_create picks a backend and prepares one function of a module
- * for calls: it checks that the function and everything it calls has a body
- * and has been verified, and records the flattened signature (one leaf per
- * scalar or array, in the order of ir_ty_leaves) with a name per leaf for
- * messages ("xs", or "p.1" for field 1 of a tuple parameter p). For now
- * AUTO and INTERP both run the reference interpreter; the compiled backends
- * (cpu, gpu, simt-emu) are not part of this build and are refused with
- * AC_ERR_UNSUPPORTED.
+ * A function is prepared for calls either by ac_function_create (backend by
+ * name; the compiled backends use the context's default runtime, see
+ * runtime.c) or by ac_runtime_compile (an explicit runtime). Both come to
+ * api_function_new, which binds the extern functions it reaches
+ * (ir_resolve_externs), checks that the function and everything it calls
+ * has a body (or is an extern) and has been verified, records the flattened
+ * signature (one leaf per scalar or array, in the order of ir_ty_leaves)
+ * with a name per leaf for messages ("xs", or "p.1" for field 1 of a tuple
+ * parameter p), and on the CPU fetches the compiled entry (plan and
+ * kernels) from the runtime's cache, compiling it on a miss (compile.c).
  *
  * ac_function_call checks every argument leaf (kind, scalar type, rank)
  * against the signature, so the backends may trust their inputs, and then
- * runs the backend.
+ * runs the interpreter or the plan (pl_run on the runtime's thread pool).
+ * Runtime errors of a plan carry only a position; they are rebuilt against
+ * the caller's module so that their text shows the source line and caret
+ * exactly as the interpreter's do (the compiled entry may have been made
+ * from another module object with the same text).
  *
  * Thread safety: ac_function_call never modifies the module, the function
  * or the context's tables (the interpreter only reads the IR and allocates
- * through the context's allocator hook, and array reference counts are
- * atomic), so several threads may call functions of one module at the same
- * time, provided the allocator hook is thread-safe (the default one is) and
- * no thread modifies the module (builder, passes, verification) meanwhile.
- * Creating and destroying functions is not synchronised with calls.
+ * through the context's allocator hook, pl_run is safe on one plan from
+ * several threads, and array reference counts are atomic), so several
+ * threads may call functions of one module at the same time, provided the
+ * allocator hook is thread-safe (the default one is) and no thread modifies
+ * the module meanwhile (builder, passes, verification). Creating and
+ * destroying functions is not synchronised with calls.
  */
-#include "interp/rtarray.h"
+#include "api/function_impl.h"
 
 #include <stdio.h>
 #include <string.h>
 
-typedef struct leaf_info {
-  ac_scalar type;
-  unsigned rank; /* 0 = scalar */
-  char *name;
-} leaf_info;
-
-struct ac_function {
-  ac_module *m;
-  ac_context *ctx;
-  uint32_t fn;
-  ac_backend backend; /* the backend actually used */
-  size_t nargs, nres;
-  leaf_info *args, *res;
-};
+typedef api_leaf leaf_info;
 
 static const char *const backend_names[] = {"auto", "interp", "cpu", "gpu", "simt-emu"};
 #define NUM_BACKENDS (sizeof backend_names / sizeof backend_names[0])
@@ -58,9 +52,7 @@ const char *ac_backend_name(ac_backend b) {
   return (unsigned)b < NUM_BACKENDS ? backend_names[b] : NULL;
 }
 
-static ac_status fail(ac_context *ctx, ac_error **err, ac_status st, const char *fmt, ...)
-    IR_PRINTF(4, 5);
-static ac_status fail(ac_context *ctx, ac_error **err, ac_status st, const char *fmt, ...) {
+ac_status api_fail(ac_context *ctx, ac_error **err, ac_status st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   ac_error *e = ir_verror(ctx, st, NULL, (ir_loc){0, 0}, fmt, ap);
@@ -93,10 +85,12 @@ static ac_status check_reachable(ac_module *m, uint32_t fn, ac_error **err) {
   while (fsp > 0 && st == AC_OK) {
     uint32_t f = fstack[--fsp];
     const char *fname = ir_sym_str(ctx, m->funcs[f].name);
+    if (m->funcs[f].is_extern)
+      continue; /* host code: bound by ir_resolve_externs, nothing to check */
     ir_ref body = m->funcs[f].body;
     if (body == IR_NONE || body >= m->nnodes) {
-      st = f == fn ? fail(ctx, err, AC_ERR_INVALID, "function '%s' has no body", fname)
-                   : fail(ctx, err, AC_ERR_INVALID, "function '%s' calls '%s', which has no body",
+      st = f == fn ? api_fail(ctx, err, AC_ERR_INVALID, "function '%s' has no body", fname)
+                   : api_fail(ctx, err, AC_ERR_INVALID, "function '%s' calls '%s', which has no body",
                           top, fname);
       break;
     }
@@ -114,7 +108,7 @@ static ac_status check_reachable(ac_module *m, uint32_t fn, ac_error **err) {
       /* lambdas and function references are not values the interpreter
        * types; every other node must carry its type */
       if (n->type == IR_TY_NONE && n->op != IR_LAM && n->op != IR_FNREF) {
-        st = fail(ctx, err, AC_ERR_INVALID,
+        st = api_fail(ctx, err, AC_ERR_INVALID,
                   "function '%s' has not been verified (see ac_module_verify)", fname);
         break;
       }
@@ -212,37 +206,31 @@ static void free_leaves(ac_context *ctx, leaf_info *l, size_t n) {
 void ac_function_destroy(ac_function *f) {
   if (!f)
     return;
+  api_fnptr_free(f->ctx, atomic_load(&f->fnptr));
   free_leaves(f->ctx, f->args, f->nargs);
   free_leaves(f->ctx, f->res, f->nres);
+  api_runtime_release(f->rt);
   ac_free(f->ctx, f);
 }
 
-ac_status ac_function_create(ac_module *m, const char *name, ac_backend be, ac_function **out,
-                             ac_error **err) {
-  if (err)
-    *err = NULL;
-  if (!out)
-    return m ? fail(m->ctx, err, AC_ERR_INVALID, "ac_function_create: out is NULL")
-             : AC_ERR_INVALID;
-  *out = NULL;
-  if (!m)
-    return AC_ERR_INVALID;
+ac_status api_function_new(ac_module *m, const char *name, ac_runtime *rt, ac_function **out,
+                           ac_error **err) {
   ac_context *ctx = m->ctx;
   if (!name)
-    return fail(ctx, err, AC_ERR_INVALID, "ac_function_create: name is NULL");
-  if (be == AC_BACKEND_CPU || be == AC_BACKEND_GPU || be == AC_BACKEND_SIMT_EMU)
-    return fail(ctx, err, AC_ERR_UNSUPPORTED, "the %s backend is not available in this build",
-                ac_backend_name(be));
-  if (be != AC_BACKEND_AUTO && be != AC_BACKEND_INTERP)
-    return fail(ctx, err, AC_ERR_INVALID, "unknown backend %d", (int)be);
+    return api_fail(ctx, err, AC_ERR_INVALID, "no function name given (NULL)");
   if (m->oom)
     return ir_report(err, NULL, AC_ERR_NOMEM);
   size_t fn = 0;
   while (fn < m->nfuncs && strcmp(ir_sym_str(ctx, m->funcs[fn].name), name) != 0)
     fn++;
   if (fn == m->nfuncs)
-    return fail(ctx, err, AC_ERR_INVALID, "no function named '%s'", name);
-  ac_status st = check_reachable(m, (uint32_t)fn, err);
+    return api_fail(ctx, err, AC_ERR_INVALID, "no function named '%s'", name);
+  /* binds the externs fn reaches (lib/api/extern.c) before anything runs or
+   * is compiled: the backends call extern_addr directly */
+  ac_status st = ir_resolve_externs(m, (uint32_t)fn, err);
+  if (st != AC_OK)
+    return st;
+  st = check_reachable(m, (uint32_t)fn, err);
   if (st != AC_OK)
     return st;
 
@@ -250,11 +238,14 @@ ac_status ac_function_create(ac_module *m, const char *name, ac_backend be, ac_f
   ac_function *f = ac_alloc(ctx, sizeof *f);
   ir_type *ptypes = ac_alloc(ctx, (fd->nparams + 1) * sizeof *ptypes);
   const char **pnames = ac_alloc(ctx, (fd->nparams + 1) * sizeof *pnames);
+  if (f) { /* zeroed first: a failure below destroys it */
+    memset(f, 0, sizeof *f);
+    atomic_init(&f->fnptr, NULL);
+    f->ctx = ctx;
+  }
   bool ok = f && ptypes && pnames;
   if (ok) {
-    memset(f, 0, sizeof *f);
     f->m = m;
-    f->ctx = ctx;
     f->fn = (uint32_t)fn;
     f->backend = AC_BACKEND_INTERP;
     for (uint32_t i = 0; i < fd->nparams; i++) {
@@ -271,8 +262,52 @@ ac_status ac_function_create(ac_module *m, const char *name, ac_backend be, ac_f
     ac_function_destroy(f);
     return ir_report(err, NULL, AC_ERR_NOMEM);
   }
+  if (rt && rt->backend == AC_BACKEND_CPU) {
+    st = api_compile(rt, m, f->fn, &f->code, err);
+    if (st != AC_OK) {
+      ac_function_destroy(f);
+      return st;
+    }
+    f->backend = AC_BACKEND_CPU;
+    f->rt = rt;
+    api_runtime_retain(rt);
+  }
   *out = f;
   return AC_OK;
+}
+
+ac_status ac_function_create(ac_module *m, const char *name, ac_backend be, ac_function **out,
+                             ac_error **err) {
+  if (err)
+    *err = NULL;
+  if (!out)
+    return m ? api_fail(m->ctx, err, AC_ERR_INVALID, "ac_function_create: out is NULL")
+             : AC_ERR_INVALID;
+  *out = NULL;
+  if (!m)
+    return AC_ERR_INVALID;
+  ac_context *ctx = m->ctx;
+  if (!name)
+    return api_fail(ctx, err, AC_ERR_INVALID, "ac_function_create: name is NULL");
+  if (be == AC_BACKEND_GPU || be == AC_BACKEND_SIMT_EMU)
+    return api_fail(ctx, err, AC_ERR_UNSUPPORTED, "the %s backend is not available in this build",
+                    ac_backend_name(be));
+  if (be != AC_BACKEND_AUTO && be != AC_BACKEND_INTERP && be != AC_BACKEND_CPU)
+    return api_fail(ctx, err, AC_ERR_INVALID, "unknown backend %d", (int)be);
+  ac_runtime *rt = NULL;
+  if (be != AC_BACKEND_INTERP) {
+    /* AUTO is the best compiled backend there is, the CPU (the GPU arrives
+     * with issue 4); only when the CPU backend itself cannot be set up (no
+     * LLVM target for this host, no memory for the pool) does it fall back
+     * to the interpreter. A function the CPU backend cannot compile is an
+     * error either way: falling back would hide it. */
+    ac_error *e = NULL;
+    ac_status st = api_default_runtime(ctx, AC_BACKEND_CPU, &rt, &e);
+    if (st != AC_OK && be == AC_BACKEND_CPU)
+      return ir_report(err, e, st);
+    ac_error_destroy(e);
+  }
+  return api_function_new(m, name, rt, out, err);
 }
 
 ac_backend ac_function_backend(const ac_function *f) {
@@ -285,8 +320,35 @@ size_t ac_function_num_results(const ac_function *f) {
   return f->nres;
 }
 size_t ac_function_num_kernels(const ac_function *f) {
-  (void)f;
-  return 0;
+  return f->code ? f->code->plan->nkernels : 0;
+}
+
+ac_status ac_function_print_plan(const ac_function *f, char **out, ac_error **err) {
+  if (err)
+    *err = NULL;
+  if (!f || !out)
+    return f ? api_fail(f->ctx, err, AC_ERR_INVALID, "ac_function_print_plan: out is NULL")
+             : AC_ERR_INVALID;
+  *out = NULL;
+  if (!f->code)
+    return api_fail(f->ctx, err, AC_ERR_INVALID,
+                    "function '%s' runs on the %s backend, which has no kernel plan",
+                    ir_sym_str(f->ctx, f->m->funcs[f->fn].name), ac_backend_name(f->backend));
+  return pl_print(f->code->plan, out, err);
+}
+
+ac_status ac_function_print_llvm(const ac_function *f, char **out, ac_error **err) {
+  if (err)
+    *err = NULL;
+  if (!f || !out)
+    return f ? api_fail(f->ctx, err, AC_ERR_INVALID, "ac_function_print_llvm: out is NULL")
+             : AC_ERR_INVALID;
+  *out = NULL;
+  if (!f->code)
+    return api_fail(f->ctx, err, AC_ERR_INVALID,
+                    "function '%s' runs on the %s backend, which generates no LLVM IR",
+                    ir_sym_str(f->ctx, f->m->funcs[f->fn].name), ac_backend_name(f->backend));
+  return api_print_llvm(f->rt, f->m, f->fn, out, err);
 }
 
 void ac_function_arg_info(const ac_function *f, size_t i, ac_scalar *type, unsigned *rank) {
@@ -331,7 +393,7 @@ static ac_status check_args(const ac_function *f, const ac_datum *args, ac_error
     char want[64], got[64];
     spell(want, sizeof want, l->type, l->rank);
     if (d->kind == AC_DATUM_ARRAY && !d->array)
-      return fail(f->ctx, err, AC_ERR_INVALID, "argument %zu (%s): expected %s, got a NULL array",
+      return api_fail(f->ctx, err, AC_ERR_INVALID, "argument %zu (%s): expected %s, got a NULL array",
                   i + 1, l->name, want);
     if (d->kind == AC_DATUM_ARRAY)
       spell(got, sizeof got, d->array->type, d->array->rank);
@@ -340,7 +402,7 @@ static ac_status check_args(const ac_function *f, const ac_datum *args, ac_error
     else
       snprintf(got, sizeof got, "an invalid datum kind %d", (int)d->kind);
     if (strcmp(want, got) != 0)
-      return fail(f->ctx, err, AC_ERR_INVALID, "argument %zu (%s): expected %s, got %s", i + 1,
+      return api_fail(f->ctx, err, AC_ERR_INVALID, "argument %zu (%s): expected %s, got %s", i + 1,
                   l->name, want, got);
   }
   return AC_OK;
@@ -353,16 +415,28 @@ ac_status ac_function_call(ac_function *f, const ac_datum *args, size_t nargs, a
   if (!f)
     return AC_ERR_INVALID;
   if (nargs != f->nargs)
-    return fail(f->ctx, err, AC_ERR_INVALID, "expected %zu arguments, got %zu", f->nargs, nargs);
+    return api_fail(f->ctx, err, AC_ERR_INVALID, "expected %zu arguments, got %zu", f->nargs, nargs);
   if (nresults != f->nres)
-    return fail(f->ctx, err, AC_ERR_INVALID, "expected room for %zu results, got %zu", f->nres,
+    return api_fail(f->ctx, err, AC_ERR_INVALID, "expected room for %zu results, got %zu", f->nres,
                 nresults);
   if ((nargs && !args) || (nresults && !results))
-    return fail(f->ctx, err, AC_ERR_INVALID, "arguments or results are NULL");
+    return api_fail(f->ctx, err, AC_ERR_INVALID, "arguments or results are NULL");
   ac_status st = check_args(f, args, err);
   if (st != AC_OK)
     return st;
-  return interp_call(f->m, f->fn, args, nargs, results, nresults, err);
+  if (!f->code)
+    return interp_call(f->m, f->fn, args, nargs, results, nresults, err);
+  ac_error *e = NULL;
+  st = pl_run(f->code->plan, f->rt->pool, f->code->kernels, args, nargs, results, nresults, &e);
+  if (st != AC_OK && e && (e->line || e->file)) {
+    /* the interpreter's text: this module's name, its source line */
+    ac_error *here = ir_error(f->ctx, st, f->m, (ir_loc){e->line, e->col}, "%s", e->message);
+    if (here) {
+      ac_error_destroy(e);
+      e = here;
+    }
+  }
+  return ir_report(err, e, st);
 }
 
 void ac_datum_release(ac_datum *d) {

@@ -8,6 +8,11 @@
  * then lets it be seen. The reference count is atomic because several
  * threads may pass the same array to concurrent calls (lib/api/function.c).
  *
+ * Borrowed arrays (ac_array_borrow) are the exception to "one allocation":
+ * their elements are the caller's memory, and `release(user)` runs when the
+ * last reference goes. rt_array_alloc always makes an owning array
+ * (release NULL), so the interpreter and the plan executor need not care.
+ *
  * Sizes: an array holds at most RT_ARRAY_MAX_BYTES bytes of elements. The
  * limit keeps every size and offset computation far from int64/size_t
  * overflow and makes absurd requests (a typo'd extent of 1 << 50) fail with
@@ -33,7 +38,10 @@ struct ac_array {
   unsigned rank;
   int64_t size;     /* number of elements: product of the extents */
   int64_t *extents; /* rank entries, inside the same allocation */
-  void *data;       /* size * ac_scalar_size(type) bytes, inside the same allocation */
+  void *data;       /* size * ac_scalar_size(type) bytes, inside the same allocation
+                       (or the caller's memory for a borrowed array) */
+  void (*release)(void *user); /* borrowed arrays: called when the last reference goes */
+  void *user;
 };
 
 /* Number of elements of an array of the given extents (all >= 0) with

@@ -38,6 +38,10 @@ struct ac_context {
   uint32_t *tytab;
   size_t tytabcap;
   bool oom;
+  /* the runtime API's default runtimes (ir_ctx_set_runtimes) */
+  void *runtimes;
+  void (*runtimes_cleanup)(ac_context *ctx, void *p);
+  ir_block_cache *blocks; /* freed large array buffers (blockcache.c) */
 };
 
 /* ---- memory ---- */
@@ -111,11 +115,24 @@ ac_context *ac_context_create_with_allocator(ac_realloc_fn fn, void *ud) {
   return ctx;
 }
 
-ac_context *ac_context_create(void) { return ac_context_create_with_allocator(default_realloc, NULL); }
+/* Only contexts on the default allocator cache large blocks: an embedding
+ * that supplies its own allocator sees every allocation and every free at
+ * the moment the library makes it (blockcache.c). */
+ac_context *ac_context_create(void) {
+  ac_context *ctx = ac_context_create_with_allocator(default_realloc, NULL);
+  if (ctx && !(ctx->blocks = ir_block_cache_create(ctx))) {
+    ac_context_destroy(ctx);
+    return NULL;
+  }
+  return ctx;
+}
 
 void ac_context_destroy(ac_context *ctx) {
   if (!ctx)
     return;
+  if (ctx->runtimes_cleanup)
+    ctx->runtimes_cleanup(ctx, ctx->runtimes);
+  ir_block_cache_destroy(ctx, ctx->blocks);
   for (size_t i = 1; i < ctx->nstrs; i++)
     ac_free(ctx, ctx->strs[i]);
   ac_free(ctx, ctx->strs);
@@ -125,6 +142,15 @@ void ac_context_destroy(ac_context *ctx) {
   ac_free(ctx, ctx->tyfields);
   ac_free(ctx, ctx->tytab);
   ctx->rfn(ctx->ud, ctx, 0);
+}
+
+void *ir_ctx_runtimes(const ac_context *ctx) { return ctx->runtimes; }
+
+ir_block_cache *ir_ctx_block_cache(const ac_context *ctx) { return ctx->blocks; }
+
+void ir_ctx_set_runtimes(ac_context *ctx, void *p, void (*cleanup)(ac_context *ctx, void *p)) {
+  ctx->runtimes = p;
+  ctx->runtimes_cleanup = cleanup;
 }
 
 /* ---- hashing ---- */

@@ -154,6 +154,26 @@ char *ac_strndup(ac_context *ctx, const char *s, size_t n);
 /* Grows *vec (element size `size`) so that index `need-1` fits. */
 bool ac_grow(ac_context *ctx, void **vec, size_t *cap, size_t need, size_t size);
 
+/* ---- the runtime API's state in the context ----
+ * The context owns the default runtimes that ac_function_create uses
+ * (lib/api/runtime.c). lib/ir knows nothing about them: it keeps one
+ * pointer and hands it to `cleanup` first thing in ac_context_destroy. */
+/* ---- large blocks (blockcache.c) ----
+ * Array buffers of at least IR_BLOCK_MIN_BYTES are cached per context when
+ * freed and reused, so that compiled code does not pay the operating
+ * system's page faults for every fresh result. ir_block_free must be given
+ * the size the block was requested with (or a smaller one). */
+#define IR_BLOCK_MIN_BYTES ((size_t)1 << 20)
+typedef struct ir_block_cache ir_block_cache;
+ir_block_cache *ir_block_cache_create(ac_context *ctx);
+void ir_block_cache_destroy(ac_context *ctx, ir_block_cache *c);
+ir_block_cache *ir_ctx_block_cache(const ac_context *ctx);
+void *ir_block_alloc(ac_context *ctx, size_t bytes);
+void ir_block_free(ac_context *ctx, void *p, size_t bytes);
+
+void *ir_ctx_runtimes(const ac_context *ctx);
+void ir_ctx_set_runtimes(ac_context *ctx, void *p, void (*cleanup)(ac_context *ctx, void *p));
+
 /* ---- nodes ---- */
 
 /* Node flags. */
@@ -193,7 +213,13 @@ typedef struct ir_func {
   uint32_t params;   /* offset in m->ints of nparams param types (ir_type as int64) */
   uint32_t pnames;   /* offset in m->syms of nparams param names */
   ir_type result;
-  ir_ref body;       /* IR_NONE until defined */
+  ir_ref body;       /* IR_NONE until defined; always IR_NONE for an extern */
+  /* `extern fn` (docs/language.md §3.3): a host function with scalar
+   * parameters and result and no body. extern_addr is the C function to call
+   * (cast to its real signature, or called through libffi); NULL until bound
+   * by ac_module_bind_extern or found by ir_resolve_externs. */
+  bool is_extern;
+  void (*extern_addr)(void);
 } ir_func;
 
 struct ac_module {
@@ -283,9 +309,22 @@ ac_status ir_parse(ac_module *m, const char *text, size_t len, ac_error **err);
 ac_status ir_check_module(ac_module *m, ac_error **err);
 /* print.c: canonical text. */
 ac_status ir_print_module(ac_module *m, ir_buf *out, ac_error **err);
+/* The same text for functions fns[0..n) of m only, in that order (the
+ * compile cache's key: a function and the functions it reaches). Local
+ * names still avoid every function name of m, as in the whole module. */
+ac_status ir_print_functions(ac_module *m, const uint32_t *fns, size_t n, ir_buf *out,
+                             ac_error **err);
 /* interp/: evaluate function `fn` on flattened args. */
 ac_status interp_call(ac_module *m, uint32_t fn, const ac_datum *args, size_t nargs,
                       ac_datum *results, size_t nresults, ac_error **err);
+
+/* lib/api/extern.c: makes every extern function reachable from function fn
+ * callable: one not bound with ac_module_bind_extern is looked up with
+ * dlsym(RTLD_DEFAULT, name) and the address stored in its ir_func. Fails with
+ * AC_ERR_INVALID (at the extern's declaration) when a symbol is missing, or
+ * when fn is itself an extern. ac_function_create calls it before checking
+ * and compiling, so backends find extern_addr set. Modifies the module. */
+ac_status ir_resolve_externs(ac_module *m, uint32_t fn, ac_error **err);
 
 /* Walks a type's leaves in order (flattening of arguments/results): calls
  * fn(ud, sc, rank) for each scalar (rank 0) or array leaf. */

@@ -5,7 +5,8 @@
  * same text. The rules that make it so:
  *
  *  - Layout is fixed, never width-dependent: functions separated by a blank
- *    line, bodies indented by two spaces, one `let` per line. A block whose
+ *    line (an `extern fn` declaration is one line ending in ';'), bodies
+ *    indented by two spaces, one `let` per line. A block whose
  *    result is a LET is written over several lines (`{`, statements, `}` at
  *    the indentation of the line that opened it); any other block is `{ e }`.
  *    A LET whose right side is a REC prints as `let d = rec (...) -> T {`.
@@ -933,7 +934,10 @@ static void print_fn(printer *pr, const ir_func *f) {
     h.v[i] = hint_at(pr, f->pnames, (uint32_t)i);
   scope_of sc = {{defined ? f->body : IR_NONE, IR_NONE}, {(uint32_t)np, 0}};
   choose_group(pr, h.v, np, &sc, IR_SYM_NONE, c.v);
-  puts_(pr, defined ? "fn " : "// fn ");
+  if (f->is_extern)
+    puts_(pr, "extern fn ");
+  else
+    puts_(pr, defined ? "fn " : "// fn ");
   put_sym(pr, f->name);
   putc_(pr, '(');
   for (size_t i = 0; i < np && !pr->failed; i++) {
@@ -946,7 +950,9 @@ static void print_fn(printer *pr, const ir_func *f) {
   }
   puts_(pr, ") -> ");
   ir_ty_print(pr->ctx, f->result, pr->out);
-  if (!defined) {
+  if (f->is_extern) {
+    puts_(pr, ";\n");
+  } else if (!defined) {
     puts_(pr, " (declared, not defined)\n");
   } else {
     puts_(pr, " {\n");
@@ -961,7 +967,9 @@ static void print_fn(printer *pr, const ir_func *f) {
   pr->ntouched = 0;
 }
 
-ac_status ir_print_module(ac_module *m, ir_buf *out, ac_error **err) {
+/* Prints functions fns[0..n) of m (all of them, in order, when fns is NULL). */
+static ac_status print_funcs(ac_module *m, const uint32_t *fns, size_t n, ir_buf *out,
+                             ac_error **err) {
   printer pr;
   memset(&pr, 0, sizeof pr);
   pr.m = m;
@@ -973,10 +981,10 @@ ac_status ir_print_module(ac_module *m, ir_buf *out, ac_error **err) {
    * local of that name is visible: locals never take function names */
   for (size_t i = 0; i < m->nfuncs; i++)
     show(&pr, m->funcs[i].name, 1);
-  for (size_t i = 0; i < m->nfuncs && !pr.failed; i++) {
-    if (i)
+  for (size_t k = 0; k < n && !pr.failed; k++) {
+    if (k)
       putc_(&pr, '\n');
-    print_fn(&pr, &m->funcs[i]);
+    print_fn(&pr, &m->funcs[fns ? fns[k] : k]);
   }
   ac_free(pr.ctx, pr.scope);
   ac_free(pr.ctx, pr.vis);
@@ -986,4 +994,13 @@ ac_status ir_print_module(ac_module *m, ir_buf *out, ac_error **err) {
   if (!pr.failed && out->oom)
     fail_oom(&pr);
   return pr.failed ? ir_report(err, pr.error, pr.status) : AC_OK;
+}
+
+ac_status ir_print_module(ac_module *m, ir_buf *out, ac_error **err) {
+  return print_funcs(m, NULL, m->nfuncs, out, err);
+}
+
+ac_status ir_print_functions(ac_module *m, const uint32_t *fns, size_t n, ir_buf *out,
+                             ac_error **err) {
+  return print_funcs(m, fns, n, out, err);
 }

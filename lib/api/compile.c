@@ -1,0 +1,326 @@
+/* lib/api/compile.c: the CPU compile pipeline and the compile cache.
+ *
+ * Pipeline, for function fn of module m on a CPU runtime:
+ *
+ *   pl_create ─► cg_module_init ─► nat_prepare ─► lw_function ─► pl_finish
+ *   (empty plan)  (LLVM module)    (host triple,   (plan + kernels) (structure
+ *                                   data layout)                     checked)
+ *        ─► nat_compile (O3 for the host CPU, added to the JIT) ─► kernel addresses
+ *
+ * The result is a compiled entry (function_impl.h: api_code): the plan and
+ * the address of each of its kernels. pl_run interprets the plan on the
+ * runtime's pool, calling the kernels.
+ *
+ * Cache (Accelerate's kernel cache keyed by a hash of the IR): code
+ * generation and O3 cost milliseconds to seconds, and programs compile the
+ * same function many times (once per module object, per tool run, per
+ * thread), so the runtime keeps every entry it made and a second request
+ * for an equal function generates nothing. The key is a text:
+ *   - the target, and the host CPU name and features (code is optimised for
+ *     them);
+ *   - the function's name;
+ *   - the canonical printed text of fn and of every function it reaches
+ *     (ir_print_functions, in the order a walk from fn finds them): it
+ *     fixes their IR, since printing is canonical and parses back to the
+ *     same IR. Functions fn does not reach are not part of it, except that
+ *     the printer keeps local names clear of every function name of the
+ *     module: a clash may make equal functions miss the cache, which costs
+ *     time, never correctness;
+ *   - the source positions of every node fn and its callees reach, with the
+ *     sharing of subtrees: the plan's error sites hold positions, and the
+ *     printed text has none. The file name is not in the key: function.c
+ *     rebuilds each runtime error against the caller's module;
+ *   - the addresses of the extern functions reached: kernels call them
+ *     directly.
+ * The 64-bit FNV-1a hash of the key picks the candidates and the stored key
+ * text rules out collisions. Entries live as long as the runtime: the JIT
+ * cannot unload one function's code, and there are few of them (one per
+ * distinct function compiled), so a list searched by hash is enough.
+ * A function the printer cannot print is compiled without being cached.
+ *
+ * Thread safety: compiling interns names and types in the context (the
+ * printer's fresh names, lowering's types), so it follows the context's
+ * rule, one thread at a time, and the cache needs no lock of its own.
+ * Entries are immutable once in the list; calls on any thread only read
+ * them.
+ */
+#include "api/function_impl.h"
+#include "lower/lower.h"
+
+#include <string.h>
+
+/* ---- the key ---- */
+
+static uint64_t fnv1a64(const char *s, size_t n) {
+  uint64_t h = 14695981039346656037ull;
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/* Finds fn and every function it reaches (through CALL and FNREF), in
+ * discovery order, into *fns (*nfns of them; the caller frees the array),
+ * and appends to b the position of each node of their bodies in preorder; a
+ * node met again (a shared subtree) is written as a back reference `^K` to
+ * its first visit, so equal texts describe the same tree with the same
+ * positions and the same sharing. Externs contribute their address. */
+static bool key_walk(ac_module *m, uint32_t fn, uint32_t **fns, size_t *nfns, ir_buf *b) {
+  ac_context *ctx = m->ctx;
+  uint32_t *id = ac_alloc(ctx, m->nnodes * sizeof *id); /* preorder number, 0 = unseen */
+  bool *seen_fn = ac_alloc(ctx, m->nfuncs * sizeof *seen_fn);
+  uint32_t *order = ac_alloc(ctx, m->nfuncs * sizeof *order);
+  ir_ref *stack = NULL;
+  size_t sp = 0, cap = 0, n = 0;
+  uint32_t next = 0;
+  bool ok = id && seen_fn && order;
+  if (ok) {
+    memset(id, 0, m->nnodes * sizeof *id);
+    memset(seen_fn, 0, m->nfuncs * sizeof *seen_fn);
+    seen_fn[fn] = true;
+    order[n++] = fn;
+  }
+  for (size_t k = 0; ok && k < n; k++) {
+    const ir_func *f = &m->funcs[order[k]];
+    ir_buf_printf(b, "\nfn %s %u:%u", ir_sym_str(ctx, f->name), f->loc.line, f->loc.col);
+    if (f->is_extern) {
+      uintptr_t addr = 0;
+      _Static_assert(sizeof addr >= sizeof f->extern_addr, "function pointers do not fit");
+      memcpy(&addr, &f->extern_addr, sizeof f->extern_addr);
+      ir_buf_printf(b, " extern %#llx", (unsigned long long)addr);
+      continue;
+    }
+    if (f->body == IR_NONE || f->body >= m->nnodes)
+      continue;
+    ok = ac_grow(ctx, (void **)&stack, &cap, 1, sizeof *stack);
+    if (ok)
+      stack[sp++] = f->body;
+    while (ok && sp > 0) {
+      ir_ref r = stack[--sp];
+      if (r == IR_NONE || r >= m->nnodes) {
+        ir_buf_puts(b, " -");
+        continue;
+      }
+      if (id[r]) {
+        ir_buf_printf(b, " ^%u", id[r]);
+        continue;
+      }
+      id[r] = ++next;
+      const ir_node *nd = ir_node_get(m, r);
+      ir_buf_printf(b, " %u:%u", nd->loc.line, nd->loc.col);
+      if ((nd->op == IR_CALL || nd->op == IR_FNREF) && nd->attr >= 0 &&
+          (uint64_t)nd->attr < m->nfuncs && !seen_fn[nd->attr]) {
+        seen_fn[nd->attr] = true;
+        order[n++] = (uint32_t)nd->attr; /* each function at most once: fits */
+      }
+      ok = ac_grow(ctx, (void **)&stack, &cap, sp + nd->nkids, sizeof *stack);
+      /* children pushed last-first, so they are visited in order */
+      for (uint32_t i = nd->nkids; ok && i-- > 0;)
+        stack[sp++] = ir_kid(m, r, i);
+    }
+  }
+  ac_free(ctx, stack);
+  ac_free(ctx, seen_fn);
+  ac_free(ctx, id);
+  if (!ok || b->oom) {
+    ac_free(ctx, order);
+    return false;
+  }
+  *fns = order;
+  *nfns = n;
+  return true;
+}
+
+/* Builds the key text of function fn of m for runtime rt into *key.
+ * AC_ERR_INVALID when the functions cannot be printed (the caller then
+ * compiles without caching), AC_ERR_NOMEM when memory runs out. */
+static ac_status make_key(ac_runtime *rt, ac_module *m, uint32_t fn, char **key, size_t *len) {
+  ac_context *ctx = m->ctx;
+  *key = NULL;
+  ir_buf pos, b;
+  ir_buf_init(&pos, ctx);
+  ir_buf_init(&b, ctx);
+  uint32_t *fns = NULL;
+  size_t nfns = 0;
+  ac_status st = AC_OK;
+  if (!key_walk(m, fn, &fns, &nfns, &pos)) {
+    st = AC_ERR_NOMEM;
+  } else {
+    ir_buf_printf(&b, "target cpu\nhost %s %s\nfn %s\ntext\n", nat_cpu_name(rt->jit),
+                  nat_cpu_features(rt->jit), ir_sym_str(ctx, m->funcs[fn].name));
+    ac_error *e = NULL;
+    st = ir_print_functions(m, fns, nfns, &b, &e);
+    if (st != AC_OK && st != AC_ERR_NOMEM)
+      st = AC_ERR_INVALID; /* unprintable: compiled, not cached */
+    ac_error_destroy(e);
+    ir_buf_puts(&b, "positions");
+    ir_buf_puts(&b, ir_buf_cstr(&pos));
+    if (st == AC_OK && (b.oom || pos.oom))
+      st = AC_ERR_NOMEM;
+  }
+  ac_free(ctx, fns);
+  ir_buf_free(&pos);
+  if (st == AC_OK) {
+    *len = b.len;
+    *key = ir_buf_take(&b);
+    if (!*key)
+      st = AC_ERR_NOMEM;
+  }
+  ir_buf_free(&b);
+  return st;
+}
+
+/* ---- generating code ---- */
+
+static void code_free(ac_context *ctx, api_code *c) {
+  if (!c)
+    return;
+  pl_destroy(c->plan);
+  ac_free(ctx, c->kernels);
+  ac_free(ctx, c->key);
+  ac_free(ctx, c);
+}
+
+void api_cache_free(ac_context *ctx, api_code *list) {
+  while (list) {
+    api_code *next = list->next;
+    code_free(ctx, list);
+    list = next;
+  }
+}
+
+/* Runs the pipeline up to an LLVM module holding every kernel of the plan:
+ * *plan and *M are set up (the caller disposes of M, and destroys *plan on
+ * failure). */
+static ac_status generate(ac_runtime *rt, ac_module *m, uint32_t fn, pl_plan **plan,
+                          cg_module *M, ac_error **err) {
+  ac_context *ctx = m->ctx;
+  memset(M, 0, sizeof *M);
+  *plan = pl_create(ctx, ir_sym_str(ctx, m->funcs[fn].name), m->name);
+  if (!*plan)
+    return ir_report(err, NULL, AC_ERR_NOMEM);
+  ac_status st = cg_module_init(M, m, *plan, CG_TARGET_CPU, err);
+  if (st != AC_OK)
+    return st;
+  nat_prepare(rt->jit, M);
+  st = lw_function(M, fn, err);
+  if (st == AC_OK && M->st != AC_OK) {
+    /* an error recorded in the module but not returned: report it */
+    st = M->st;
+    ir_report(err, M->err, st);
+    M->err = NULL;
+  }
+  if (st == AC_OK && !(*plan)->finished) /* lowering usually finishes it itself */
+    st = pl_finish(*plan, err);
+  return st;
+}
+
+/* Generates and JIT-compiles fn: a new entry (not yet in the cache). */
+static ac_status compile_entry(ac_runtime *rt, ac_module *m, uint32_t fn, api_code **out,
+                               ac_error **err) {
+  ac_context *ctx = m->ctx;
+  *out = NULL;
+  api_code *c = ac_alloc(ctx, sizeof *c);
+  if (!c)
+    return ir_report(err, NULL, AC_ERR_NOMEM);
+  memset(c, 0, sizeof *c);
+  cg_module M;
+  ac_status st = generate(rt, m, fn, &c->plan, &M, err);
+  uint32_t n = c->plan ? c->plan->nkernels : 0;
+  const char **symbols = NULL;
+  void **addrs = NULL;
+  if (st == AC_OK) {
+    symbols = ac_alloc(ctx, (n + 1) * sizeof *symbols);
+    addrs = ac_alloc(ctx, (n + 1) * sizeof *addrs);
+    c->kernels = ac_alloc(ctx, (n + 1) * sizeof *c->kernels);
+    if (!symbols || !addrs || !c->kernels)
+      st = ir_report(err, NULL, AC_ERR_NOMEM);
+  }
+  if (st == AC_OK) {
+    for (uint32_t i = 0; i < n; i++) {
+      symbols[i] = c->plan->kernels[i].symbol;
+      addrs[i] = NULL;
+    }
+    /* a plan without kernels (it only moves words) needs no JIT work */
+    if (n > 0)
+      st = nat_compile(rt->jit, &M, symbols, n, addrs, err);
+  }
+  for (uint32_t i = 0; st == AC_OK && i < n; i++) {
+    if (!addrs[i]) {
+      st = api_fail(ctx, err, AC_ERR_INTERNAL, "the JIT has no kernel '%s'", symbols[i]);
+      break;
+    }
+    /* the JIT gives object pointers; POSIX lets them hold functions */
+    _Static_assert(sizeof addrs[i] == sizeof c->kernels[i], "function pointer size");
+    memcpy(&c->kernels[i], &addrs[i], sizeof c->kernels[i]);
+  }
+  cg_module_dispose(&M);
+  ac_free(ctx, (void *)symbols);
+  ac_free(ctx, addrs);
+  if (st != AC_OK) {
+    code_free(ctx, c);
+    return st;
+  }
+  *out = c;
+  return AC_OK;
+}
+
+ac_status api_compile(ac_runtime *rt, ac_module *m, uint32_t fn, const api_code **out,
+                      ac_error **err) {
+  ac_context *ctx = m->ctx;
+  *out = NULL;
+  char *key = NULL;
+  size_t keylen = 0;
+  ac_status st = make_key(rt, m, fn, &key, &keylen);
+  if (st == AC_ERR_NOMEM)
+    return ir_report(err, NULL, st);
+  uint64_t hash = key ? fnv1a64(key, keylen) : 0;
+
+  api_code *c = NULL;
+  for (api_code *e = key ? rt->cache : NULL; e && !c; e = e->next)
+    if (e->hash == hash && e->keylen == keylen && memcmp(e->key, key, keylen) == 0)
+      c = e;
+  st = AC_OK;
+  if (!c) {
+    st = compile_entry(rt, m, fn, &c, err);
+    if (st == AC_OK) {
+      atomic_fetch_add(&rt->ncompiled, 1);
+      c->hash = hash;
+      c->key = key;
+      c->keylen = keylen;
+      key = NULL;
+      /* uncached (unprintable module) entries are kept too: functions
+       * borrow them, and they live as long as the runtime like the rest;
+       * with no key they never match a lookup */
+      c->next = rt->cache;
+      rt->cache = c;
+    }
+  }
+  ac_free(ctx, key);
+  if (st == AC_OK)
+    *out = c;
+  return st;
+}
+
+ac_status api_print_llvm(ac_runtime *rt, ac_module *m, uint32_t fn, char **out, ac_error **err) {
+  ac_context *ctx = m->ctx;
+  *out = NULL;
+  pl_plan *plan = NULL;
+  cg_module M;
+  /* generation touches only its own plan and module; the JIT serialises
+   * the optimiser itself */
+  ac_status st = generate(rt, m, fn, &plan, &M, err);
+  if (st == AC_OK)
+    st = nat_optimise(rt->jit, &M, err);
+  if (st == AC_OK) {
+    char *text = LLVMPrintModuleToString(M.mod);
+    *out = text ? ac_strdup(ctx, text) : NULL;
+    LLVMDisposeMessage(text);
+    if (!*out)
+      st = ir_report(err, NULL, AC_ERR_NOMEM);
+  }
+  cg_module_dispose(&M);
+  pl_destroy(plan);
+  return st;
+}

@@ -1,0 +1,103 @@
+/* lib/api/function_impl.h: what the runtime API's files share.
+ *
+ * The public runtime API (include/arrayc/runtime.h) is implemented by four
+ * files that share the two objects below:
+ *   function.c  ac_function: the flattened signature, argument checks, calls
+ *   runtime.c   ac_runtime: a backend instance (thread pool and JIT on the
+ *               CPU), the context's default runtimes, ac_runtime_compile
+ *   compile.c   the CPU compile pipeline (plan, lowering, codegen, JIT) and
+ *               the runtime's in-memory cache of compiled entries
+ *   fnptr.c     ac_function_pointer: libffi closures with the function's
+ *               own C signature
+ *
+ * Ownership: a runtime is reference counted. Its creator holds one
+ * reference (ac_runtime_destroy drops it) and every function compiled on it
+ * holds one, so a runtime lives until its last function is destroyed. The
+ * compiled entries (api_code) belong to the runtime's cache: the JIT cannot
+ * unload one function's code, so an entry lives as long as its runtime, and
+ * functions only borrow it.
+ */
+#ifndef ARRAYC_LIB_API_FUNCTION_IMPL_H
+#define ARRAYC_LIB_API_FUNCTION_IMPL_H
+
+#include "interp/rtarray.h"
+#include "runtime/plan.h"
+#include "target/native.h"
+
+/* One flattened parameter or result leaf. */
+typedef struct api_leaf {
+  ac_scalar type;
+  unsigned rank; /* 0 = scalar */
+  char *name;    /* "xs", or "p.1" for field 1 of tuple parameter p */
+} api_leaf;
+
+/* A compiled entry of the cache: the plan, the JIT addresses of its
+ * kernels (kernels[i] runs plan->kernels[i]) and the key it was made for. */
+typedef struct api_code {
+  pl_plan *plan;
+  rt_kernel_fn *kernels;
+  uint64_t hash;
+  char *key; /* the full key text (collisions of the hash are ruled out) */
+  size_t keylen;
+  struct api_code *next; /* the runtime's cache list */
+} api_code;
+
+typedef struct api_fnptr api_fnptr; /* fnptr.c */
+
+struct ac_runtime {
+  ac_context *ctx;
+  ac_backend backend; /* INTERP or CPU (GPU and SIMT-EMU arrive with issue 4) */
+  atomic_size_t refs;
+  rt_pool *pool; /* CPU */
+  nat_jit *jit;  /* CPU */
+  /* Compiling interns names and types in the context, so compilations on
+   * one runtime (one context) never overlap (core.h's context rule) and
+   * the cache needs no lock. Calls only read entries already made. */
+  api_code *cache;
+  atomic_size_t ncompiled; /* cache misses that generated code; read from any thread */
+};
+
+struct ac_function {
+  ac_module *m;
+  ac_context *ctx;
+  uint32_t fn;
+  ac_backend backend; /* the backend actually used: INTERP or CPU */
+  size_t nargs, nres;
+  api_leaf *args, *res;
+  ac_runtime *rt;       /* CPU: one reference; NULL for the interpreter */
+  const api_code *code; /* CPU: the compiled entry, owned by rt's cache */
+  _Atomic(api_fnptr *) fnptr; /* made on first ac_function_pointer */
+};
+
+/* ---- function.c ---- */
+/* Prepares function `name` of m: on the interpreter when rt is NULL or an
+ * interpreter runtime, otherwise compiled on rt (which it retains). */
+ac_status api_function_new(ac_module *m, const char *name, ac_runtime *rt, ac_function **out,
+                           ac_error **err);
+/* Error of status st without a source position. */
+ac_status api_fail(ac_context *ctx, ac_error **err, ac_status st, const char *fmt, ...)
+    IR_PRINTF(4, 5);
+
+/* ---- runtime.c ---- */
+/* The context's own runtime for backend be (CPU only for now), created on
+ * first use and destroyed with the context. Borrowed. */
+ac_status api_default_runtime(ac_context *ctx, ac_backend be, ac_runtime **out, ac_error **err);
+void api_runtime_retain(ac_runtime *rt);
+void api_runtime_release(ac_runtime *rt);
+
+/* ---- compile.c ---- */
+/* The compiled entry for function fn of m on CPU runtime rt: from the cache
+ * when an equal function was compiled before, otherwise generated, JIT
+ * compiled and added to the cache. The entry is borrowed from rt. */
+ac_status api_compile(ac_runtime *rt, ac_module *m, uint32_t fn, const api_code **out,
+                      ac_error **err);
+/* Generates function fn of m again and returns its optimised LLVM IR text
+ * (nothing is added to the JIT or the cache). */
+ac_status api_print_llvm(ac_runtime *rt, ac_module *m, uint32_t fn, char **out, ac_error **err);
+/* Frees every entry of a cache list. */
+void api_cache_free(ac_context *ctx, api_code *list);
+
+/* ---- fnptr.c ---- */
+void api_fnptr_free(ac_context *ctx, api_fnptr *p);
+
+#endif
