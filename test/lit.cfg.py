@@ -3,6 +3,8 @@
 #
 # Substitutions:
 #   %arrayc-opt  %arrayc-run   the tools of this build
+#   %arrayc-bin                the `arrayc` driver (named so that %arrayc-opt
+#                              and %arrayc-run are not prefixes of it)
 #   FileCheck, not             from LLVM 19's tools
 #   %python                    the Python that CMake found
 #   %srcroot                   the source tree (examples/ etc.)
@@ -21,6 +23,7 @@ config.excludes = ["unit", "Inputs", "CMakeLists.txt"]
 
 tools = config.arrayc_obj_root
 config.substitutions.append(("%arrayc-opt", os.path.join(tools, "arrayc-opt")))
+config.substitutions.append(("%arrayc-bin", os.path.join(tools, "arrayc")))
 config.substitutions.append(("%arrayc-run", os.path.join(tools, "arrayc-run")))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%srcroot", config.arrayc_src_root))

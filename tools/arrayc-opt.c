@@ -1,7 +1,9 @@
 /* tools/arrayc-opt: parse, verify, run passes, print canonical IR.
  *
- *   arrayc-opt [--passes=LIST] [--print-after-each] [-o OUT] FILE.ac
+ *   arrayc-opt [--passes=LIST] [--print-plan[=FN]] [-o OUT] FILE.ac
  *
+ * --print-plan prints, instead of the IR, the kernel plan that lowering for
+ * the CPU makes of each function (or of FN), after the passes.
  * FILE "-" reads standard input. The pass list is comma-separated; no passes
  * exist yet (they arrive with the optimiser), so any name is an error. Exit
  * status: 0 on success, 1 on a program error (diagnostic on stderr), 2 on a
@@ -13,17 +15,20 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: arrayc-opt [--passes=LIST] [-o OUT] FILE.ac\n"
+  fprintf(f, "usage: arrayc-opt [--passes=LIST] [--print-plan[=FN]] [-o OUT] FILE.ac\n"
              "  Parses and verifies FILE (\"-\" for standard input), runs the passes in\n"
              "  LIST (comma-separated) and prints the canonical IR.\n"
              "options:\n"
              "  --passes=LIST  passes to run, in order (available passes: none yet)\n"
+             "  --print-plan   print the kernel plan of each function instead of the IR\n"
+             "  --print-plan=FN  only the plan of function FN\n"
              "  -o OUT         write the IR to OUT instead of standard output\n"
              "  -h, --help     show this help\n");
 }
 
 int main(int argc, char **argv) {
-  const char *file = NULL, *out = NULL, *passes = "";
+  const char *file = NULL, *out = NULL, *passes = "", *plan_fn = NULL;
+  bool print_plan = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -31,6 +36,11 @@ int main(int argc, char **argv) {
       return 0;
     } else if (strncmp(a, "--passes=", 9) == 0) {
       passes = a + 9;
+    } else if (strcmp(a, "--print-plan") == 0) {
+      print_plan = true;
+    } else if (strncmp(a, "--print-plan=", 13) == 0) {
+      print_plan = true;
+      plan_fn = a + 13;
     } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
       out = argv[++i];
     } else if (a[0] == '-' && a[1] != 0) {
@@ -61,7 +71,17 @@ int main(int argc, char **argv) {
   }
   int rc = 1;
   ac_module *m = tool_load_module("arrayc-opt", ctx, file);
-  if (m) {
+  if (m && print_plan) {
+    FILE *f = out ? fopen(out, "w") : stdout;
+    if (!f) {
+      fprintf(stderr, "arrayc-opt: cannot write %s\n", out);
+    } else {
+      bool ok = tool_emit("arrayc-opt", m, plan_fn, TOOL_EMIT_PLAN, f);
+      int closed = f != stdout ? fclose(f) : fflush(f);
+      rc = ok && closed == 0 ? 0 : 1;
+    }
+    ac_module_destroy(m);
+  } else if (m) {
     ac_error *err = NULL;
     char *text = ac_module_print(m, &err);
     if (!text) {

@@ -76,3 +76,35 @@ bool tool_fail(char *msg, size_t msgsize, const char *fmt, ...) {
   va_end(ap);
   return false;
 }
+
+bool tool_emit(const char *prog, ac_module *m, const char *fn, tool_emit_kind kind, FILE *out) {
+  ac_context *ctx = ac_module_context(m);
+  size_t nfn = ac_module_num_functions(m);
+  bool found = false, first = true;
+  for (size_t i = 0; i < nfn; i++) {
+    const char *name = ac_module_function_name(m, i);
+    if (fn ? strcmp(name, fn) != 0 : ac_module_function_is_extern(m, i))
+      continue;
+    found = true;
+    ac_error *err = NULL;
+    ac_function *f = NULL;
+    char *text = NULL;
+    if (ac_function_create(m, name, AC_BACKEND_CPU, &f, &err) != AC_OK ||
+        (kind == TOOL_EMIT_PLAN ? ac_function_print_plan(f, &text, &err)
+                                : ac_function_print_llvm(f, &text, &err)) != AC_OK) {
+      tool_print_error(err);
+      ac_error_destroy(err);
+      ac_function_destroy(f);
+      return false;
+    }
+    fprintf(out, "%s%s", first ? "" : "\n", text);
+    first = false;
+    ac_string_destroy(ctx, text);
+    ac_function_destroy(f);
+  }
+  if (fn && !found) {
+    fprintf(stderr, "%s: no function '%s' in the module\n", prog, fn);
+    return false;
+  }
+  return true;
+}
