@@ -1,0 +1,564 @@
+/* bench/bench.c: arrayc-bench, the CPU benchmark harness.
+ *
+ * For each benchmark it builds the input data once, then in the same
+ * process times the hand-written reference (bench/ref/ref.c, gcc -O3
+ * -march=native -fopenmp) and the arrayc program (bench/programs/NAME.ac,
+ * compiled once through the public API) on the same data, alternating
+ * them, and reports medians, the ratio reference/arrayc (above 1: arrayc is
+ * faster) and the bandwidth each achieves as a fraction of the memory
+ * bandwidth measured at start-up with a STREAM triad. arrayc's results are
+ * checked against the reference's before anything is timed.
+ *
+ * arrayc's call includes allocating its result arrays (the language is
+ * functional); the references write into buffers allocated once, as C
+ * code usually does. Both read inputs that are already in memory.
+ *
+ *   arrayc-bench [--backend=NAME] [--repeat N] [--log2 K] [--only NAME]
+ *
+ * Prints one Markdown table row per benchmark plus the compile latency
+ * of Black-Scholes (source text to callable code, in process).
+ */
+#include "arrayc/arrayc.h"
+#include "ref/ref.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef ARRAYC_BENCH_DIR
+#define ARRAYC_BENCH_DIR "bench"
+#endif
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void die(const char *what, ac_error *e) {
+  fprintf(stderr, "arrayc-bench: %s: %s\n", what, e ? ac_error_message(e) : "failed");
+  if (e && ac_error_line(e))
+    fprintf(stderr, "  at %s:%u:%u\n", ac_error_file(e), ac_error_line(e), ac_error_column(e));
+  exit(1);
+}
+
+static void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) {
+    fprintf(stderr, "arrayc-bench: out of memory (%zu bytes)\n", n);
+    exit(1);
+  }
+  return p;
+}
+
+/* Deterministic pseudo-random numbers (xorshift64*), so every run and the
+ * reference see the same data. */
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void) {
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return rng_state * 0x2545f4914f6cdd1dull;
+}
+static float rndf(float lo, float hi) {
+  return lo + (hi - lo) * (float)((double)(rnd() >> 11) / 9007199254740992.0);
+}
+
+/* ---- the arrayc side ---- */
+typedef struct bench_ctx {
+  ac_context *ctx;
+  ac_backend backend;
+  int repeat;
+  double bandwidth; /* bytes per second, measured */
+} bench_ctx;
+
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "arrayc-bench: cannot open %s\n", path);
+    exit(1);
+  }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = xmalloc((size_t)n + 1);
+  if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    fprintf(stderr, "arrayc-bench: cannot read %s\n", path);
+    exit(1);
+  }
+  fclose(f);
+  buf[n] = 0;
+  *len = (size_t)n;
+  return buf;
+}
+
+/* Parses, verifies and compiles program NAME; returns the function and its
+ * module (through *mod). */
+static ac_function *compile(bench_ctx *B, const char *name, ac_module **mod) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/programs/%s.ac", ARRAYC_BENCH_DIR, name);
+  size_t len;
+  char *text = read_file(path, &len);
+  ac_error *e = NULL;
+  ac_module *m = NULL;
+  if (ac_module_parse(B->ctx, path, text, len, &m, &e) != AC_OK)
+    die(path, e);
+  if (ac_module_verify(m, &e) != AC_OK)
+    die(path, e);
+  ac_function *f = NULL;
+  if (ac_function_create(m, name, B->backend, &f, &e) != AC_OK)
+    die(path, e);
+  free(text);
+  *mod = m;
+  return f;
+}
+
+static ac_datum arr(bench_ctx *B, ac_scalar t, unsigned rank, const int64_t *ext, const void *d) {
+  ac_error *e = NULL;
+  ac_array *a = ac_array_create(B->ctx, t, rank, ext, d, &e);
+  if (!a)
+    die("array", e);
+  ac_datum v = {.kind = AC_DATUM_ARRAY, .type = t, .array = a};
+  return v;
+}
+
+static ac_datum f32s(float x) {
+  ac_datum v = {.kind = AC_DATUM_SCALAR, .type = AC_F32};
+  v.s.f = x;
+  return v;
+}
+
+static void call(ac_function *f, const ac_datum *args, size_t nargs, ac_datum *res, size_t nres) {
+  ac_error *e = NULL;
+  if (ac_function_call(f, args, nargs, res, nres, &e) != AC_OK)
+    die("call", e);
+}
+
+static void release_all(ac_datum *d, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    ac_datum_release(&d[i]);
+}
+
+/* Largest relative difference between two float vectors, scaled by the
+ * larger magnitude (or 1). */
+static double max_rel_diff(const float *a, const float *b, int64_t n) {
+  double worst = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double x = a[i], y = b[i], s = fmax(1.0, fmax(fabs(x), fabs(y)));
+    double d = fabs(x - y) / s;
+    if (d > worst || isnan(d))
+      worst = isnan(d) ? INFINITY : d;
+  }
+  return worst;
+}
+
+/* ---- reporting ---- */
+typedef struct timing {
+  double ref, ac; /* median seconds */
+} timing;
+
+static void report(bench_ctx *B, const char *name, const char *size, double bytes, timing t,
+                   const char *check) {
+  double gbs_ref = bytes / t.ref / 1e9, gbs_ac = bytes / t.ac / 1e9;
+  printf("| %-13s | %-16s | %9.3f | %9.3f | %5.2f | %6.1f | %6.1f | %4.0f%% | %s |\n", name, size,
+         1e3 * t.ref, 1e3 * t.ac, t.ref / t.ac, gbs_ref, gbs_ac, 100.0 * bytes / t.ac / B->bandwidth,
+         check);
+  fflush(stdout);
+}
+
+/* Times `ref` and then `ac`, each after a warm-up call, and returns the
+ * medians. They run in blocks rather than alternately: OpenMP's threads
+ * spin for a while after each parallel region (GOMP_SPINCOUNT), and
+ * alternating would make arrayc's pool share the cores with spinning
+ * threads, a cost no real program would pay. The closures are spelled as
+ * a struct with two callbacks. */
+typedef struct runner {
+  void (*ref)(void *);
+  void (*ac)(void *);
+  void *ud;
+} runner;
+
+static timing time_both(bench_ctx *B, runner r) {
+  double *tr = xmalloc((size_t)B->repeat * sizeof *tr), *ta = xmalloc((size_t)B->repeat * sizeof *ta);
+  r.ref(r.ud);
+  for (int i = 0; i < B->repeat; i++) {
+    double t0 = now();
+    r.ref(r.ud);
+    tr[i] = now() - t0;
+  }
+  r.ac(r.ud);
+  for (int i = 0; i < B->repeat; i++) {
+    double t0 = now();
+    r.ac(r.ud);
+    ta[i] = now() - t0;
+  }
+  timing t = {median(tr, B->repeat), median(ta, B->repeat)};
+  free(tr);
+  free(ta);
+  return t;
+}
+
+/* ---- the benchmarks ---- */
+typedef struct vec_state {
+  int64_t n;
+  float a, r, v;
+  float *x, *y, *z, *o1, *o2;
+  ac_function *f;
+  ac_datum args[5];
+  size_t nargs, nres;
+  float dot; /* sdot's reference result */
+} vec_state;
+
+static void run_ac(void *ud) {
+  vec_state *s = ud;
+  ac_datum res[2];
+  call(s->f, s->args, s->nargs, res, s->nres);
+  release_all(res, s->nres);
+}
+
+static void saxpy_ref(void *ud) {
+  vec_state *s = ud;
+  ref_saxpy(s->n, s->a, s->x, s->y, s->o1);
+}
+
+static void bench_saxpy(bench_ctx *B, int64_t n) {
+  vec_state s = {.n = n, .a = 2.5f};
+  s.x = xmalloc((size_t)n * 4);
+  s.y = xmalloc((size_t)n * 4);
+  s.o1 = xmalloc((size_t)n * 4);
+  for (int64_t i = 0; i < n; i++) {
+    s.x[i] = rndf(-1, 1);
+    s.y[i] = rndf(-1, 1);
+  }
+  ac_module *m;
+  s.f = compile(B, "saxpy", &m);
+  s.args[0] = f32s(s.a);
+  s.args[1] = arr(B, AC_F32, 1, &n, s.x);
+  s.args[2] = arr(B, AC_F32, 1, &n, s.y);
+  s.nargs = 3;
+  s.nres = 1;
+  ac_datum res;
+  call(s.f, s.args, 3, &res, 1);
+  saxpy_ref(&s);
+  double d = max_rel_diff(ac_array_data(res.array), s.o1, n);
+  ac_datum_release(&res);
+  char size[64];
+  snprintf(size, sizeof size, "n=2^%d", (int)log2((double)n));
+  timing t = time_both(B, (runner){saxpy_ref, run_ac, &s});
+  report(B, "saxpy", size, 12.0 * (double)n, t, d == 0 ? "exact" : "DIFFERS");
+  release_all(s.args, 3);
+  ac_function_destroy(s.f);
+  ac_module_destroy(m);
+  free(s.x), free(s.y), free(s.o1);
+}
+
+static void sdot_ref(void *ud) {
+  vec_state *s = ud;
+  s->dot = ref_sdot(s->n, s->x, s->y);
+}
+
+static void bench_sdot(bench_ctx *B, int64_t n) {
+  vec_state s = {.n = n};
+  s.x = xmalloc((size_t)n * 4);
+  s.y = xmalloc((size_t)n * 4);
+  for (int64_t i = 0; i < n; i++) {
+    s.x[i] = rndf(0, 1);
+    s.y[i] = rndf(0, 1);
+  }
+  ac_module *m;
+  s.f = compile(B, "sdot", &m);
+  s.args[0] = arr(B, AC_F32, 1, &n, s.x);
+  s.args[1] = arr(B, AC_F32, 1, &n, s.y);
+  s.nargs = 2;
+  s.nres = 1;
+  ac_datum res;
+  call(s.f, s.args, 2, &res, 1);
+  sdot_ref(&s);
+  /* Both are f32 sums of 2^24 terms in some order; the check is against
+   * the sum in double precision, and reports both errors (the reference's
+   * long sequential chains lose more than arrayc's chunked ones). */
+  double exact = 0;
+  for (int64_t i = 0; i < n; i++)
+    exact += (double)s.x[i] * (double)s.y[i];
+  double d = fabs(res.s.f - exact) / fabs(exact), dref = fabs(s.dot - exact) / fabs(exact);
+  char size[64], check[64];
+  snprintf(size, sizeof size, "n=2^%d", (int)log2((double)n));
+  snprintf(check, sizeof check, "%s (rel %.1e, ref %.1e)", d < 1e-3 ? "ok" : "DIFFERS", d, dref);
+  timing t = time_both(B, (runner){sdot_ref, run_ac, &s});
+  report(B, "sdot", size, 8.0 * (double)n, t, check);
+  release_all(s.args, 2);
+  ac_function_destroy(s.f);
+  ac_module_destroy(m);
+  free(s.x), free(s.y);
+}
+
+static void bs_ref(void *ud) {
+  vec_state *s = ud;
+  ref_blackscholes(s->n, s->x, s->y, s->z, s->r, s->v, s->o1, s->o2);
+}
+
+static void bench_blackscholes(bench_ctx *B, int64_t n) {
+  vec_state s = {.n = n, .r = 0.02f, .v = 0.30f};
+  s.x = xmalloc((size_t)n * 4);
+  s.y = xmalloc((size_t)n * 4);
+  s.z = xmalloc((size_t)n * 4);
+  s.o1 = xmalloc((size_t)n * 4);
+  s.o2 = xmalloc((size_t)n * 4);
+  for (int64_t i = 0; i < n; i++) {
+    s.x[i] = rndf(5, 30);
+    s.y[i] = rndf(1, 100);
+    s.z[i] = rndf(0.25f, 10);
+  }
+  ac_module *m;
+  s.f = compile(B, "blackscholes", &m);
+  s.args[0] = arr(B, AC_F32, 1, &n, s.x);
+  s.args[1] = arr(B, AC_F32, 1, &n, s.y);
+  s.args[2] = arr(B, AC_F32, 1, &n, s.z);
+  s.args[3] = f32s(s.r);
+  s.args[4] = f32s(s.v);
+  s.nargs = 5;
+  s.nres = 2;
+  ac_datum res[2];
+  call(s.f, s.args, 5, res, 2);
+  bs_ref(&s);
+  /* the references use expf/logf, arrayc's f32 math may round differently */
+  double d = fmax(max_rel_diff(ac_array_data(res[0].array), s.o1, n),
+                  max_rel_diff(ac_array_data(res[1].array), s.o2, n));
+  release_all(res, 2);
+  char size[64], check[64];
+  snprintf(size, sizeof size, "n=2^%d", (int)log2((double)n));
+  snprintf(check, sizeof check, "%s (rel %.1e)", d < 1e-4 ? "ok" : "DIFFERS", d);
+  timing t = time_both(B, (runner){bs_ref, run_ac, &s});
+  report(B, "blackscholes", size, 20.0 * (double)n, t, check);
+  release_all(s.args, 5);
+  ac_function_destroy(s.f);
+  ac_module_destroy(m);
+  free(s.x), free(s.y), free(s.z), free(s.o1), free(s.o2);
+}
+
+static void scan_ref(void *ud) {
+  vec_state *s = ud;
+  ref_prefix_sum(s->n, (const int32_t *)s->x, (int32_t *)s->o1);
+}
+
+static void bench_prefix_sum(bench_ctx *B, int64_t n) {
+  vec_state s = {.n = n};
+  s.x = xmalloc((size_t)n * 4);
+  s.o1 = xmalloc((size_t)n * 4);
+  int32_t *xi = (int32_t *)s.x;
+  for (int64_t i = 0; i < n; i++)
+    xi[i] = (int32_t)(rnd() % 1000) - 500;
+  ac_module *m;
+  s.f = compile(B, "prefix_sum", &m);
+  s.args[0] = arr(B, AC_I32, 1, &n, s.x);
+  s.nargs = 1;
+  s.nres = 1;
+  ac_datum res;
+  call(s.f, s.args, 1, &res, 1);
+  scan_ref(&s);
+  bool same = memcmp(ac_array_data(res.array), s.o1, (size_t)n * 4) == 0;
+  ac_datum_release(&res);
+  char size[64];
+  snprintf(size, sizeof size, "n=2^%d", (int)log2((double)n));
+  timing t = time_both(B, (runner){scan_ref, run_ac, &s});
+  report(B, "prefix_sum", size, 8.0 * (double)n, t, same ? "exact" : "DIFFERS");
+  release_all(s.args, 1);
+  ac_function_destroy(s.f);
+  ac_module_destroy(m);
+  free(s.x), free(s.o1);
+}
+
+static void rows_ref(void *ud) {
+  vec_state *s = ud;
+  int64_t cols = 4096;
+  ref_row_sums(s->n / cols, cols, s->x, s->o1);
+}
+
+static void bench_row_sums(bench_ctx *B, int64_t n) {
+  const int64_t cols = 4096, rows = n / cols;
+  vec_state s = {.n = rows * cols};
+  s.x = xmalloc((size_t)s.n * 4);
+  s.o1 = xmalloc((size_t)rows * 4);
+  for (int64_t i = 0; i < s.n; i++)
+    s.x[i] = rndf(0, 1);
+  ac_module *m;
+  s.f = compile(B, "row_sums", &m);
+  int64_t ext[2] = {rows, cols};
+  s.args[0] = arr(B, AC_F32, 2, ext, s.x);
+  s.nargs = 1;
+  s.nres = 1;
+  ac_datum res;
+  call(s.f, s.args, 1, &res, 1);
+  rows_ref(&s);
+  double d = max_rel_diff(ac_array_data(res.array), s.o1, rows);
+  ac_datum_release(&res);
+  char size[64], check[64];
+  snprintf(size, sizeof size, "%lldx%lld", (long long)rows, (long long)cols);
+  snprintf(check, sizeof check, "%s (rel %.1e)", d < 1e-4 ? "ok" : "DIFFERS", d);
+  timing t = time_both(B, (runner){rows_ref, run_ac, &s});
+  report(B, "row_sums", size, 4.0 * (double)s.n, t, check);
+  release_all(s.args, 1);
+  ac_function_destroy(s.f);
+  ac_module_destroy(m);
+  free(s.x), free(s.o1);
+}
+
+typedef struct spmv_state {
+  vec_state v;
+  int64_t rows, nnz;
+  int64_t *rowptr, *lens;
+  int32_t *cols;
+} spmv_state;
+
+static void spmv_ref(void *ud) {
+  spmv_state *s = ud;
+  ref_spmv_csr(s->rows, s->rowptr, s->cols, s->v.x, s->v.y, s->v.o1);
+}
+
+static void bench_spmv_csr(bench_ctx *B, int64_t nnz_target) {
+  spmv_state s = {0};
+  s.rows = nnz_target / 16;
+  s.rowptr = xmalloc((size_t)(s.rows + 1) * 8);
+  s.lens = xmalloc((size_t)s.rows * 8);
+  s.rowptr[0] = 0;
+  for (int64_t r = 0; r < s.rows; r++) { /* 8..24 entries per row, 16 on average */
+    s.lens[r] = 8 + (int64_t)(rnd() % 17);
+    s.rowptr[r + 1] = s.rowptr[r] + s.lens[r];
+  }
+  s.nnz = s.rowptr[s.rows];
+  s.cols = xmalloc((size_t)s.nnz * 4);
+  s.v.x = xmalloc((size_t)s.nnz * 4);   /* values */
+  s.v.y = xmalloc((size_t)s.rows * 4);  /* the vector: square matrix */
+  s.v.o1 = xmalloc((size_t)s.rows * 4);
+  for (int64_t k = 0; k < s.nnz; k++) {
+    s.cols[k] = (int32_t)(rnd() % (uint64_t)s.rows);
+    s.v.x[k] = rndf(-1, 1);
+  }
+  for (int64_t r = 0; r < s.rows; r++)
+    s.v.y[r] = rndf(-1, 1);
+  ac_module *m;
+  s.v.f = compile(B, "spmv_csr", &m);
+  s.v.args[0] = arr(B, AC_I64, 1, &s.rows, s.lens);
+  s.v.args[1] = arr(B, AC_I32, 1, &s.nnz, s.cols);
+  s.v.args[2] = arr(B, AC_F32, 1, &s.nnz, s.v.x);
+  s.v.args[3] = arr(B, AC_F32, 1, &s.rows, s.v.y);
+  s.v.nargs = 4;
+  s.v.nres = 1;
+  ac_datum res;
+  call(s.v.f, s.v.args, 4, &res, 1);
+  spmv_ref(&s);
+  double d = max_rel_diff(ac_array_data(res.array), s.v.o1, s.rows);
+  ac_datum_release(&res);
+  char size[64], check[64];
+  snprintf(size, sizeof size, "nnz=%.1fM", (double)s.nnz / 1e6);
+  snprintf(check, sizeof check, "%s (rel %.1e)", d < 1e-4 ? "ok" : "DIFFERS", d);
+  /* both get &s: run_ac reads the vec_state, which is s's first member */
+  timing t = time_both(B, (runner){spmv_ref, run_ac, &s});
+  /* bytes: values, columns, one vector element per entry, row pointers, y */
+  double bytes = 12.0 * (double)s.nnz + 16.0 * (double)s.rows;
+  report(B, "spmv_csr", size, bytes, t, check);
+  release_all(s.v.args, 4);
+  ac_function_destroy(s.v.f);
+  ac_module_destroy(m);
+  free(s.rowptr), free(s.lens), free(s.cols), free(s.v.x), free(s.v.y), free(s.v.o1);
+}
+
+/* Best of ten STREAM triads over three arrays of 2^25 doubles (768 MB). */
+static double measure_bandwidth(void) {
+  const int64_t n = (int64_t)1 << 25;
+  double *a = xmalloc((size_t)n * 8), *b = xmalloc((size_t)n * 8), *c = xmalloc((size_t)n * 8);
+  for (int64_t i = 0; i < n; i++)
+    a[i] = 0, b[i] = 1, c[i] = 2;
+  double best = INFINITY;
+  for (int i = 0; i < 10; i++)
+    best = fmin(best, ref_stream_triad(n, a, b, c));
+  free(a), free(b), free(c);
+  return 24.0 * (double)n / best;
+}
+
+/* Source text to callable code for Black-Scholes, in process: the median
+ * over several fresh contexts (a fresh context has an empty cache). */
+static void compile_latency(ac_backend be) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/programs/blackscholes.ac", ARRAYC_BENCH_DIR);
+  size_t len;
+  char *text = read_file(path, &len);
+  double t[7];
+  for (int i = 0; i < 7; i++) {
+    ac_context *ctx = ac_context_create();
+    ac_error *e = NULL;
+    ac_module *m = NULL;
+    ac_function *f = NULL;
+    double t0 = now();
+    if (ac_module_parse(ctx, path, text, len, &m, &e) != AC_OK || ac_module_verify(m, &e) != AC_OK ||
+        ac_function_create(m, "blackscholes", be, &f, &e) != AC_OK)
+      die("compile", e);
+    t[i] = now() - t0;
+    ac_function_destroy(f);
+    ac_module_destroy(m);
+    ac_context_destroy(ctx);
+  }
+  double med = median(t, 7); /* sorts t */
+  printf("\ncompile latency (blackscholes, source to callable code): median %.1f ms, min %.1f ms\n",
+         1e3 * med, 1e3 * t[0]);
+  free(text);
+}
+
+int main(int argc, char **argv) {
+  bench_ctx B = {.backend = AC_BACKEND_CPU, .repeat = 15};
+  int log2n = 24;
+  const char *only = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strncmp(argv[i], "--backend=", 10) == 0) {
+      if (!ac_backend_from_name(argv[i] + 10, &B.backend)) {
+        fprintf(stderr, "arrayc-bench: unknown backend %s\n", argv[i] + 10);
+        return 2;
+      }
+    } else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
+      B.repeat = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--log2") == 0 && i + 1 < argc) {
+      log2n = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      only = argv[++i];
+    } else {
+      fprintf(stderr, "usage: arrayc-bench [--backend=NAME] [--repeat N] [--log2 K] [--only NAME]\n");
+      return 2;
+    }
+  }
+  if (B.repeat < 1 || log2n < 12 || log2n > 30) {
+    fprintf(stderr, "arrayc-bench: --repeat must be >= 1 and --log2 in 12..30\n");
+    return 2;
+  }
+  B.ctx = ac_context_create();
+  B.bandwidth = measure_bandwidth();
+  int64_t n = (int64_t)1 << log2n;
+  printf("memory bandwidth (STREAM triad, best of 10): %.1f GB/s; backend %s; median of %d\n\n",
+         B.bandwidth / 1e9, ac_backend_name(B.backend), B.repeat);
+  printf("| benchmark     | size             |  ref ms   | arrayc ms | ratio | ref GB/s | ac GB/s | of bw | check |\n");
+  printf("|---------------|------------------|-----------|-----------|-------|--------|--------|------|-------|\n");
+  struct {
+    const char *name;
+    void (*run)(bench_ctx *, int64_t);
+  } all[] = {{"saxpy", bench_saxpy},       {"sdot", bench_sdot},
+             {"blackscholes", bench_blackscholes}, {"prefix_sum", bench_prefix_sum},
+             {"row_sums", bench_row_sums}, {"spmv_csr", bench_spmv_csr}};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    if (!only || strcmp(only, all[i].name) == 0)
+      all[i].run(&B, n);
+  if (!only || strcmp(only, "compile") == 0)
+    compile_latency(B.backend);
+  ac_context_destroy(B.ctx);
+  return 0;
+}

@@ -1,0 +1,20 @@
+/* bench/ref/ref.h: the hand-written references (ref.c) the harness times
+ * against arrayc. */
+#ifndef ARRAYC_BENCH_REF_H
+#define ARRAYC_BENCH_REF_H
+
+#include <stdint.h>
+
+void ref_saxpy(int64_t n, float a, const float *x, const float *y, float *out);
+float ref_sdot(int64_t n, const float *x, const float *y);
+void ref_blackscholes(int64_t n, const float *s, const float *x, const float *t, float r, float v,
+                      float *call, float *put);
+void ref_prefix_sum(int64_t n, const int32_t *x, int32_t *out);
+void ref_row_sums(int64_t rows, int64_t cols, const float *m, float *out);
+void ref_spmv_csr(int64_t rows, const int64_t *rowptr, const int32_t *cols, const float *vals,
+                  const float *x, float *y);
+/* STREAM triad a = b + 3c over n doubles (first touch done by the caller);
+ * returns seconds. The harness's measure of memory bandwidth. */
+double ref_stream_triad(int64_t n, double *a, const double *b, const double *c);
+
+#endif
