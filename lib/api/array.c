@@ -154,7 +154,7 @@ ac_array *ac_array_borrow(ac_context *ctx, ac_scalar type, unsigned rank, const 
     return NULL;
   }
   memset(zeros, 0, rank * sizeof *zeros);
-  int64_t count;
+  int64_t count = 0;
   size_t elsize = ac_scalar_size(type);
   ac_error *e = NULL;
   if (rank > RT_ARRAY_MAX_RANK || !rt_array_count(rank, extents, elsize, &count))

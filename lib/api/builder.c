@@ -504,7 +504,7 @@ ac_value ac_lit_int(ac_builder *b, ac_scalar type, int64_t x) {
   if (!b)
     return (ac_value){0};
   if (is_float(type)) {
-    double d;
+    double d = 0;
     round_float(type, (double)x, &d); /* every int64 fits f32's range */
     return lit(b, type, (ir_litval){.f = d});
   }
@@ -529,7 +529,7 @@ ac_value ac_lit_uint(ac_builder *b, ac_scalar type, uint64_t x) {
   if (!b)
     return (ac_value){0};
   if (is_float(type)) {
-    double d;
+    double d = 0;
     round_float(type, (double)x, &d);
     return lit(b, type, (ir_litval){.f = d});
   }

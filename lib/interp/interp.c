@@ -576,7 +576,7 @@ static bool eval_cast(interp *I, ir_ref r) {
 static bool eval_index(interp *I, ir_ref r) {
   const ir_node *n = INODE(I, r);
   unsigned rank = n->nkids - 1;
-  size_t base = I->sp, aoff, an;
+  size_t base = I->sp, aoff = 0, an = 0;
   if (!eval_ref(I, IKID(I, r, 0), &aoff, &an))
     return false;
   size_t ioff = I->sp;

@@ -367,7 +367,7 @@ static ir_ref mk_from_stack(parser *p, ir_op op, ir_loc loc, size_t base) {
 }
 
 static uint32_t push_names(parser *p, size_t first, size_t n) {
-  ir_sym small[16];
+  ir_sym small[16] = {0};
   ir_sym *s = n <= 16 ? small : ac_alloc(p->ctx, n * sizeof *s);
   if (!s) {
     fail_oom(p);
