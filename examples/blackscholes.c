@@ -9,7 +9,7 @@
  * built once and named; sharing recovery turns them into the lets of the
  * text, inside the lambda because they depend on its parameters.
  *
- * Without arguments it prices three options with the reference interpreter
+ * Without arguments it prices three options on the best backend (AC_BACKEND_AUTO)
  * and prints the call prices, then the put prices; with --print it prints the
  * module, exactly as `arrayc-opt examples/blackscholes.ac` does.
  */
@@ -122,7 +122,7 @@ static ac_status run(ac_module *m, ac_error **err) {
   if ((args[0].array = ac_array_create(ctx, AC_F32, 1, n, s, err)) &&
       (args[1].array = ac_array_create(ctx, AC_F32, 1, n, x, err)) &&
       (args[2].array = ac_array_create(ctx, AC_F32, 1, n, t, err)) &&
-      (st = ac_function_create(m, "blackscholes", AC_BACKEND_INTERP, &fn, err)) == AC_OK &&
+      (st = ac_function_create(m, "blackscholes", AC_BACKEND_AUTO, &fn, err)) == AC_OK &&
       (st = ac_function_call(fn, args, 5, results, 2, err)) == AC_OK) {
     example_print_floats(results[0].array); /* call prices */
     example_print_floats(results[1].array); /* put prices */

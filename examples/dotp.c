@@ -2,8 +2,8 @@
  *
  * Builds the module of examples/dotp.ac with arrayc/builder.h: a map
  * multiplies two vectors element-wise and a fold adds the products up.
- * Without arguments it calls dotp on two small vectors with the reference
- * interpreter and prints the result the way arrayc-run does (one line per
+ * Without arguments it calls dotp on two small vectors on the best backend
+ * (AC_BACKEND_AUTO: compiled for the CPU) and prints the result the way arrayc-run does (one line per
  * result); with --print it prints the module as text instead, which is
  * exactly what `arrayc-opt examples/dotp.ac` prints.
  */
@@ -64,7 +64,7 @@ static ac_status run(ac_module *m, ac_error **err) {
   ac_status st = AC_ERR_NOMEM;
   if ((args[0].array = ac_array_create(ctx, AC_F32, 1, n, xs, err)) &&
       (args[1].array = ac_array_create(ctx, AC_F32, 1, n, ys, err)) &&
-      (st = ac_function_create(m, "dotp", AC_BACKEND_INTERP, &fn, err)) == AC_OK &&
+      (st = ac_function_create(m, "dotp", AC_BACKEND_AUTO, &fn, err)) == AC_OK &&
       (st = ac_function_call(fn, args, 2, &result, 1, err)) == AC_OK) {
     example_print_float(result.s.f); /* 1*4 + 2*5 + 3*6 = 32 */
     ac_datum_release(&result);

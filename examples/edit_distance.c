@@ -13,7 +13,7 @@
  * every self reference reads d[i - 1, j] and not a variable bound to i - 1.
  *
  * Without arguments it prints the distances kitten -> sitting (3) and
- * flaw -> lawn (2), computed by the reference interpreter; with --print it
+ * flaw -> lawn (2), computed on the best backend (AUTO); with --print it
  * prints the module, exactly as `arrayc-opt examples/edit_distance.ac` does.
  */
 #include "arrayc/arrayc.h"
@@ -92,7 +92,7 @@ static ac_status distance(ac_context *ctx, ac_function *fn, const char *a, const
 static ac_status run(ac_module *m, ac_error **err) {
   ac_context *ctx = ac_module_context(m);
   ac_function *fn = NULL;
-  ac_status st = ac_function_create(m, "edit_distance", AC_BACKEND_INTERP, &fn, err);
+  ac_status st = ac_function_create(m, "edit_distance", AC_BACKEND_AUTO, &fn, err);
   if (st == AC_OK)
     st = distance(ctx, fn, "kitten", "sitting", err);
   if (st == AC_OK)
