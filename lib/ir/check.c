@@ -753,8 +753,7 @@ static ir_type infer_arrlit(chk *c, ir_ref r, ir_type expect) {
                     "array literal elements must be scalars or tuples, found %s",
                     chk_tyname(c, elem)),
            IR_TY_NONE;
-  ir_type t = ir_ty_array(c->ctx, elem, (uint32_t)rank);
-  return t ? t : (chk_oom(c), IR_TY_NONE);
+  return chk_array_of(c, r, elem, (uint32_t)rank);
 }
 
 /* ---- dispatch ---- */

@@ -59,6 +59,9 @@ typedef struct chk {
 bool chk_fail_at(chk *c, ir_loc loc, const char *fmt, ...) IR_PRINTF(3, 4);
 /* Same, at the location of node r. */
 bool chk_fail(chk *c, ir_ref r, const char *fmt, ...) IR_PRINTF(3, 4);
+/* The array type of rank `rank` with elements `elem`, made by node r; an
+ * element type containing () is a type error at r (check_ops.c). */
+ir_type chk_array_of(chk *c, ir_ref r, ir_type elem, uint32_t rank);
 /* Records AC_ERR_NOMEM; returns false. */
 bool chk_oom(chk *c);
 /* The spelling of t for a message; valid until four more names are made. */

@@ -259,9 +259,31 @@ static bool array_arg(chk *c, ir_ref r, uint32_t k, bool rank1, arr *a) {
   return true;
 }
 
-static ir_type array_of(chk *c, ir_type elem, uint32_t rank) {
+/* The array type of rank `rank` with elements `elem`, made by operation r.
+ * Elements must contain a scalar: an array of () (or of tuples of ()) has
+ * no leaf to hold its shape, so it is refused as a type error. */
+static bool has_unit(ac_context *ctx, ir_type t, unsigned depth) {
+  ir_typeinfo ti = ir_ty_info(ctx, t);
+  if (ti.kind != TK_TUPLE)
+    return false;
+  if (ti.n == 0)
+    return true;
+  for (uint32_t i = 0; i < ti.n && depth < 1000; i++)
+    if (has_unit(ctx, ir_ty_info(ctx, t).fields[i], depth + 1))
+      return true;
+  return false;
+}
+
+ir_type chk_array_of(chk *c, ir_ref r, ir_type elem, uint32_t rank) {
   ir_type t = ir_ty_array(c->ctx, elem, rank);
-  return t ? t : (chk_oom(c), IR_TY_NONE);
+  if (t)
+    return t;
+  if (!elem || !has_unit(c->ctx, elem, 0))
+    return chk_oom(c), IR_TY_NONE;
+  const char *op = *spelling(c, r) ? spelling(c, r) : "this array literal";
+  return chk_fail(c, r, "%s would build an array of %s: array elements need at least one scalar",
+                  op, chk_tyname(c, elem)),
+         IR_TY_NONE;
 }
 
 /* Segment lengths: a rank-1 integer array. */
@@ -324,7 +346,7 @@ static ir_type reduction(chk *c, ir_ref r, ir_op op) {
   if (!combiner(c, r, 0, a.elem))
     return IR_TY_NONE;
   if (op == IR_FOLD)
-    return a.rank == 1 ? a.elem : array_of(c, a.elem, a.rank - 1);
+    return a.rank == 1 ? a.elem : chk_array_of(c, r, a.elem, a.rank - 1);
   return a.t; /* fold_seg keeps rank 1; scans keep the shape */
 }
 
@@ -349,7 +371,7 @@ static ir_type generate(chk *c, ir_ref r) {
   ir_type e = chk_lambda(c, r, 1, &l);
   if (ps != small)
     ac_free(c->ctx, ps);
-  return e ? array_of(c, e, q) : IR_TY_NONE;
+  return e ? chk_array_of(c, r, e, q) : IR_TY_NONE;
 }
 
 static ir_type map(chk *c, ir_ref r) {
@@ -378,7 +400,7 @@ static ir_type map(chk *c, ir_ref r) {
     chk_lam l = {"map", "array", n, es, LAM_ELEMENT, IR_TY_NONE, 0, "map function"};
     ir_type e = chk_lambda(c, r, 0, &l);
     if (e)
-      res = array_of(c, e, rank);
+      res = chk_array_of(c, r, e, rank);
   }
   if (es != small)
     ac_free(c->ctx, es);
@@ -390,7 +412,7 @@ static ir_type gather(chk *c, ir_ref r) {
   uint32_t q;
   if (!array_arg(c, r, 1, false, &a) || !index_array(c, r, 0, a.rank, &q))
     return IR_TY_NONE;
-  return array_of(c, a.elem, q);
+  return chk_array_of(c, r, a.elem, q);
 }
 
 static ir_type backpermute(chk *c, ir_ref r) {
@@ -405,7 +427,7 @@ static ir_type backpermute(chk *c, ir_ref r) {
   ir_type ok = chk_lambda(c, r, 1, &l);
   if (ps != small)
     ac_free(c->ctx, ps);
-  return ok ? array_of(c, a.elem, q) : IR_TY_NONE;
+  return ok ? chk_array_of(c, r, a.elem, q) : IR_TY_NONE;
 }
 
 static ir_type scatter(chk *c, ir_ref r) {
@@ -476,7 +498,7 @@ static ir_type stencil(chk *c, ir_ref r) {
   ir_type e = chk_lambda(c, r, 0, &l);
   if (!e || (want == 3 && !chk_check(c, ir_kid(c->m, r, 2), a.elem)))
     return IR_TY_NONE;
-  return array_of(c, e, a.rank);
+  return chk_array_of(c, r, e, a.rank);
 }
 
 /* iterate(n, f, x) and while(c, f, x): f maps the state type to itself. */
@@ -519,7 +541,7 @@ static ir_type array_op(chk *c, ir_ref r, ir_op op) {
   case IR_GENERATE:
     return generate(c, r);
   case IR_IOTA:
-    return chk_index_pos(c, ir_kid(c->m, r, 0), "count", "counts") ? array_of(c, c->t_i64, 1)
+    return chk_index_pos(c, ir_kid(c->m, r, 0), "count", "counts") ? chk_array_of(c, r, c->t_i64, 1)
                                                                    : IR_TY_NONE;
   case IR_FILL:
     if (!chk_shape(c, ir_kid(c->m, r, 0), &q) || !(t = chk_synth(c, ir_kid(c->m, r, 1))))
@@ -528,7 +550,7 @@ static ir_type array_op(chk *c, ir_ref r, ir_op op) {
       return chk_fail(c, ir_kid(c->m, r, 1), "fill value must be a scalar or tuple, found %s",
                       chk_tyname(c, t)),
              IR_TY_NONE;
-    return array_of(c, t, q);
+    return chk_array_of(c, r, t, q);
   case IR_MAP:
     if (ir_node_get(c->m, r)->nkids < 2)
       return chk_fail(c, r, "malformed IR: map without arrays"), IR_TY_NONE;
@@ -555,7 +577,7 @@ static ir_type array_op(chk *c, ir_ref r, ir_op op) {
   case IR_RESHAPE:
     if (!chk_shape(c, ir_kid(c->m, r, 0), &q) || !array_arg(c, r, 1, false, &a))
       return IR_TY_NONE;
-    return array_of(c, a.elem, q);
+    return chk_array_of(c, r, a.elem, q);
   case IR_TRANSPOSE:
     if (!array_arg(c, r, 0, false, &a))
       return IR_TY_NONE;
@@ -569,7 +591,7 @@ static ir_type array_op(chk *c, ir_ref r, ir_op op) {
   case IR_REPLICATE:
     if (!chk_index_pos(c, ir_kid(c->m, r, 0), "count", "counts") || !array_arg(c, r, 1, false, &a))
       return IR_TY_NONE;
-    return array_of(c, a.elem, a.rank + 1);
+    return chk_array_of(c, r, a.elem, a.rank + 1);
   case IR_STENCIL:
     return stencil(c, r);
   case IR_FILTER: {
