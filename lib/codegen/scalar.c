@@ -20,13 +20,12 @@
  *     intrinsics are used only where they are exactly the C function
  *     (sqrt, fabs, floor, ceil, trunc, round, fma, copysign: all correctly
  *     rounded or exact), because the vectoriser understands them;
- *   - min and max on floats are the selects
- *     `isnan(x) ? y : isnan(y) ? x : (x < y ? x : y)` (max with >). That is
- *     glibc's fmin/fmax on x86-64 to the bit (they are minsd/maxsd plus the
- *     NaN rule: a NaN operand is ignored), including which zero comes back
- *     when the operands compare equal: the SECOND (fmin(-0.0, +0.0) is +0.0).
- *     Beware that gcc folds or inlines a direct fmin call in C differently;
- *     the interpreter calls the library function. Plain selects vectorise;
+ *   - min and max on floats follow docs/language.md §6.2: a NaN operand is
+ *     ignored and -0.0 counts as less than +0.0 (IEEE 754-2019
+ *     minimumNumber/maximumNumber), exactly as the interpreter's
+ *     float_min_max; built from compares and selects (equal operands: OR of
+ *     the bits for min, AND for max, which only changes the sign of a zero),
+ *     so they vectorise;
  *   - float -> int conversion is llvm.fpto[su]i.sat: truncation toward zero,
  *     saturation at the target's range and NaN -> 0, which is the
  *     interpreter's float_to_int exactly (its unsigned branch maps every
@@ -147,13 +146,20 @@ static void sc_reassoc(cg_fn *f, LLVMValueRef v) {
     LLVMSetFastMathFlags(v, LLVMFastMathAllowReassoc);
 }
 
-/* fmin/fmax as glibc computes them (see the file comment). */
+/* min/max of floats (see the file comment). */
 static LLVMValueRef sc_fminmax(cg_fn *f, bool max, LLVMValueRef x, LLVMValueRef y) {
   LLVMBuilderRef b = f->M->b;
+  LLVMTypeRef ft = LLVMTypeOf(x);
+  LLVMTypeRef it = LLVMIntTypeInContext(f->M->llctx, LLVMGetTypeKind(ft) == LLVMFloatTypeKind ? 32 : 64);
   LLVMValueRef xnan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
   LLVMValueRef ynan = LLVMBuildFCmp(b, LLVMRealUNO, y, y, "");
   LLVMValueRef xpick = LLVMBuildFCmp(b, max ? LLVMRealOGT : LLVMRealOLT, x, y, "");
+  LLVMValueRef eq = LLVMBuildFCmp(b, LLVMRealOEQ, x, y, "");
+  LLVMValueRef xi = LLVMBuildBitCast(b, x, it, ""), yi = LLVMBuildBitCast(b, y, it, "");
+  LLVMValueRef tie = LLVMBuildBitCast(b, max ? LLVMBuildAnd(b, xi, yi, "") : LLVMBuildOr(b, xi, yi, ""),
+                                      ft, "");
   LLVMValueRef m = LLVMBuildSelect(b, xpick, x, y, "");
+  m = LLVMBuildSelect(b, eq, tie, m, "");
   m = LLVMBuildSelect(b, ynan, x, m, "");
   return LLVMBuildSelect(b, xnan, y, m, "");
 }

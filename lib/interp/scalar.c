@@ -155,6 +155,23 @@ static interp_scalar mk_f(double f) {
   return v;
 }
 
+/* min and max of floats (docs/language.md §6.2): a NaN operand is ignored,
+ * and -0.0 counts as less than +0.0 (IEEE 754-2019 minimumNumber and
+ * maximumNumber). Written out rather than calling fmin/fmax, whose choice
+ * between equal zeros differs between C libraries and even between calls
+ * that gcc inlines and calls it does not; the CPU backend computes exactly
+ * this (lib/codegen/scalar.c). f32 operands are exact in double, so one
+ * version serves both. */
+static double float_min_max(double x, double y, bool max) {
+  if (isnan(x))
+    return y;
+  if (isnan(y))
+    return x;
+  if (x == y) /* equal: the same value, or zeros of different signs */
+    return (signbit(x) != 0) == !max ? x : y;
+  return (x < y) != max ? x : y;
+}
+
 /* One-argument math: the float variant for f32, the double one for f64. */
 #define MATH1(f32fn, f64fn) mk_f(f32 ? (double)f32fn((float)a.f) : f64fn(a.f))
 #define MATH2(f32fn, f64fn) mk_f(f32 ? (double)f32fn((float)a.f, (float)b.f) : f64fn(a.f, b.f))
@@ -320,9 +337,9 @@ static interp_scalar float_binary(ir_op op, ac_scalar sc, interp_scalar a, inter
   case IR_GE:
     return mk_bool(a.f >= b.f);
   case IR_MIN:
-    return MATH2(fminf, fmin);
+    return mk_f(float_min_max(a.f, b.f, false));
   case IR_MAX:
-    return MATH2(fmaxf, fmax);
+    return mk_f(float_min_max(a.f, b.f, true));
   case IR_POW:
     return MATH2(powf, pow);
   case IR_ATAN2:

@@ -1112,10 +1112,16 @@ class Oracle:
             except ValueError:
                 return float("nan")
         def fminmax(f, x, y):
+            # language.md §6.2: NaN ignored, -0.0 < 0.0
             if x != x:
                 return y
             if y != y:
                 return x
+            if x == 0 and y == 0:
+                negs = [v for v in (x, y) if math.copysign(1.0, v) < 0]
+                if f is min:
+                    return -0.0 if negs else 0.0
+                return 0.0 if len(negs) < 2 else -0.0
             return f(x, y)
         def croundf(x):
             if x != x or abs(x) >= 2.0 ** 52:
