@@ -104,7 +104,7 @@ void ir_block_free(ac_context *ctx, void *p, size_t bytes) {
   int nevict = 0;
   bc_lock(c);
   /* make room: evict the least recently cached blocks until p fits */
-  while (c->total + bytes > IR_BLOCK_MAX_TOTAL || nevict == 0) {
+  for (;;) {
     int free_slot = -1, oldest = -1;
     for (int i = 0; i < IR_BLOCK_SLOTS; i++) {
       if (!c->slot[i].p)
