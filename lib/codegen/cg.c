@@ -778,6 +778,32 @@ LLVMValueRef cg_tmp_alloc(cg_fn *f, LLVMValueRef bytes, ir_ref at) {
   return cg_call(M, fn, args, 3);
 }
 
+LLVMValueRef cg_failed(cg_fn *f) {
+  cg_module *M = f->M;
+  if (M->target != CG_TARGET_CPU || !f->tctx)
+    return LLVMConstInt(M->t_i1, 0, 0);
+  /* int32_t ac_rt_failed(rt_tctx *) of runtime/rt.h */
+  LLVMTypeRef ty = LLVMFunctionType(M->t_i32, &M->t_ptr, 1, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(M->mod, "ac_rt_failed");
+  if (!fn)
+    fn = LLVMAddFunction(M->mod, "ac_rt_failed", ty);
+  LLVMValueRef r = LLVMBuildCall2(M->b, ty, fn, &f->tctx, 1, "");
+  return LLVMBuildICmp(M->b, LLVMIntNE, r, LLVMConstInt(M->t_i32, 0, 0), "");
+}
+
+LLVMValueRef cg_index_i64(cg_fn *f, LLVMValueRef v, ac_scalar sc) {
+  cg_module *M = f->M;
+  if (sc == AC_I64)
+    return v;
+  if (sc == AC_U64) {
+    LLVMValueRef neg = LLVMBuildICmp(M->b, LLVMIntSLT, v, cg_i64(M, 0), "");
+    return LLVMBuildSelect(M->b, neg, cg_i64(M, INT64_MAX), v, "");
+  }
+  if (sc >= AC_I8 && sc <= AC_I64)
+    return LLVMBuildSExt(M->b, v, M->t_i64, "");
+  return LLVMBuildZExt(M->b, v, M->t_i64, "");
+}
+
 LLVMValueRef cg_tmp_mark(cg_fn *f) {
   cg_module *M = f->M;
   LLVMTypeRef ps[1] = {M->t_ptr};

@@ -210,6 +210,13 @@ void cg_check(cg_fn *f, LLVMValueRef cond, uint32_t site, LLVMValueRef a, LLVMVa
 /* Temporary memory from the worker's arena (rt.h); bytes is i64. */
 LLVMValueRef cg_tmp_alloc(cg_fn *f, LLVMValueRef bytes, ir_ref at);
 LLVMValueRef cg_tmp_mark(cg_fn *f);
+/* i1: the current call has already failed (ac_rt_failed), so long loops can
+ * stop early; constant false where the target has no such service. */
+LLVMValueRef cg_failed(cg_fn *f);
+/* An index or extent of integer kind sc as i64, as interp_sc_to_i64:
+ * signed kinds sign-extend, unsigned ones zero-extend, and a u64 above
+ * INT64_MAX saturates (and is then out of bounds). */
+LLVMValueRef cg_index_i64(cg_fn *f, LLVMValueRef v, ac_scalar sc);
 void cg_tmp_release(cg_fn *f, LLVMValueRef mark);
 /* A fresh manifest array leaf of element sc and extents ext (copied), in
  * temporary memory; size overflow / too large fail at `at`. */

@@ -492,17 +492,6 @@ static bool ex_may_fail(const ac_module *m, ir_ref e, unsigned depth) {
   return false;
 }
 
-/* int32 ac_rt_failed(ptr tctx) */
-static LLVMValueRef ex_failed(cg_fn *f) {
-  cg_module *M = f->M;
-  LLVMTypeRef fty = LLVMFunctionType(M->t_i32, &M->t_ptr, 1, 0);
-  LLVMValueRef fn = LLVMGetNamedFunction(M->mod, "ac_rt_failed");
-  if (!fn)
-    fn = LLVMAddFunction(M->mod, "ac_rt_failed", fty);
-  LLVMValueRef r = LLVMBuildCall2(M->b, fty, fn, &f->tctx, 1, "");
-  return LLVMBuildICmp(M->b, LLVMIntNE, r, LLVMConstInt(M->t_i32, 0, 0), "");
-}
-
 /* loop (x1 = e1, .., xk = ek) while cond { step }: the state lives in
  * stack slots; the loop's value is the final state. */
 static void ex_loop(cg_fn *f, ir_ref e, cg_val *out) {
@@ -549,7 +538,7 @@ static void ex_loop(cg_fn *f, ir_ref e, cg_val *out) {
     LLVMBuildCondBr(M->b, LLVMBuildICmp(M->b, LLVMIntEQ, low, LLVMConstInt(M->t_i32, 0, 0), ""),
                     ask, go);
     LLVMPositionBuilderAtEnd(M->b, ask);
-    LLVMBuildCondBr(M->b, ex_failed(f), exit, go);
+    LLVMBuildCondBr(M->b, cg_failed(f), exit, go);
     LLVMPositionBuilderAtEnd(M->b, go);
   }
   cg_val c;
@@ -587,22 +576,6 @@ static void ex_loop(cg_fn *f, ir_ref e, cg_val *out) {
   for (uint32_t i = 0; i < k; i++)
     for (uint32_t q = 0; q < st[i].n; q++)
       out->l[j++] = st[i].l[q];
-}
-
-/* An index of any integer kind as i64, as interp_sc_to_i64: signed kinds
- * sign-extend, unsigned ones zero-extend, a u64 above INT64_MAX saturates
- * (and is then out of bounds). */
-static LLVMValueRef ex_index_i64(cg_fn *f, LLVMValueRef v, ac_scalar sc) {
-  cg_module *M = f->M;
-  if (sc == AC_I64)
-    return v;
-  if (sc == AC_U64) {
-    LLVMValueRef neg = LLVMBuildICmp(M->b, LLVMIntSLT, v, cg_i64(M, 0), "");
-    return LLVMBuildSelect(M->b, neg, cg_i64(M, INT64_MAX), v, "");
-  }
-  if (sc >= AC_I8 && sc <= AC_I64)
-    return LLVMBuildSExt(M->b, v, M->t_i64, "");
-  return LLVMBuildZExt(M->b, v, M->t_i64, "");
 }
 
 /* The interpreter's interp_view check: the arrays of a tuple used as an
@@ -645,7 +618,7 @@ static void ex_index(cg_fn *f, ir_ref e, cg_val *out) {
     ir_ref kd = ir_kid(M->m, e, d + 1);
     cg_val v;
     cg_expr(f, kd, &v);
-    idx[d] = ex_index_i64(f, ex_scalar(f, &v, kd), ex_scalar_of(f, kd));
+    idx[d] = cg_index_i64(f, ex_scalar(f, &v, kd), ex_scalar_of(f, kd));
   }
   ex_same_shape(f, &a, "", e);
   out->type = n->type;

@@ -83,27 +83,14 @@ LLVMValueRef cg_seq_smax(cg_fn *f, LLVMValueRef a, LLVMValueRef b) {
 
 void cg_seq_ints(cg_fn *f, const cg_val *v, uint32_t n, LLVMValueRef *out) {
   cg_module *M = f->M;
-  LLVMBuilderRef B = M->b;
   if (v->n < n) {
     cg_error(M, AC_ERR_INTERNAL, 0, "%u integers expected, the value has %u", n, v->n);
     for (uint32_t i = 0; i < n; i++)
       out[i] = cg_i64(M, 0);
     return;
   }
-  for (uint32_t i = 0; i < n; i++) {
-    const cg_leaf *l = &v->l[i];
-    ac_scalar sc = (ac_scalar)l->sc;
-    if (sc == AC_I64) {
-      out[i] = l->v;
-    } else if (sc == AC_U64) { /* above INT64_MAX saturates, as interp_sc_to_i64 */
-      LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, l->v, cg_i64(M, 0), "");
-      out[i] = LLVMBuildSelect(B, neg, cg_i64(M, INT64_MAX), l->v, "");
-    } else if (sc >= AC_I8 && sc <= AC_I32) {
-      out[i] = LLVMBuildSExt(B, l->v, M->t_i64, "");
-    } else {
-      out[i] = LLVMBuildZExt(B, l->v, M->t_i64, "");
-    }
-  }
+  for (uint32_t i = 0; i < n; i++)
+    out[i] = cg_index_i64(f, v->l[i].v, (ac_scalar)v->l[i].sc);
 }
 
 void cg_seq_shape(cg_fn *f, ir_ref at, ir_ref shape, uint32_t rank, LLVMValueRef *ext) {
@@ -204,7 +191,7 @@ LLVMValueRef cg_seq_bytes(cg_fn *f, const cg_leaf *l) {
  * exhausted) the data pointers may be the runtime's small dummy, so every
  * extent reads as 0 and no loop touches them. */
 static void guard_extents(cg_fn *f, uint32_t rank, LLVMValueRef *ext) {
-  LLVMValueRef failed = cg_seq_failed(f);
+  LLVMValueRef failed = cg_failed(f);
   for (uint32_t d = 0; d < rank; d++)
     ext[d] = LLVMBuildSelect(f->M->b, failed, cg_i64(f->M, 0), ext[d], "");
 }
@@ -379,19 +366,6 @@ LLVMValueRef cg_seq_mark(cg_fn *f, bool needed) {
 void cg_seq_release(cg_fn *f, LLVMValueRef mark) {
   if (mark)
     cg_tmp_release(f, mark);
-}
-
-LLVMValueRef cg_seq_failed(cg_fn *f) {
-  cg_module *M = f->M;
-  if (M->target != CG_TARGET_CPU || !f->tctx)
-    return LLVMConstInt(M->t_i1, 0, 0);
-  /* int32_t ac_rt_failed(rt_tctx *) of runtime/rt.h */
-  LLVMTypeRef ty = LLVMFunctionType(M->t_i32, &M->t_ptr, 1, 0);
-  LLVMValueRef fn = LLVMGetNamedFunction(M->mod, "ac_rt_failed");
-  if (!fn)
-    fn = LLVMAddFunction(M->mod, "ac_rt_failed", ty);
-  LLVMValueRef r = LLVMBuildCall2(M->b, ty, fn, &f->tctx, 1, "");
-  return LLVMBuildICmp(M->b, LLVMIntNE, r, LLVMConstInt(M->t_i32, 0, 0), "");
 }
 
 void cg_seq_check(cg_fn *f, ir_ref at, LLVMValueRef ok, const char *tmpl, uint32_t n,

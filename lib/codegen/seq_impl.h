@@ -99,8 +99,6 @@ void cg_seq_endif(cg_fn *f, LLVMBasicBlockRef after);
  * nothing. */
 LLVMValueRef cg_seq_mark(cg_fn *f, bool needed);
 void cg_seq_release(cg_fn *f, LLVMValueRef mark);
-/* i1: the call has failed (always false on targets without the service). */
-LLVMValueRef cg_seq_failed(cg_fn *f);
 /* Fails at `at` unless ok (i1). tmpl is the message with placeholders {k}
  * for vals[k] (i64): a constant is written into the message, the first two
  * run-time values in the ORDER OF vals (callers put the most telling ones

@@ -60,7 +60,7 @@ static LLVMValueRef next_state(cg_fn *f, ir_ref at, const cg_val *S, const cg_va
     cg_seq_endif(f, after);
   }
   LLVMBasicBlockRef go = cg_block(f, "state.copy");
-  LLVMBuildCondBr(B, cg_seq_failed(f), exit, go);
+  LLVMBuildCondBr(B, cg_failed(f), exit, go);
   LLVMPositionBuilderAtEnd(B, go);
   N->type = S2->type;
   N->n = S2->n;
@@ -127,7 +127,7 @@ void cg_seq_loop(cg_fn *f, ir_ref e, cg_val *out) {
                     exit = cg_block(f, "state.exit");
   LLVMBuildBr(B, head);
   LLVMPositionBuilderAtEnd(B, head);
-  LLVMValueRef go = LLVMBuildNot(B, cg_seq_failed(f), "");
+  LLVMValueRef go = LLVMBuildNot(B, cg_failed(f), "");
   cg_val S, c, S2, N;
   if (is_while) {
     LLVMValueRef mark = cg_seq_mark(f, cg_needs_tmp(M->m, cond));
