@@ -63,6 +63,7 @@ void pl_destroy(pl_plan *p) {
     ac_free(ctx, p->kernels[i].kind);
     ac_free(ctx, p->kernels[i].symbol);
     ac_free(ctx, p->kernels[i].uses);
+    ac_free(ctx, p->kernels[i].writes);
   }
   ac_free(ctx, p->name);
   ac_free(ctx, p->file);
@@ -149,36 +150,51 @@ uint32_t pl_kernel_add(pl_plan *p, const char *kind, const char *symbol, int64_t
   return p->nkernels++;
 }
 
-void pl_kernel_use(pl_plan *p, uint32_t kernel, uint32_t slot) {
-  p->finished = false;
-  if (kernel >= p->nkernels) {
-    p->bad = true;
-    return;
-  }
-  pl_kernel *k = &p->kernels[kernel];
+/* Inserts slot into the sorted, unique list (*list, *n); false on OOM. */
+static bool pl_sorted_insert(pl_plan *p, uint32_t **list, uint32_t *n, uint32_t slot) {
   /* binary search for the insertion point */
-  uint32_t lo = 0, hi = k->nuses;
+  uint32_t lo = 0, hi = *n;
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if (k->uses[mid] < slot)
+    if ((*list)[mid] < slot)
       lo = mid + 1;
     else
       hi = mid;
   }
-  if (lo < k->nuses && k->uses[lo] == slot)
-    return;
-  /* uses is kept exactly sized (there is no capacity field): kernels use few words */
-  uint32_t *nu = k->nuses < UINT32_MAX - 1
-                     ? ac_realloc(p->ctx, k->uses, ((size_t)k->nuses + 1) * sizeof *k->uses)
-                     : NULL;
-  if (!nu) {
-    p->oom = true;
-    return;
+  if (lo < *n && (*list)[lo] == slot)
+    return true;
+  /* kept exactly sized (there is no capacity field): kernels use few words */
+  uint32_t *nu =
+      *n < UINT32_MAX - 1 ? ac_realloc(p->ctx, *list, ((size_t)*n + 1) * sizeof **list) : NULL;
+  if (!nu)
+    return false;
+  *list = nu;
+  memmove(nu + lo + 1, nu + lo, (*n - lo) * sizeof *nu);
+  nu[lo] = slot;
+  (*n)++;
+  return true;
+}
+
+static pl_kernel *pl_kernel_at(pl_plan *p, uint32_t kernel) {
+  p->finished = false;
+  if (kernel >= p->nkernels) {
+    p->bad = true;
+    return NULL;
   }
-  k->uses = nu;
-  memmove(k->uses + lo + 1, k->uses + lo, (k->nuses - lo) * sizeof *k->uses);
-  k->uses[lo] = slot;
-  k->nuses++;
+  return &p->kernels[kernel];
+}
+
+void pl_kernel_use(pl_plan *p, uint32_t kernel, uint32_t slot) {
+  pl_kernel *k = pl_kernel_at(p, kernel);
+  if (k && !pl_sorted_insert(p, &k->uses, &k->nuses, slot))
+    p->oom = true;
+}
+
+void pl_kernel_write(pl_plan *p, uint32_t kernel, uint32_t slot) {
+  pl_kernel *k = pl_kernel_at(p, kernel);
+  if (k && (!pl_sorted_insert(p, &k->uses, &k->nuses, slot) ||
+            !pl_sorted_insert(p, &k->writes, &k->nwrites, slot)))
+    p->oom = true;
 }
 
 static void pl_leaf_push(pl_plan *p, bool result, uint32_t slot, ac_scalar sc, uint32_t rank) {
@@ -394,6 +410,23 @@ static bool pl_check_kernels(const pl_plan *p, pl_fault *f) {
       if (u && k->uses[u] <= k->uses[u - 1])
         return pl_fail(f, PP_KERNEL, i, "kernel k%u: uses are not ascending and unique", i);
     }
+    for (uint32_t u = 0, j = 0; u < k->nwrites; u++) {
+      if (u && k->writes[u] <= k->writes[u - 1])
+        return pl_fail(f, PP_KERNEL, i, "kernel k%u: writes are not ascending and unique", i);
+      while (j < k->nuses && k->uses[j] < k->writes[u])
+        j++;
+      if (j == k->nuses || k->uses[j] != k->writes[u])
+        return pl_fail(f, PP_KERNEL, i, "kernel k%u writes %%%u, which it does not use", i,
+                       k->writes[u]);
+    }
+    if (!p->gpu && (k->block || k->smem || k->scratch_fixed || k->scratch_block || k->tmp))
+      return pl_fail(f, PP_KERNEL, i, "kernel k%u has GPU settings in a CPU plan", i);
+    if (k->block % 32 || k->block > 1024)
+      return pl_fail(f, PP_KERNEL, i, "kernel k%u: block %u is not a multiple of 32 up to 1024",
+                     i, k->block);
+    if (k->smem > PL_MAX_SMEM || k->scratch_fixed > PL_MAX_SCRATCH ||
+        k->scratch_block > PL_MAX_SCRATCH)
+      return pl_fail(f, PP_KERNEL, i, "kernel k%u: shared or scratch memory too large", i);
   }
   return true;
 }
@@ -444,6 +477,9 @@ static bool pl_check_inst(const pl_plan *p, pl_fault *f, uint32_t i) {
   case PI_LAUNCH:
     if (in->k >= p->nkernels)
       return pl_fail(f, PP_INST, i, "kernel k%u does not exist", in->k);
+    if (p->gpu && in->e2 != PL_AUTO && !p->kernels[in->k].block)
+      return pl_fail(f, PP_INST, i,
+                     "launch of k%u gives a grid, but the kernel has no fixed block size", in->k);
     return pl_check_expr_ref(p, f, i, in->e) &&
            (in->e2 == PL_AUTO || pl_check_expr_ref(p, f, i, in->e2));
   case PI_CHECK:

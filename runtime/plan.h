@@ -16,7 +16,7 @@
  *   param %2 : i32
  *   result %9 : f32[]           one line per result leaf, in order
  *   site 0 at 3:7 "map: arrays have different shapes: %lld and %lld"
- *   kernel k0 map "f_k0" grain 4096 uses %0 %1 %9
+ *   kernel k0 map "f_k0" grain 4096 uses %0 %1 %9 writes %9
  *   body {
  *     INSTRUCTIONS
  *   }
@@ -41,6 +41,22 @@
  * language's i64 arithmetic (docs/language.md §6.1): it wraps, division
  * truncates, x / 0 == 0, x % 0 == x, MIN / -1 == MIN; so an i64 expression of
  * the program can be moved into the plan without changing its meaning.
+ * A kernel's `writes` clause (optional) lists the uses it stores into.
+ *
+ * ---- GPU plans ------------------------------------------------------------------
+ * A plan whose kernels are GPU kernels (runtime/gpu.h) says `target gpu`
+ * after its `slots` line, and its kernel lines may carry, before `uses`,
+ *   block 256          the kernel relies on exactly 256 threads per block
+ *   smem 2048          static shared memory per block (bytes)
+ *   scratch 16 + 8     zeroed scratch: 16 bytes + 8 per block of the grid
+ *   tmp                per-thread temporary memory (nested array operations)
+ * and `launch k n N chunks C` means: the kernel gets n = N; C is the number
+ * of BLOCKS (C must then be given only for kernels with a fixed block), or
+ * with `chunks auto` the runtime picks the grid: enough blocks of the
+ * kernel's block size for ceil(N / grain) threads, at most the blocks the
+ * device can hold at once (grid-stride kernels loop over the rest).
+ * A plan expression chunks(n, grain) evaluates against the device's
+ * parallelism (rt_gpu_ops.parallelism) instead of the pool's.
  * Comments start with // and run to the end of the line. The plan's NAME
  * and a kernel's kind are bare names ([A-Za-z_][A-Za-z0-9_.]*) or, when
  * they are not, strings; strings use the C escapes \" \\ \n \t and \xNN.
@@ -127,9 +143,17 @@ typedef struct pl_site {
 typedef struct pl_kernel {
   char *kind;     /* skeleton name for people: "map", "fold.partial", ... */
   char *symbol;   /* the compiled function's name */
-  int64_t grain;  /* iterations per chunk at least (chunks auto) */
+  int64_t grain;  /* iterations per chunk at least (chunks auto); GPU: per thread */
   uint32_t nuses;
   uint32_t *uses; /* frame words the kernel reads or writes, ascending */
+  uint32_t nwrites;
+  uint32_t *writes; /* the subset of uses it writes, ascending */
+  /* GPU plans only (all 0 on the CPU): */
+  uint32_t block;         /* fixed threads per block (the kernel relies on it), 0 = any */
+  uint64_t smem;          /* static shared memory bytes per block */
+  uint64_t scratch_fixed; /* zeroed scratch bytes: fixed + per block * grid */
+  uint64_t scratch_block;
+  bool tmp;               /* needs per-thread temporary memory (gpu.h) */
 } pl_kernel;
 
 typedef struct pl_plan {
@@ -148,6 +172,7 @@ typedef struct pl_plan {
   bool bad; /* a builder got a reference it could not record (pl_kernel_use of a
                kernel that does not exist); pl_finish reports it */
   bool finished; /* pl_finish succeeded and nothing was added since; pl_run needs it */
+  bool gpu;      /* kernels are GPU kernels (runtime/gpu.h ABI; launches as below) */
 } pl_plan;
 
 /* ---- building (plan.c) ----
@@ -162,6 +187,8 @@ uint32_t pl_x_bin(pl_plan *p, pl_xop op, uint32_t a, uint32_t b);
 uint32_t pl_site_add(pl_plan *p, uint32_t line, uint32_t col, const char *fmt);
 uint32_t pl_kernel_add(pl_plan *p, const char *kind, const char *symbol, int64_t grain);
 void pl_kernel_use(pl_plan *p, uint32_t kernel, uint32_t slot); /* keeps uses sorted, unique */
+/* A use the kernel writes (also recorded as a use). */
+void pl_kernel_write(pl_plan *p, uint32_t kernel, uint32_t slot);
 void pl_param(pl_plan *p, uint32_t slot, ac_scalar sc, uint32_t rank);
 void pl_result(pl_plan *p, uint32_t slot, ac_scalar sc, uint32_t rank);
 /* Instructions: append; return the instruction index. */

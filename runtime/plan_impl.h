@@ -27,6 +27,10 @@
 /* Deepest expression tree, and most nodes of one written out as a tree. */
 #define PL_MAX_DEPTH 200u
 #define PL_MAX_NODES 65536u
+/* GPU kernels: most static shared memory per block (the largest any GPU
+ * has), and most scratch bytes a kernel may ask for per block or fixed. */
+#define PL_MAX_SMEM (228u * 1024u)
+#define PL_MAX_SCRATCH ((uint64_t)1 << 32)
 
 /* The part of a plan a fault is about (the parser maps it to a position). */
 typedef enum pl_part { PP_PLAN, PP_PARAM, PP_RESULT, PP_SITE, PP_KERNEL, PP_INST, PP_EXPR } pl_part;

@@ -204,6 +204,8 @@ ac_status pl_print(const pl_plan *p, char **out, ac_error **err) {
   ir_buf_puts(&b, "plan ");
   pl_print_name(&b, p->name);
   ir_buf_printf(&b, "\nslots %u\n", p->nslots);
+  if (p->gpu)
+    ir_buf_puts(&b, "target gpu\n");
   for (uint32_t i = 0; i < p->nparams + p->nresults; i++) {
     bool res = i >= p->nparams;
     const pl_leaf *l = res ? &p->results[i - p->nparams] : &p->params[i];
@@ -222,9 +224,24 @@ ac_status pl_print(const pl_plan *p, char **out, ac_error **err) {
     pl_print_name(&b, k->kind);
     ir_buf_putc(&b, ' ');
     pl_print_string(&b, k->symbol);
-    ir_buf_printf(&b, " grain %lld uses", (long long)k->grain);
+    ir_buf_printf(&b, " grain %lld", (long long)k->grain);
+    if (k->block)
+      ir_buf_printf(&b, " block %u", k->block);
+    if (k->smem)
+      ir_buf_printf(&b, " smem %llu", (unsigned long long)k->smem);
+    if (k->scratch_fixed || k->scratch_block)
+      ir_buf_printf(&b, " scratch %llu + %llu", (unsigned long long)k->scratch_fixed,
+                    (unsigned long long)k->scratch_block);
+    if (k->tmp)
+      ir_buf_puts(&b, " tmp");
+    ir_buf_puts(&b, " uses");
     for (uint32_t u = 0; u < k->nuses; u++)
       ir_buf_printf(&b, " %%%u", k->uses[u]);
+    if (k->nwrites) {
+      ir_buf_puts(&b, " writes");
+      for (uint32_t u = 0; u < k->nwrites; u++)
+        ir_buf_printf(&b, " %%%u", k->writes[u]);
+    }
     ir_buf_putc(&b, '\n');
   }
   ir_buf_puts(&b, "body {\n");
@@ -330,7 +347,8 @@ static bool pl_str_equal(const char *x, const char *y) {
 }
 
 bool pl_equal(const pl_plan *a, const pl_plan *b) {
-  if (!pl_str_equal(a->name, b->name) || a->nslots != b->nslots || a->nparams != b->nparams ||
+  if (!pl_str_equal(a->name, b->name) || a->nslots != b->nslots || a->gpu != b->gpu ||
+      a->nparams != b->nparams ||
       a->nresults != b->nresults || a->nsites != b->nsites || a->nkernels != b->nkernels ||
       a->ninsts != b->ninsts)
     return false;
@@ -346,7 +364,11 @@ bool pl_equal(const pl_plan *a, const pl_plan *b) {
     const pl_kernel *x = &a->kernels[i], *y = &b->kernels[i];
     if (!pl_str_equal(x->kind, y->kind) || !pl_str_equal(x->symbol, y->symbol) ||
         x->grain != y->grain || x->nuses != y->nuses ||
-        (x->nuses && memcmp(x->uses, y->uses, x->nuses * sizeof *x->uses) != 0))
+        (x->nuses && memcmp(x->uses, y->uses, x->nuses * sizeof *x->uses) != 0) ||
+        x->nwrites != y->nwrites ||
+        (x->nwrites && memcmp(x->writes, y->writes, x->nwrites * sizeof *x->writes) != 0) ||
+        x->block != y->block || x->smem != y->smem || x->scratch_fixed != y->scratch_fixed ||
+        x->scratch_block != y->scratch_block || x->tmp != y->tmp)
       return false;
   }
   for (uint32_t i = 0; i < a->ninsts; i++)
@@ -883,6 +905,13 @@ static bool pp_body(pl_parser *P) {
   return true;
 }
 
+static bool pl_kernel_uses(const pl_kernel *k, uint32_t w) {
+  for (uint32_t u = 0; u < k->nuses; u++)
+    if (k->uses[u] == w)
+      return true;
+  return false;
+}
+
 static bool pp_kernel(pl_parser *P) {
   pl_plan *p = P->p;
   ir_loc at = P->t.at;
@@ -899,19 +928,60 @@ static bool pp_kernel(pl_parser *P) {
   ac_free(P->ctx, kind);
   pp_mark(P, PP_KERNEL, k, at);
   if (p->oom || !pp_next(P) || !pp_expect(P, PT_IDENT, "grain") ||
-      !pp_uint(P, 1, INT64_MAX, "a grain", &grain) || !pp_expect(P, PT_IDENT, "uses"))
+      !pp_uint(P, 1, INT64_MAX, "a grain", &grain))
     return false;
   p->kernels[k].grain = grain;
-  int64_t last = -1;
-  while (P->t.kind == PT_WORD) {
-    ir_loc wat = P->t.at;
-    uint32_t w;
-    if (!pp_word(P, &w))
+  /* GPU settings (plan.h), in this order, each optional */
+  pl_kernel *K = &p->kernels[k];
+  int64_t v = 0, v2 = 0;
+  if (p->gpu && pp_is(P, PT_IDENT, "block")) {
+    if (!pp_next(P) || !pp_uint(P, 32, 1024, "a block size", &v))
       return false;
-    if ((int64_t)w <= last)
-      return pp_fail(P, wat, "kernel uses must be ascending and distinct");
-    last = w;
-    pl_kernel_use(p, k, w);
+    K->block = (uint32_t)v;
+  }
+  if (p->gpu && pp_is(P, PT_IDENT, "smem")) {
+    if (!pp_next(P) || !pp_uint(P, 0, PL_MAX_SMEM, "shared memory bytes", &v))
+      return false;
+    K->smem = (uint64_t)v;
+  }
+  if (p->gpu && pp_is(P, PT_IDENT, "scratch")) {
+    if (!pp_next(P) || !pp_uint(P, 0, (int64_t)PL_MAX_SCRATCH, "scratch bytes", &v) ||
+        !pp_expect(P, PT_PUNCT, "+") ||
+        !pp_uint(P, 0, (int64_t)PL_MAX_SCRATCH, "scratch bytes per block", &v2))
+      return false;
+    K->scratch_fixed = (uint64_t)v;
+    K->scratch_block = (uint64_t)v2;
+  }
+  if (p->gpu && pp_is(P, PT_IDENT, "tmp")) {
+    if (!pp_next(P))
+      return false;
+    K->tmp = true;
+  }
+  if (!pp_expect(P, PT_IDENT, "uses"))
+    return false;
+  for (int pass = 0; pass < 2; pass++) {
+    int64_t last = -1;
+    while (P->t.kind == PT_WORD) {
+      ir_loc wat = P->t.at;
+      uint32_t w;
+      if (!pp_word(P, &w))
+        return false;
+      if ((int64_t)w <= last)
+        return pp_fail(P, wat, "kernel %s must be ascending and distinct",
+                       pass ? "writes" : "uses");
+      if (pass && !pl_kernel_uses(K, w))
+        return pp_fail(P, wat, "kernel writes %%%u, which it does not use", w);
+      last = w;
+      if (pass)
+        pl_kernel_write(p, k, w);
+      else
+        pl_kernel_use(p, k, w);
+      K = &p->kernels[k];
+    }
+    if (pass || !pp_is(P, PT_IDENT, "writes"))
+      break;
+    if (!pp_next(P))
+      return false;
   }
   return true;
 }
@@ -947,6 +1017,11 @@ static bool pp_plan(pl_parser *P) {
       !pp_uint(P, 0, PL_MAX_SLOTS, "the number of slots", &nslots))
     return false;
   pl_slots(P->p, (uint32_t)nslots);
+  if (pp_is(P, PT_IDENT, "target")) {
+    if (!pp_next(P) || !pp_expect(P, PT_IDENT, "gpu"))
+      return false;
+    P->p->gpu = true;
+  }
   while (!pp_is(P, PT_IDENT, "body") && !P->p->oom) {
     ir_loc at = P->t.at;
     bool res = pp_is(P, PT_IDENT, "result");

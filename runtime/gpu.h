@@ -1,0 +1,183 @@
+/* runtime/gpu.h: GPU devices, real (CUDA driver) and emulated (SIMT
+ * emulator), as the plan executor sees them; and the contract between GPU
+ * kernels and the runtime.
+ *
+ * ---- GPU kernels ---------------------------------------------------------------
+ * A GPU kernel (NVPTX or SIMT-emulated; lib/codegen/simt.h makes them) has
+ * the signature
+ *     void k(uint64_t *frame, rt_gctl *ctl, int64_t n)
+ * run by a grid of `grid` blocks of `block` threads (1-D). `frame` is a
+ * device copy of the plan's frame words (rt.h layout; an array's data word
+ * holds its DEVICE address); the kernel reads the words the plan kernel
+ * `uses` and writes the ones it `writes` (plan.h). `n` is the launch's n.
+ * `ctl` is the launch's control block, in device memory:
+ *   - errors: the first failing thread sets `failed` 0 -> 1 with an atomic
+ *     compare-and-swap and then stores site, a, b (rt.h's site table and
+ *     message values); later failures are ignored. After failing a thread
+ *     carries on harmlessly. The runtime reads the block back when it next
+ *     synchronises (before any host read of a device-written word and at
+ *     the end of the call) and reports the failure then;
+ *   - temporary memory (nested array operations in element code): global
+ *     thread g owns bytes [tmp + g * tmp_per_thread, + tmp_per_thread); a
+ *     request beyond that fails with "temporary memory exhausted"; `dummy`
+ *     is the harmless memory handed out after such a failure;
+ *   - scratch: at least the kernel's scratch_fixed + grid * scratch_block
+ *     bytes (plan.h) of device memory, ZEROED before the launch, for block
+ *     partials, tickets, look-back descriptors.
+ *
+ * ---- Devices -------------------------------------------------------------------
+ * An rt_gpu is one device with one stream: operations are queued in order
+ * and run asynchronously; rt_gpu_sync waits for all of them. Two
+ * implementations: CUDA (gpu_cuda.c: libcuda.so.1 through dlopen, primary
+ * context, a stream per rt_gpu, stream-ordered allocation) and the SIMT
+ * emulator (simt_emu.c: "device memory" is host memory, a launch runs the
+ * grid's blocks one after another, each thread a coroutine). Everything
+ * above the device (the plan executor, array residency) is shared, so the
+ * emulator tests it too.
+ */
+#ifndef ARRAYC_RUNTIME_GPU_H
+#define ARRAYC_RUNTIME_GPU_H
+
+#include "runtime/plan.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint64_t rt_dptr; /* a device address (emulator: a host address); 0 = none */
+
+/* The control block (device memory, 128 bytes). Offsets are part of the
+ * kernel ABI (lib/codegen/cg_gpu.c reads them). */
+typedef struct rt_gctl {
+  int32_t failed;         /* 0: offset 0 */
+  int32_t site;           /* 4 */
+  int64_t a, b;           /* 8, 16 */
+  uint64_t tmp;           /* 24: device base of temporary memory (0: none) */
+  int64_t tmp_per_thread; /* 32: bytes per global thread */
+  uint64_t scratch;       /* 40: zeroed scratch for this launch (0: none) */
+  int64_t scratch_bytes;  /* 48 */
+  int64_t pad;            /* 56 */
+  uint8_t dummy[64];      /* 64: harmless memory after a failed tmp request */
+} rt_gctl;
+#define RT_GCTL_FAILED 0
+#define RT_GCTL_SITE 4
+#define RT_GCTL_A 8
+#define RT_GCTL_B 16
+#define RT_GCTL_TMP 24
+#define RT_GCTL_TMP_PER_THREAD 32
+#define RT_GCTL_SCRATCH 40
+#define RT_GCTL_DUMMY 64
+
+typedef struct rt_gpu rt_gpu;
+typedef struct rt_gkernel rt_gkernel; /* a loaded kernel of some device */
+
+/* What a device can do for a kernel (filled at load time). */
+typedef struct rt_glimits {
+  unsigned block;      /* preferred threads per block (occupancy calculator), multiple of 32 */
+  unsigned max_block;  /* most threads per block the kernel can be launched with */
+  unsigned max_grid;   /* blocks that can be resident at once over the whole device */
+} rt_glimits;
+
+typedef struct rt_gpu_ops {
+  const char *name; /* "cuda" or "simt-emu" */
+  void (*destroy)(rt_gpu *g);
+  /* Stream-ordered: usable by operations queued after it. */
+  ac_status (*alloc)(rt_gpu *g, size_t bytes, rt_dptr *out, ac_error **err);
+  /* Stream-ordered free (NULL-safe for 0). Never fails loudly. */
+  void (*free)(rt_gpu *g, rt_dptr p);
+  /* Queued copies. htod may return before the copy ran, but `src` may be
+   * reused as soon as it returns. dtoh returns when the bytes are in dst
+   * (it waits for everything queued before it). */
+  ac_status (*htod)(rt_gpu *g, rt_dptr dst, const void *src, size_t bytes, ac_error **err);
+  ac_status (*dtoh)(rt_gpu *g, void *dst, rt_dptr src, size_t bytes, ac_error **err);
+  ac_status (*dtod)(rt_gpu *g, rt_dptr dst, rt_dptr src, size_t bytes, ac_error **err);
+  ac_status (*memset0)(rt_gpu *g, rt_dptr dst, size_t bytes, ac_error **err);
+  /* Queues k over grid x block threads with `smem` bytes of dynamic shared
+   * memory (on top of the kernel's static shared memory). */
+  ac_status (*launch)(rt_gpu *g, rt_gkernel *k, unsigned grid, unsigned block, size_t smem,
+                      rt_dptr frame, rt_dptr ctl, int64_t n, ac_error **err);
+  /* Waits for everything queued. */
+  ac_status (*sync)(rt_gpu *g, ac_error **err);
+  void (*limits)(rt_gpu *g, rt_gkernel *k, rt_glimits *out);
+  /* Parallelism for plan `chunks(n, grain)` expressions (resident threads). */
+  int64_t (*parallelism)(rt_gpu *g);
+} rt_gpu_ops;
+
+struct rt_gpu {
+  const rt_gpu_ops *ops;
+  ac_context *ctx;
+  /* References: the runtime that created it holds one, and every array with
+   * a device copy on it holds one (so device memory outlives neither the
+   * device nor the arrays). rt_gpu_release calls ops->destroy at zero. */
+  atomic_size_t refs;
+};
+
+/* ---- CUDA (gpu_cuda.c) ----
+ * Loads libcuda.so.1, initialises the driver, retains device `ordinal`'s
+ * primary context and creates a stream. No driver, no device or a driver
+ * error: AC_ERR_UNSUPPORTED with a message that starts "no GPU: " and says
+ * which (e.g. "no GPU: libcuda.so.1 not found (is the NVIDIA driver
+ * installed?)"). */
+ac_status rt_cuda_create(ac_context *ctx, int ordinal, rt_gpu **out, ac_error **err);
+/* The device's compute capability (major * 10 + minor, e.g. 90) and the
+ * driver's CUDA version (e.g. 12040 for 12.4), for choosing the PTX target. */
+void rt_cuda_info(rt_gpu *g, unsigned *sm, int *driver_version, char *name, size_t namelen);
+/* Loads a PTX module (NUL-terminated text) and looks up kernels syms[0..n)
+ * into out[] (freed with the module: rt_cuda_module_free). A load error
+ * carries the driver's JIT log. smem_static[i]: each kernel's static shared
+ * bytes (for the occupancy calculator; the driver also knows). */
+typedef struct rt_cuda_module rt_cuda_module;
+ac_status rt_cuda_load(rt_gpu *g, const char *ptx, const char *const *syms, size_t n,
+                       rt_cuda_module **mod, rt_gkernel **out, ac_error **err);
+void rt_cuda_module_free(rt_gpu *g, rt_cuda_module *mod);
+
+/* ---- SIMT emulator (simt_emu.c; see simt_emu.h for the kernels' side) ----
+ * An emulated device. Its kernels are host functions of the kernel
+ * signature above (compiled for the SIMT target by the ORC JIT). */
+ac_status rt_emu_create(ac_context *ctx, rt_gpu **out, ac_error **err);
+typedef void (*rt_gkernel_fn)(uint64_t *frame, rt_gctl *ctl, int64_t n);
+/* Wraps a host function as a kernel of device g; smem: its static shared
+ * bytes (the emulator allocates them per block); block: the kernel's fixed
+ * block size (0: any). Freed by rt_emu_kernel_free. */
+ac_status rt_emu_kernel(rt_gpu *g, rt_gkernel_fn fn, size_t smem, unsigned block,
+                        rt_gkernel **out, ac_error **err);
+void rt_emu_kernel_free(rt_gpu *g, rt_gkernel *k);
+
+/* Both create functions return a device holding one reference. */
+static inline void rt_gpu_retain(rt_gpu *g) {
+  if (g)
+    atomic_fetch_add_explicit(&g->refs, 1, memory_order_relaxed);
+}
+static inline void rt_gpu_release(rt_gpu *g) {
+  if (g && atomic_fetch_sub_explicit(&g->refs, 1, memory_order_acq_rel) == 1)
+    g->ops->destroy(g);
+}
+
+/* ---- running a GPU plan (plan_gpu.c) ----
+ * As pl_run (plan.h), for a plan whose kernels are GPU kernels (the plan's
+ * `target gpu`), on device g; kernels[i] is plan kernel i loaded on g.
+ * Arguments are made resident on g (array residency, below); results stay
+ * on the device until read. */
+ac_status pl_run_gpu(const pl_plan *p, rt_gpu *g, rt_gkernel *const *kernels,
+                     const ac_datum *args, size_t nargs, ac_datum *results, size_t nresults,
+                     ac_error **err);
+
+/* ---- array residency (resid.c) ----
+ * An ac_array may have a device copy on one rt_gpu besides (or instead of)
+ * its host elements. Arrays are immutable once shared, so the copies never
+ * disagree: a result computed on the device has a device copy only, and
+ * its host elements are fetched the first time anyone reads them
+ * (ac_array_data, ac_array_read, a call on another backend). An argument
+ * already on the device is not copied again; one on the host is copied
+ * when a GPU call needs it and keeps the device copy for later calls. */
+/* The device address of a's elements on g, copying them there if needed. */
+ac_status rt_resid_device(ac_array *a, rt_gpu *g, rt_dptr *out, ac_error **err);
+/* A fresh array whose elements are the device buffer d on g (taken over:
+ * freed with the array); its host elements are fetched on first use. */
+ac_status rt_resid_wrap(ac_context *ctx, rt_gpu *g, ac_scalar type, unsigned rank,
+                        const int64_t *extents, rt_dptr d, ac_array **out, ac_error **err);
+/* Makes a's host elements valid (fetching them from the device when the
+ * array was produced there). Every host-side reader of a->data calls it. */
+ac_status rt_resid_host(const ac_array *a, ac_error **err);
+
+#endif
