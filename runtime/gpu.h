@@ -170,8 +170,16 @@ ac_status pl_run_gpu(const pl_plan *p, rt_gpu *g, rt_gkernel *const *kernels,
  * (ac_array_data, ac_array_read, a call on another backend). An argument
  * already on the device is not copied again; one on the host is copied
  * when a GPU call needs it and keeps the device copy for later calls. */
-/* The device address of a's elements on g, copying them there if needed. */
-ac_status rt_resid_device(ac_array *a, rt_gpu *g, rt_dptr *out, ac_error **err);
+/* The device address of a's elements on g, copying them there if needed;
+ * *holder gets a reference to the array that owns that device memory (a
+ * itself, or, when a's device copy is on another device, a temporary
+ * array): the caller keeps it for as long as it uses the address. */
+ac_status rt_resid_device(ac_array *a, rt_gpu *g, rt_dptr *out, ac_array **holder,
+                          ac_error **err);
+/* a's device address on g, or 0 when it has no copy there. */
+rt_dptr rt_resid_dptr(const ac_array *a, const rt_gpu *g);
+/* Frees a's device copy and lazily fetched host elements (array release). */
+void rt_resid_drop(ac_array *a);
 /* A fresh array whose elements are the device buffer d on g (taken over:
  * freed with the array); its host elements are fetched on first use. */
 ac_status rt_resid_wrap(ac_context *ctx, rt_gpu *g, ac_scalar type, unsigned rank,

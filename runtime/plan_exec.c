@@ -26,34 +26,19 @@
  * rt_pool_launch; nothing is allocated. Everything mutable is in the call's
  * block, so any number of threads may run the same plan at once.
  */
-#include "runtime/plan_impl.h"
+#include "runtime/plan_exec_impl.h"
 
 #include "interp/rtarray.h"
 
 #include <stdarg.h>
 #include <string.h>
 
-typedef struct pl_loop {
-  int64_t i, hi;
-} pl_loop;
-
-typedef struct pl_exec {
-  const pl_plan *p;
-  rt_pool *pool;
-  uint64_t *frame;
-  ac_array **owner; /* per word */
-  pl_loop *loops;   /* per instruction (FOR only) */
-  rt_call call;
-  ac_error *err;
-  ac_status st;
-} pl_exec;
-
-static int64_t pl_eval(const pl_exec *X, uint32_t e) {
+static int64_t pl_eval(pl_exec *X, uint32_t e) {
   const pl_expr *x = &X->p->exprs[e];
   if (x->op == PX_CONST)
     return x->k;
   if (x->op == PX_WORD)
-    return (int64_t)X->frame[x->a];
+    return (int64_t)pl_wget(X, x->a);
   int64_t a = pl_eval(X, x->a), b = pl_eval(X, x->b);
   /* The language's i64 arithmetic (docs/language.md §6.1): wrapping, and
    * every division defined. */
@@ -81,7 +66,7 @@ static int64_t pl_eval(const pl_exec *X, uint32_t e) {
   case PX_MAX:
     return a > b ? a : b;
   case PX_CHUNKS:
-    return rt_pool_chunks(X->pool, a, b);
+    return X->g ? pl_gpu_chunks(X, a, b) : rt_pool_chunks(X->pool, a, b);
   case PX_CONST:
   case PX_WORD:
     break;
@@ -89,13 +74,16 @@ static int64_t pl_eval(const pl_exec *X, uint32_t e) {
   return 0;
 }
 
+int64_t pl_eval_expr(pl_exec *X, uint32_t e) {
+  return pl_eval(X, e);
+}
+
 /* ---- errors ---- */
 
-static bool pl_fail_at(pl_exec *X, ac_status st, uint32_t site, const char *fmt, ...)
-    IR_PRINTF(4, 5);
-
 /* Records the call's error at site `site` (PL_AUTO: no position). */
-static bool pl_fail_at(pl_exec *X, ac_status st, uint32_t site, const char *fmt, ...) {
+bool pl_fail_at(pl_exec *X, ac_status st, uint32_t site, const char *fmt, ...) {
+  if (X->st != AC_OK) /* the first error stands */
+    return false;
   char msg[256];
   va_list ap;
   va_start(ap, fmt);
@@ -108,8 +96,18 @@ static bool pl_fail_at(pl_exec *X, ac_status st, uint32_t site, const char *fmt,
   return false;
 }
 
+bool pl_fail_err(pl_exec *X, ac_status st, ac_error *e) {
+  if (X->st == AC_OK) {
+    X->err = e;
+    X->st = st == AC_OK ? AC_ERR_INTERNAL : st;
+  } else {
+    ac_error_destroy(e);
+  }
+  return false;
+}
+
 /* A runtime error whose message is the site's own format with two values. */
-static bool pl_fail_site(pl_exec *X, uint32_t site, int64_t a, int64_t b) {
+bool pl_fail_site(pl_exec *X, uint32_t site, int64_t a, int64_t b) {
   const pl_site *s = &X->p->sites[site];
   ir_buf msg;
   ir_buf_init(&msg, X->p->ctx);
@@ -137,10 +135,10 @@ static void pl_own(pl_exec *X, uint32_t w, ac_array *a) {
 }
 
 /* True if `bytes` bytes at address `data` lie inside array a's elements. */
-static bool pl_inside(const ac_array *a, uintptr_t data, int64_t bytes) {
+static bool pl_inside(const pl_exec *X, const ac_array *a, uintptr_t data, int64_t bytes) {
   if (!a)
     return false;
-  uintptr_t lo = (uintptr_t)a->data;
+  uintptr_t lo = X->g ? (uintptr_t)rt_resid_dptr(a, X->g) : (uintptr_t)a->data;
   uintptr_t have = (uintptr_t)a->size * rt_array_elsize(a);
   return data >= lo && data - lo <= have && (uintptr_t)bytes <= have - (data - lo);
 }
@@ -242,13 +240,31 @@ static bool pl_bind_params(pl_exec *X, const ac_datum *args) {
       return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO,
                         "plan '%s': argument %u does not match its parameter", p->name, i);
     if (scalar) {
-      X->frame[l->slot] = pl_word_of(d);
+      pl_wset(X, l->slot, pl_word_of(d));
       continue;
     }
-    X->frame[l->slot] = (uint64_t)(uintptr_t)d->array->data;
+    uint64_t data;
+    if (X->g) { /* the device copy, made now if there is none */
+      rt_dptr dp;
+      ac_array *holder;
+      ac_error *e = NULL;
+      ac_status st = rt_resid_device(d->array, X->g, &dp, &holder, &e);
+      if (st != AC_OK)
+        return pl_fail_err(X, st, e);
+      data = dp;
+      ac_array_release(X->owner[l->slot]);
+      X->owner[l->slot] = holder; /* holder came with a reference */
+    } else {
+      ac_error *e = NULL;
+      ac_status st = rt_resid_host(d->array, &e); /* made on a GPU: fetch it */
+      if (st != AC_OK)
+        return pl_fail_err(X, st, e);
+      data = (uint64_t)(uintptr_t)d->array->data;
+      pl_own(X, l->slot, d->array);
+    }
+    pl_wset(X, l->slot, data);
     for (uint32_t r = 0; r < l->rank; r++)
-      X->frame[l->slot + 1 + r] = (uint64_t)d->array->extents[r];
-    pl_own(X, l->slot, d->array);
+      pl_wset(X, l->slot + 1 + r, (uint64_t)d->array->extents[r]);
   }
   return true;
 }
@@ -260,12 +276,12 @@ static bool pl_take_result(pl_exec *X, uint32_t i, ac_datum *d) {
   const pl_leaf *l = &p->results[i];
   ac_scalar sc = (ac_scalar)l->sc;
   if (l->rank == 0) {
-    pl_datum_of(sc, X->frame[l->slot], d);
+    pl_datum_of(sc, pl_wget(X, l->slot), d);
     return true;
   }
   int64_t ext[PL_MAX_RANK], count;
   for (uint32_t r = 0; r < l->rank; r++)
-    ext[r] = (int64_t)X->frame[l->slot + 1 + r];
+    ext[r] = (int64_t)pl_wget(X, l->slot + 1 + r);
   for (uint32_t r = 0; r < l->rank; r++)
     if (ext[r] < 0)
       return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': result %u has extent %lld",
@@ -274,16 +290,20 @@ static bool pl_take_result(pl_exec *X, uint32_t i, ac_datum *d) {
   if (!rt_array_count(l->rank, ext, elsize, &count))
     return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': result %u is too large", p->name,
                       i);
-  uintptr_t data = (uintptr_t)X->frame[l->slot];
+  uintptr_t data = (uintptr_t)pl_wget(X, l->slot);
   ac_array *own = X->owner[l->slot];
   ac_array *a = NULL;
-  if (own && (uintptr_t)own->data == data && own->type == sc && own->rank == l->rank &&
+  uintptr_t own_base = !own ? 0 : X->g ? (uintptr_t)rt_resid_dptr(own, X->g) : (uintptr_t)own->data;
+  if (own && own_base == data && own->type == sc && own->rank == l->rank &&
       memcmp(own->extents, ext, l->rank * sizeof *ext) == 0) {
     ac_array_retain(own);
     a = own;
-  } else if (count > 0 && !pl_inside(own, data, count * (int64_t)elsize)) {
+  } else if (count > 0 && !pl_inside(X, own, data, count * (int64_t)elsize)) {
     return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO,
                       "plan '%s': result %u does not lie in an array the plan holds", p->name, i);
+  } else if (X->g) {
+    if (!pl_gpu_copy_out(X, sc, l->rank, ext, (size_t)count * elsize, data, &a))
+      return false;
   } else {
     ac_status st = rt_array_alloc(p->ctx, sc, l->rank, ext, &a);
     if (st != AC_OK)
@@ -301,16 +321,16 @@ static bool pl_take_result(pl_exec *X, uint32_t i, ac_datum *d) {
 /* ---- instructions ---- */
 
 /* Evaluates the rank extents of an ALLOC/VIEW. */
-static void pl_eval_extents(const pl_exec *X, const pl_inst *in, int64_t *ext) {
+static void pl_eval_extents(pl_exec *X, const pl_inst *in, int64_t *ext) {
   for (uint32_t r = 0; r < in->rank; r++)
     ext[r] = pl_eval(X, X->p->args[in->e + r]);
 }
 
 static void pl_set_leaf(pl_exec *X, uint32_t slot, uintptr_t data, uint32_t rank,
                         const int64_t *ext) {
-  X->frame[slot] = (uint64_t)data;
+  pl_wset(X, slot, (uint64_t)data);
   for (uint32_t r = 0; r < rank; r++)
-    X->frame[slot + 1 + r] = (uint64_t)ext[r];
+    pl_wset(X, slot + 1 + r, (uint64_t)ext[r]);
 }
 
 static bool pl_do_alloc(pl_exec *X, const pl_inst *in) {
@@ -320,14 +340,23 @@ static bool pl_do_alloc(pl_exec *X, const pl_inst *in) {
     if (ext[r] < 0)
       return pl_fail_at(X, AC_ERR_RUNTIME, in->k, "negative extent %lld", (long long)ext[r]);
   ac_array *a;
-  ac_status st = rt_array_alloc(X->p->ctx, (ac_scalar)in->sc, in->rank, ext, &a);
-  if (st == AC_ERR_RUNTIME)
-    return pl_fail_at(X, st, in->k, "array too large");
-  if (st != AC_OK)
-    return pl_fail_at(X, st, PL_AUTO, "out of memory");
+  uintptr_t data;
+  if (X->g) {
+    rt_dptr d;
+    if (!pl_gpu_alloc(X, in, ext, &a, &d))
+      return false;
+    data = (uintptr_t)d;
+  } else {
+    ac_status st = rt_array_alloc(X->p->ctx, (ac_scalar)in->sc, in->rank, ext, &a);
+    if (st == AC_ERR_RUNTIME)
+      return pl_fail_at(X, st, in->k, "array too large");
+    if (st != AC_OK)
+      return pl_fail_at(X, st, PL_AUTO, "out of memory");
+    data = (uintptr_t)a->data;
+  }
   pl_own(X, in->a, a);
   ac_array_release(a); /* the word holds the one reference */
-  pl_set_leaf(X, in->a, (uintptr_t)a->data, in->rank, ext);
+  pl_set_leaf(X, in->a, data, in->rank, ext);
   return true;
 }
 
@@ -340,10 +369,10 @@ static bool pl_do_view(pl_exec *X, const pl_inst *in) {
       return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': view with extent %lld", name,
                         (long long)ext[r]);
   size_t elsize = ac_scalar_size((ac_scalar)in->sc);
-  uintptr_t data = (uintptr_t)X->frame[in->b];
+  uintptr_t data = (uintptr_t)pl_wget(X, in->b);
   ac_array *own = X->owner[in->b];
   if (!rt_array_count(in->rank, ext, elsize, &count) ||
-      (count > 0 && !pl_inside(own, data, count * (int64_t)elsize)))
+      (count > 0 && !pl_inside(X, own, data, count * (int64_t)elsize)))
     return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO,
                       "plan '%s': view of %%%u is larger than its array", name, in->b);
   pl_own(X, in->a, own);
@@ -355,14 +384,23 @@ static void pl_do_assign(pl_exec *X, const pl_inst *in) {
   if (in->a == in->b)
     return;
   if (in->rank == 0) {
-    X->frame[in->a] = X->frame[in->b];
+    pl_wset(X, in->a, pl_wget(X, in->b));
     return;
   }
-  memmove(&X->frame[in->a], &X->frame[in->b], (1 + (size_t)in->rank) * sizeof *X->frame);
+  /* leaves may overlap: copy through a buffer in the right direction */
+  uint32_t n = 1 + in->rank;
+  if (in->a < in->b)
+    for (uint32_t r = 0; r < n; r++)
+      pl_wset(X, in->a + r, pl_wget(X, in->b + r));
+  else
+    for (uint32_t r = n; r-- > 0;)
+      pl_wset(X, in->a + r, pl_wget(X, in->b + r));
   pl_own(X, in->a, X->owner[in->b]);
 }
 
 static bool pl_do_launch(pl_exec *X, const pl_inst *in, rt_kernel_fn const *kernels) {
+  if (X->g)
+    return pl_gpu_launch(X, in);
   const pl_kernel *k = &X->p->kernels[in->k];
   rt_kernel_fn fn = kernels ? kernels[in->k] : NULL;
   if (!fn)
@@ -380,18 +418,20 @@ static bool pl_do_launch(pl_exec *X, const pl_inst *in, rt_kernel_fn const *kern
   return pl_fail_site(X, (uint32_t)site, X->call.a, X->call.b);
 }
 
-static bool pl_bool(const pl_exec *X, uint32_t w) {
-  return (uint8_t)X->frame[w] != 0; /* a bool is byte 0 of its word */
+static bool pl_bool(pl_exec *X, uint32_t w) {
+  return (uint8_t)pl_wget(X, w) != 0; /* a bool is byte 0 of its word */
 }
 
 static bool pl_exec_body(pl_exec *X, rt_kernel_fn const *kernels) {
   const pl_plan *p = X->p;
   uint32_t pc = 0;
   while (pc < p->ninsts) {
+    if (X->st != AC_OK) /* a word fetched from the device reported a failure */
+      return false;
     const pl_inst *in = &p->insts[pc];
     switch ((pl_iop)in->op) {
     case PI_SET:
-      X->frame[in->a] = (uint64_t)pl_eval(X, in->e);
+      pl_wset(X, in->a, (uint64_t)pl_eval(X, in->e));
       break;
     case PI_ALLOC:
       if (!pl_do_alloc(X, in))
@@ -425,7 +465,7 @@ static bool pl_exec_body(pl_exec *X, rt_kernel_fn const *kernels) {
         continue;
       }
       X->loops[pc] = (pl_loop){lo, hi};
-      X->frame[in->a] = (uint64_t)lo;
+      pl_wset(X, in->a, (uint64_t)lo);
       break;
     }
     case PI_WHILE:
@@ -453,7 +493,7 @@ static bool pl_exec_body(pl_exec *X, rt_kernel_fn const *kernels) {
         continue;
       }
       if (open->op == PI_FOR && X->loops[o].i + 1 < X->loops[o].hi) {
-        X->frame[open->a] = (uint64_t)++X->loops[o].i;
+        pl_wset(X, open->a, (uint64_t)++X->loops[o].i);
         pc = o + 1;
         continue;
       }
@@ -465,9 +505,9 @@ static bool pl_exec_body(pl_exec *X, rt_kernel_fn const *kernels) {
   return true;
 }
 
-ac_status pl_run(const pl_plan *p, rt_pool *pool, rt_kernel_fn const *kernels,
-                 const ac_datum *args, size_t nargs, ac_datum *results, size_t nresults,
-                 ac_error **err) {
+static ac_status pl_run_on(const pl_plan *p, rt_pool *pool, rt_gpu *g, rt_kernel_fn const *kernels,
+                           rt_gkernel *const *gkernels, const ac_datum *args, size_t nargs,
+                           ac_datum *results, size_t nresults, ac_error **err) {
   if (err)
     *err = NULL;
   if (results && nresults)
@@ -476,16 +516,20 @@ ac_status pl_run(const pl_plan *p, rt_pool *pool, rt_kernel_fn const *kernels,
   memset(&X, 0, sizeof X);
   X.p = p;
   X.pool = pool;
+  X.g = g;
+  X.gk = gkernels;
   X.call.ctx = p->ctx;
   atomic_init(&X.call.failed, 0);
   if (!p->finished || nargs != p->nparams || nresults != p->nresults ||
-      (nargs && !args) || (nresults && !results)) {
+      (nargs && !args) || (nresults && !results) || p->gpu != (g != NULL)) {
     pl_fail_at(&X, AC_ERR_INTERNAL, PL_AUTO,
-               !p->finished ? "plan '%s' was not finished" : "plan '%s' called with wrong arity",
+               !p->finished          ? "plan '%s' was not finished"
+               : p->gpu != (g != NULL) ? "plan '%s' run on the wrong kind of device"
+                                     : "plan '%s' called with wrong arity",
                p->name);
     return ir_report(err, X.err, X.st);
   }
-  size_t bytes = (size_t)p->nslots * (sizeof *X.frame + sizeof *X.owner) +
+  size_t bytes = (size_t)p->nslots * (sizeof *X.frame + sizeof *X.owner + (g ? 1 : 0)) +
                  (size_t)p->ninsts * sizeof *X.loops;
   void *block = ac_alloc(p->ctx, bytes);
   if (!block)
@@ -493,9 +537,12 @@ ac_status pl_run(const pl_plan *p, rt_pool *pool, rt_kernel_fn const *kernels,
   X.loops = block;
   X.frame = (uint64_t *)(void *)(X.loops + p->ninsts);
   X.owner = (ac_array **)(void *)(X.frame + p->nslots);
-  memset(X.frame, 0, (size_t)p->nslots * (sizeof *X.frame + sizeof *X.owner));
+  memset(X.frame, 0, (size_t)p->nslots * (sizeof *X.frame + sizeof *X.owner + (g ? 1 : 0)));
+  if (g)
+    X.wstate = (uint8_t *)(void *)(X.owner + p->nslots);
 
-  bool ok = pl_bind_params(&X, args) && pl_exec_body(&X, kernels);
+  bool ok = (!g || pl_gpu_begin(&X)) && pl_bind_params(&X, args) && pl_exec_body(&X, kernels) &&
+            (!g || pl_gpu_sync(&X));
   uint32_t taken = 0;
   for (; ok && taken < p->nresults; taken++)
     ok = pl_take_result(&X, taken, &results[taken]);
@@ -504,10 +551,29 @@ ac_status pl_run(const pl_plan *p, rt_pool *pool, rt_kernel_fn const *kernels,
       ac_datum_release(&results[i]);
   for (uint32_t w = 0; w < p->nslots; w++)
     ac_array_release(X.owner[w]);
+  if (g)
+    pl_gpu_end(&X);
   ac_free(p->ctx, block);
   if (ok)
     return AC_OK;
   if (results && nresults)
     memset(results, 0, nresults * sizeof *results);
   return ir_report(err, X.err, X.st);
+}
+
+ac_status pl_run(const pl_plan *p, rt_pool *pool, rt_kernel_fn const *kernels,
+                 const ac_datum *args, size_t nargs, ac_datum *results, size_t nresults,
+                 ac_error **err) {
+  return pl_run_on(p, pool, NULL, kernels, NULL, args, nargs, results, nresults, err);
+}
+
+ac_status pl_run_gpu(const pl_plan *p, rt_gpu *g, rt_gkernel *const *kernels,
+                     const ac_datum *args, size_t nargs, ac_datum *results, size_t nresults,
+                     ac_error **err) {
+  if (!g) {
+    if (err)
+      *err = NULL;
+    return AC_ERR_INVALID;
+  }
+  return pl_run_on(p, NULL, g, NULL, kernels, args, nargs, results, nresults, err);
 }

@@ -20,6 +20,7 @@
  * by calls running on several threads; everything else reads immutable data.
  */
 #include "interp/rtarray.h"
+#include "runtime/gpu.h"
 
 #include <string.h>
 
@@ -198,6 +199,9 @@ ac_status ac_array_read(const ac_array *a, void *dst, size_t dst_bytes, ac_error
                               "ac_array_read: the array has %zu bytes, the buffer %zu%s", bytes,
                               dst_bytes, dst ? "" : " (NULL)"),
                      AC_ERR_INVALID);
+  ac_status st = rt_resid_host(a, err);
+  if (st != AC_OK)
+    return st;
   if (bytes)
     memcpy(dst, a->data, bytes);
   return AC_OK;
@@ -216,6 +220,8 @@ void ac_array_release(ac_array *a) {
      * go back to the context's block cache with the size rt_array_alloc
      * asked for (a reused block may be larger, never smaller). */
     bool owns_data = (char *)a->data == (char *)a + data_offset(a->rank);
+    if (atomic_load_explicit(&a->resid, memory_order_relaxed))
+      rt_resid_drop(a);
     if (a->release)
       a->release(a->user);
     if (owns_data)
@@ -238,5 +244,7 @@ int64_t ac_array_size(const ac_array *a) {
   return a->size;
 }
 const void *ac_array_data(const ac_array *a) {
+  if (rt_resid_host(a, NULL) != AC_OK)
+    return NULL;
   return a->data;
 }

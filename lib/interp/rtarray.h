@@ -42,6 +42,11 @@ struct ac_array {
                        (or the caller's memory for a borrowed array) */
   void (*release)(void *user); /* borrowed arrays: called when the last reference goes */
   void *user;
+  /* A copy in GPU memory (runtime/resid.c), or NULL. An array made on the
+   * device has data == NULL until its host elements are first needed:
+   * every host-side reader of data calls rt_resid_host first (ac_array_data,
+   * ac_array_read and the call paths of function.c do). */
+  _Atomic(struct rt_resid *) resid;
 };
 
 /* Number of elements of an array of the given extents (all >= 0) with

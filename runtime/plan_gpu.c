@@ -1,0 +1,276 @@
+/* runtime/plan_gpu.c: what running a plan on a GPU device adds to the
+ * executor (plan_exec.c; the state and the word protocol are described in
+ * plan_exec_impl.h).
+ *
+ * Per call: one device block holding the control block (rt_gctl, zeroed:
+ * no failure yet) followed by the device frame. Per launch:
+ *   1. the grid: a kernel with a fixed block gets it; otherwise the device's
+ *      occupancy-based choice (rt_gpu_ops.limits). `chunks C` gives C
+ *      blocks; `chunks auto` gives enough blocks for ceil(n / grain)
+ *      threads, at most the blocks the device holds at once (the kernels
+ *      are grid-stride loops);
+ *   2. temporary memory for kernels that build arrays per element (k->tmp):
+ *      tmp_per_thread bytes for each thread of the grid (ARRAYC_GPU_TMP,
+ *      default 16 KiB), the grid of an auto launch shrunk so that all of it
+ *      stays within 256 MiB; allocated and freed in stream order around
+ *      the launch;
+ *   3. zeroed scratch (k->scratch_*), one buffer per call grown as needed;
+ *   4. the control block's settings and the host-written words the kernel
+ *      uses are uploaded (runs of consecutive words in one copy each);
+ *   5. the launch is queued; the words the kernel writes become pending.
+ * Nothing waits for the device except pl_gpu_fetch (a host read of a
+ * pending word) and pl_gpu_sync (the end of the call), which also read the
+ * control block and turn a recorded kernel failure into the call's error.
+ */
+#include "runtime/plan_exec_impl.h"
+
+#include "interp/rtarray.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PG_TMP_DEFAULT ((int64_t)16 << 10)
+#define PG_TMP_MAX ((int64_t)1 << 24)
+#define PG_TMP_BUDGET ((int64_t)256 << 20)
+#define PG_MAX_GRID ((int64_t)INT32_MAX)
+
+static bool pg_err(pl_exec *X, ac_status st, ac_error *e) {
+  return pl_fail_err(X, st, e);
+}
+
+/* ARRAYC_GPU_TMP: bytes of temporary memory per GPU thread. */
+static int64_t pg_tmp_per_thread(void) {
+  const char *s = getenv("ARRAYC_GPU_TMP");
+  if (s && *s) {
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (*end == 0 && v >= 256 && v <= PG_TMP_MAX)
+      return (v + 15) & ~(long long)15;
+  }
+  return PG_TMP_DEFAULT;
+}
+
+bool pl_gpu_begin(pl_exec *X) {
+  rt_gpu *g = X->g;
+  size_t bytes = sizeof(rt_gctl) + (size_t)X->p->nslots * sizeof(uint64_t);
+  ac_error *e = NULL;
+  ac_status st = g->ops->alloc(g, bytes, &X->dctl, &e);
+  if (st != AC_OK)
+    return pg_err(X, st, e);
+  memset(&X->ctl, 0, sizeof X->ctl);
+  st = g->ops->htod(g, X->dctl, &X->ctl, sizeof X->ctl, &e);
+  return st == AC_OK || pg_err(X, st, e);
+}
+
+void pl_gpu_end(pl_exec *X) {
+  X->g->ops->free(X->g, X->scratch);
+  X->g->ops->free(X->g, X->dctl);
+}
+
+/* Reads the control block (and words [0, upto) of the device frame into
+ * buf) after everything queued; reports a failure recorded there. */
+static bool pg_read_back(pl_exec *X, uint32_t upto) {
+  rt_gpu *g = X->g;
+  size_t bytes = sizeof(rt_gctl) + (size_t)upto * sizeof(uint64_t);
+  rt_gctl *buf = ac_alloc(X->p->ctx, bytes);
+  if (!buf)
+    return pg_err(X, AC_ERR_NOMEM, NULL);
+  ac_error *e = NULL;
+  ac_status st = g->ops->dtoh(g, buf, X->dctl, bytes, &e);
+  if (st != AC_OK) {
+    ac_free(X->p->ctx, buf);
+    return pg_err(X, st, e);
+  }
+  const uint64_t *dframe = (const uint64_t *)(const void *)(buf + 1);
+  for (uint32_t w = 0; w < upto; w++)
+    if (X->wstate[w] & PL_W_PENDING) {
+      X->frame[w] = dframe[w];
+      X->wstate[w] = 0;
+    }
+  if (upto) {
+    X->npending = 0;
+    X->maxpending = 0;
+  }
+  int32_t failed = buf->failed, site = buf->site;
+  int64_t a = buf->a, b = buf->b;
+  ac_free(X->p->ctx, buf);
+  if (!failed)
+    return true;
+  if (site < 0 || (uint32_t)site >= X->p->nsites)
+    return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': a kernel failed at site %d",
+                      X->p->name, (int)site);
+  return pl_fail_site(X, (uint32_t)site, a, b);
+}
+
+bool pl_gpu_fetch(pl_exec *X) {
+  if (X->st != AC_OK)
+    return false;
+  return pg_read_back(X, X->npending ? X->maxpending + 1 : 0);
+}
+
+bool pl_gpu_sync(pl_exec *X) {
+  return pl_gpu_fetch(X);
+}
+
+int64_t pl_gpu_chunks(pl_exec *X, int64_t n, int64_t grain) {
+  int64_t par = X->g->ops->parallelism(X->g);
+  if (n <= 0 || grain < 1)
+    return 1;
+  int64_t c = n / grain + (n % grain != 0);
+  return c < 1 ? 1 : c > par ? (par < 1 ? 1 : par) : c;
+}
+
+/* Uploads the host-written words among k's uses. */
+static bool pg_upload_uses(pl_exec *X, const pl_kernel *k) {
+  rt_gpu *g = X->g;
+  for (uint32_t u = 0; u < k->nuses;) {
+    uint32_t w = k->uses[u];
+    if (!(X->wstate[w] & PL_W_DIRTY)) {
+      u++;
+      continue;
+    }
+    uint32_t end = u + 1; /* a run of consecutive dirty words */
+    while (end < k->nuses && k->uses[end] == k->uses[end - 1] + 1 &&
+           (X->wstate[k->uses[end]] & PL_W_DIRTY))
+      end++;
+    uint32_t n = end - u;
+    ac_error *e = NULL;
+    ac_status st = g->ops->htod(g, X->dctl + sizeof(rt_gctl) + (size_t)w * sizeof(uint64_t),
+                                &X->frame[w], (size_t)n * sizeof(uint64_t), &e);
+    if (st != AC_OK)
+      return pg_err(X, st, e);
+    for (uint32_t i = u; i < end; i++)
+      X->wstate[k->uses[i]] &= (uint8_t)~PL_W_DIRTY;
+    u = end;
+  }
+  return true;
+}
+
+/* Uploads the control block's settings (tmp, scratch), not its failure. */
+static bool pg_upload_ctl(pl_exec *X) {
+  ac_error *e = NULL;
+  ac_status st = X->g->ops->htod(X->g, X->dctl + RT_GCTL_TMP, (const char *)&X->ctl + RT_GCTL_TMP,
+                                 RT_GCTL_DUMMY - RT_GCTL_TMP, &e);
+  return st == AC_OK || pg_err(X, st, e);
+}
+
+bool pl_gpu_launch(pl_exec *X, const pl_inst *in) {
+  rt_gpu *g = X->g;
+  const pl_plan *p = X->p;
+  const pl_kernel *k = &p->kernels[in->k];
+  rt_gkernel *gk = X->gk ? X->gk[in->k] : NULL;
+  if (!gk)
+    return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': kernel k%u (%s) is not loaded",
+                      p->name, in->k, k->symbol);
+  int64_t n = pl_eval_expr(X, in->e);
+  rt_glimits lim;
+  g->ops->limits(g, gk, &lim);
+  unsigned block = k->block ? k->block : lim.block;
+  if (block == 0 || block > lim.max_block)
+    return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO,
+                      "plan '%s': kernel k%u needs blocks of %u threads; the device allows %u",
+                      p->name, in->k, block, lim.max_block);
+  int64_t grid;
+  if (in->e2 != PL_AUTO) {
+    grid = pl_eval_expr(X, in->e2);
+  } else {
+    int64_t threads = n <= 0 ? 1 : n / k->grain + (n % k->grain != 0);
+    grid = threads / block + (threads % block != 0);
+    if (grid > (int64_t)lim.max_grid)
+      grid = lim.max_grid;
+  }
+  if (X->st != AC_OK)
+    return false;
+  grid = grid < 1 ? 1 : grid > PG_MAX_GRID ? PG_MAX_GRID : grid;
+
+  rt_dptr tmp = 0;
+  ac_error *e = NULL;
+  ac_status st;
+  bool settings = false;
+  if (k->tmp) {
+    int64_t per = pg_tmp_per_thread();
+    int64_t fit = PG_TMP_BUDGET / (per * block);
+    if (in->e2 == PL_AUTO && grid > fit)
+      grid = fit < 1 ? 1 : fit;
+    if ((st = g->ops->alloc(g, (size_t)(grid * block * per), &tmp, &e)) != AC_OK)
+      return pg_err(X, st, e);
+    X->ctl.tmp = tmp;
+    X->ctl.tmp_per_thread = per;
+    settings = true;
+  } else if (X->ctl.tmp) {
+    X->ctl.tmp = 0;
+    X->ctl.tmp_per_thread = 0;
+    settings = true;
+  }
+  uint64_t sbytes = k->scratch_fixed + k->scratch_block * (uint64_t)grid;
+  if (sbytes) {
+    if (sbytes > X->scratch_cap) {
+      g->ops->free(g, X->scratch);
+      X->scratch = 0;
+      X->scratch_cap = 0;
+      if ((st = g->ops->alloc(g, (size_t)sbytes, &X->scratch, &e)) != AC_OK) {
+        g->ops->free(g, tmp);
+        return pg_err(X, st, e);
+      }
+      X->scratch_cap = (size_t)sbytes;
+    }
+    if ((st = g->ops->memset0(g, X->scratch, (size_t)sbytes, &e)) != AC_OK) {
+      g->ops->free(g, tmp);
+      return pg_err(X, st, e);
+    }
+  }
+  if (X->ctl.scratch != (sbytes ? X->scratch : 0) || X->ctl.scratch_bytes != (int64_t)sbytes) {
+    X->ctl.scratch = sbytes ? X->scratch : 0;
+    X->ctl.scratch_bytes = (int64_t)sbytes;
+    settings = true;
+  }
+  bool ok = (!settings || pg_upload_ctl(X)) && pg_upload_uses(X, k);
+  if (ok) {
+    st = g->ops->launch(g, gk, (unsigned)grid, block, 0, X->dctl + sizeof(rt_gctl), X->dctl, n,
+                        &e);
+    ok = st == AC_OK || pg_err(X, st, e);
+  }
+  g->ops->free(g, tmp); /* stream-ordered: after the kernel */
+  if (!ok)
+    return false;
+  for (uint32_t i = 0; i < k->nwrites; i++) {
+    uint32_t w = k->writes[i];
+    if (!(X->wstate[w] & PL_W_PENDING))
+      X->npending++;
+    X->wstate[w] = PL_W_PENDING;
+    if (w > X->maxpending) /* reset when everything is fetched */
+      X->maxpending = w;
+  }
+  return true;
+}
+
+bool pl_gpu_alloc(pl_exec *X, const pl_inst *in, const int64_t *ext, ac_array **out, rt_dptr *d) {
+  rt_gpu *g = X->g;
+  int64_t count;
+  size_t elsize = ac_scalar_size((ac_scalar)in->sc);
+  if (!rt_array_count(in->rank, ext, elsize, &count))
+    return pl_fail_at(X, AC_ERR_RUNTIME, in->k, "array too large");
+  ac_error *e = NULL;
+  size_t bytes = (size_t)count * elsize;
+  ac_status st = g->ops->alloc(g, bytes ? bytes : 1, d, &e);
+  if (st != AC_OK)
+    return pg_err(X, st, e);
+  st = rt_resid_wrap(X->p->ctx, g, (ac_scalar)in->sc, in->rank, ext, *d, out, &e);
+  return st == AC_OK || pg_err(X, st, e);
+}
+
+bool pl_gpu_copy_out(pl_exec *X, ac_scalar sc, uint32_t rank, const int64_t *ext, size_t bytes,
+                     uintptr_t src, ac_array **out) {
+  rt_gpu *g = X->g;
+  rt_dptr d;
+  ac_error *e = NULL;
+  ac_status st = g->ops->alloc(g, bytes ? bytes : 1, &d, &e);
+  if (st != AC_OK)
+    return pg_err(X, st, e);
+  if (bytes && (st = g->ops->dtod(g, d, (rt_dptr)src, bytes, &e)) != AC_OK) {
+    g->ops->free(g, d);
+    return pg_err(X, st, e);
+  }
+  st = rt_resid_wrap(X->p->ctx, g, sc, rank, ext, d, out, &e);
+  return st == AC_OK || pg_err(X, st, e);
+}
