@@ -21,6 +21,9 @@
 #include "arrayc/arrayc.h"
 #include "ref/ref.h"
 
+#include "api/function_impl.h" /* api_emit_ptx: compile latency to PTX */
+#include "target/nvptx.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -516,6 +519,41 @@ static void compile_latency(ac_backend be) {
   free(text);
 }
 
+/* Source text to PTX for Black-Scholes, in process and without a device:
+ * what a GPU runtime spends on a kernel the on-disk cache has not seen
+ * (parse, verify, lower, O3 with libdevice, PTX emission for sm_90). */
+static void compile_latency_ptx(void) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/programs/blackscholes.ac", ARRAYC_BENCH_DIR);
+  size_t len;
+  char *text = read_file(path, &len);
+  double t[7];
+  for (int i = 0; i < 7; i++) {
+    ac_context *ctx = ac_context_create();
+    ac_error *e = NULL;
+    ac_module *m = NULL;
+    char *ptx = NULL;
+    double t0 = now();
+    if (ac_module_parse(ctx, path, text, len, &m, &e) != AC_OK || ac_module_verify(m, &e) != AC_OK)
+      die("compile", e);
+    uint32_t fn = 0;
+    while (fn < ac_module_num_functions(m) &&
+           strcmp(ac_module_function_name(m, fn), "blackscholes") != 0)
+      fn++;
+    if (api_emit_ptx(m, fn, 90, false, &ptx, &e) != AC_OK)
+      die("compile to PTX", e);
+    t[i] = now() - t0;
+    ac_free(ctx, ptx);
+    ac_module_destroy(m);
+    ac_context_destroy(ctx);
+  }
+  double med = median(t, 7); /* sorts t */
+  printf("\ncompile latency (blackscholes, source to PTX for sm_90, libdevice %s): median %.1f ms, "
+         "min %.1f ms\n",
+         nv_libdevice_path() ? "linked" : "absent", 1e3 * med, 1e3 * t[0]);
+  free(text);
+}
+
 int main(int argc, char **argv) {
   bench_ctx B = {.backend = AC_BACKEND_CPU, .repeat = 15};
   int log2n = 24;
@@ -559,6 +597,8 @@ int main(int argc, char **argv) {
       all[i].run(&B, n);
   if (!only || strcmp(only, "compile") == 0)
     compile_latency(B.backend);
+  if (!only || strcmp(only, "compile-ptx") == 0)
+    compile_latency_ptx();
   ac_context_destroy(B.ctx);
   return 0;
 }

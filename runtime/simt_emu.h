@@ -57,4 +57,16 @@ extern const rt_symbol rt_simt_symbols[];
 ac_status rt_simt_run(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, unsigned block,
                       size_t smem, uint64_t *frame, rt_gctl *ctl, int64_t n, ac_error **err);
 
+/* The threads' stacks (mapped memory with guard pages), kept between
+ * launches because mapping and first touching them costs more than a small
+ * launch. rt_simt_run_cached is rt_simt_run taking the stacks from
+ * *stacks when it holds enough of them (else it frees it and maps a fresh
+ * set) and leaving the set it used in *stacks, for the next launch or for
+ * rt_simt_stacks_free (NULL-safe). One set serves one launch at a time. */
+typedef struct rt_simt_stacks rt_simt_stacks;
+ac_status rt_simt_run_cached(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, unsigned block,
+                             size_t smem, uint64_t *frame, rt_gctl *ctl, int64_t n,
+                             rt_simt_stacks **stacks, ac_error **err);
+void rt_simt_stacks_free(ac_context *ctx, rt_simt_stacks *s);
+
 #endif

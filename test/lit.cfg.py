@@ -35,3 +35,17 @@ config.substitutions.append(("FileCheck", config.filecheck))
 if config.not_tool:
     config.substitutions.append((r"\bnot\b", config.not_tool))
 config.environment["ARRAYC_SOURCE_DIR"] = config.arrayc_src_root
+
+# ptxas (from a CUDA toolkit: PATH, $CUDA_HOME/bin or /usr/local/cuda/bin)
+# assembles the PTX the GPU backend writes; tests that need it say
+# `REQUIRES: ptxas` and are reported UNSUPPORTED (with this reason) without it.
+import shutil
+_ptxas = shutil.which("ptxas")
+for _home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+    if not _ptxas and _home and os.path.isfile(os.path.join(_home, "bin", "ptxas")):
+        _ptxas = os.path.join(_home, "bin", "ptxas")
+if _ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", _ptxas))
+else:
+    lit_config.note("ptxas not found (no CUDA toolkit): PTX assembly tests are unsupported")

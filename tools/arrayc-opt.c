@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
     if (!f) {
       fprintf(stderr, "arrayc-opt: cannot write %s\n", out);
     } else {
-      bool ok = tool_emit("arrayc-opt", m, plan_fn, TOOL_EMIT_PLAN, f);
+      bool ok = tool_emit("arrayc-opt", m, plan_fn, TOOL_EMIT_PLAN, AC_BACKEND_CPU, f);
       int closed = f != stdout ? fclose(f) : fflush(f);
       rc = ok && closed == 0 ? 0 : 1;
     }

@@ -77,34 +77,57 @@ bool tool_fail(char *msg, size_t msgsize, const char *fmt, ...) {
   return false;
 }
 
-bool tool_emit(const char *prog, ac_module *m, const char *fn, tool_emit_kind kind, FILE *out) {
-  ac_context *ctx = ac_module_context(m);
+bool tool_each_function(const char *prog, ac_module *m, const char *name,
+                        bool (*fn)(ac_module *m, size_t index, const char *name, void *ud),
+                        void *ud) {
   size_t nfn = ac_module_num_functions(m);
-  bool found = false, first = true;
+  bool found = false;
   for (size_t i = 0; i < nfn; i++) {
-    const char *name = ac_module_function_name(m, i);
-    if (fn ? strcmp(name, fn) != 0 : ac_module_function_is_extern(m, i))
+    const char *fname = ac_module_function_name(m, i);
+    if (name ? strcmp(fname, name) != 0 : ac_module_function_is_extern(m, i))
       continue;
     found = true;
-    ac_error *err = NULL;
-    ac_function *f = NULL;
-    char *text = NULL;
-    if (ac_function_create(m, name, AC_BACKEND_CPU, &f, &err) != AC_OK ||
-        (kind == TOOL_EMIT_PLAN ? ac_function_print_plan(f, &text, &err)
-                                : ac_function_print_llvm(f, &text, &err)) != AC_OK) {
-      tool_print_error(err);
-      ac_error_destroy(err);
-      ac_function_destroy(f);
+    if (!fn(m, i, fname, ud))
       return false;
-    }
-    fprintf(out, "%s%s", first ? "" : "\n", text);
-    first = false;
-    ac_string_destroy(ctx, text);
-    ac_function_destroy(f);
   }
-  if (fn && !found) {
-    fprintf(stderr, "%s: no function '%s' in the module\n", prog, fn);
+  if (name && !found) {
+    fprintf(stderr, "%s: no function '%s' in the module\n", prog, name);
     return false;
   }
   return true;
+}
+
+typedef struct tool_emit_state {
+  tool_emit_kind kind;
+  ac_backend be;
+  FILE *out;
+  bool first;
+} tool_emit_state;
+
+static bool tool_emit_one(ac_module *m, size_t index, const char *name, void *ud) {
+  (void)index;
+  tool_emit_state *S = ud;
+  ac_context *ctx = ac_module_context(m);
+  ac_error *err = NULL;
+  ac_function *f = NULL;
+  char *text = NULL;
+  if (ac_function_create(m, name, S->be, &f, &err) != AC_OK ||
+      (S->kind == TOOL_EMIT_PLAN ? ac_function_print_plan(f, &text, &err)
+                                 : ac_function_print_llvm(f, &text, &err)) != AC_OK) {
+    tool_print_error(err);
+    ac_error_destroy(err);
+    ac_function_destroy(f);
+    return false;
+  }
+  fprintf(S->out, "%s%s", S->first ? "" : "\n", text);
+  S->first = false;
+  ac_string_destroy(ctx, text);
+  ac_function_destroy(f);
+  return true;
+}
+
+bool tool_emit(const char *prog, ac_module *m, const char *fn, tool_emit_kind kind, ac_backend be,
+               FILE *out) {
+  tool_emit_state S = {kind, be, out, true};
+  return tool_each_function(prog, m, fn, tool_emit_one, &S);
 }

@@ -24,13 +24,20 @@ bool tool_fail(char *msg, size_t msgsize, const char *fmt, ...)
 /* Prints an error's full text to stderr. */
 void tool_print_error(const ac_error *e);
 
-/* What tool_emit writes for a function compiled for the CPU. */
+/* What tool_emit writes for a compiled function. */
 typedef enum tool_emit_kind { TOOL_EMIT_PLAN, TOOL_EMIT_LLVM } tool_emit_kind;
 
 /* Compiles function `fn` of m (every function with a body when fn is NULL)
- * for the CPU and writes its kernel plan or its optimised LLVM IR to out,
- * functions separated by a blank line. Prints diagnostics to stderr and
- * returns false on failure. */
-bool tool_emit(const char *prog, ac_module *m, const char *fn, tool_emit_kind kind, FILE *out);
+ * on backend `be` (CPU, SIMT_EMU or GPU) and writes its kernel plan or its
+ * optimised LLVM IR to out, functions separated by a blank line. Prints
+ * diagnostics to stderr and returns false on failure. */
+bool tool_emit(const char *prog, ac_module *m, const char *fn, tool_emit_kind kind, ac_backend be,
+               FILE *out);
+/* Calls fn(m, index, name, ud) for function `name` of m, or for every
+ * function with a body when name is NULL; false (with a message) when
+ * there is no such function or fn returns false. */
+bool tool_each_function(const char *prog, ac_module *m, const char *name,
+                        bool (*fn)(ac_module *m, size_t index, const char *name, void *ud),
+                        void *ud);
 
 #endif

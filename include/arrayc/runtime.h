@@ -14,9 +14,11 @@
  *
  * Backends: the interpreter is the reference (it defines what every program
  * means); the CPU backend compiles a function into a kernel plan and kernels
- * run by LLVM's ORC JIT on a thread pool over all cores. The GPU and
- * SIMT-emulation backends are added later; asking for one that is not built
- * gives AC_ERR_UNSUPPORTED.
+ * run by LLVM's ORC JIT on a thread pool over all cores; the GPU backend
+ * compiles the kernels to PTX and runs them through the CUDA driver (loaded
+ * at run time; no GPU gives AC_ERR_UNSUPPORTED "no GPU: ..."), keeping
+ * arrays on the device between calls; the SIMT emulator runs the GPU
+ * backend's kernels on the CPU (for testing).
  *
  * Runtimes (ac_runtime) hold what a compiled backend needs: the thread pool,
  * the JIT and a cache of compiled functions. ac_function_create uses a
@@ -48,7 +50,9 @@ AC_API ac_scalar ac_array_type(const ac_array *a);
 AC_API unsigned ac_array_rank(const ac_array *a);
 AC_API const int64_t *ac_array_extents(const ac_array *a); /* borrowed, rank entries */
 AC_API int64_t ac_array_size(const ac_array *a);           /* number of elements */
-/* Host copy of the elements, row-major (borrowed; valid while a is alive). */
+/* Host copy of the elements, row-major (borrowed; valid while a is alive).
+ * An array a GPU call produced is fetched from the device on first use;
+ * NULL if that fails (ac_array_read reports why). */
 AC_API const void *ac_array_data(const ac_array *a);
 
 /* Wraps caller-owned memory as an array without copying it. `data` holds
@@ -154,9 +158,10 @@ typedef struct ac_runtime ac_runtime;
 
 /* Creates a runtime for backend be: CPU makes a thread pool over all cores
  * and an LLVM JIT for the host; INTERP makes one whose functions run on the
- * interpreter; AUTO picks the best available (the GPU when present, once
- * issue 4 adds it; else the CPU). GPU and SIMT_EMU give AC_ERR_UNSUPPORTED
- * in this build. Free with ac_runtime_destroy; functions compiled on it keep
+ * interpreter; GPU opens the first CUDA device (AC_ERR_UNSUPPORTED with a
+ * message starting "no GPU: " when there is none); SIMT_EMU makes the SIMT
+ * emulator; AUTO picks the best available (the GPU when present, else the
+ * CPU). Free with ac_runtime_destroy; functions compiled on it keep
  * it alive until they are destroyed, and it must go before its context. */
 AC_API ac_status ac_runtime_create(ac_context *ctx, ac_backend be, ac_runtime **out,
                                    ac_error **err);

@@ -46,6 +46,11 @@
  */
 #include "api/function_impl.h"
 #include "lower/lower.h"
+#include "runtime/kcache.h"
+#include "runtime/simt_emu.h"
+#include "target/nvptx.h"
+
+#include <sys/stat.h>
 
 #include <string.h>
 
@@ -147,8 +152,12 @@ static ac_status make_key(ac_runtime *rt, ac_module *m, uint32_t fn, char **key,
   if (!key_walk(m, fn, &fns, &nfns, &pos)) {
     st = AC_ERR_NOMEM;
   } else {
-    ir_buf_printf(&b, "target cpu\nhost %s %s\nfn %s\ntext\n", nat_cpu_name(rt->jit),
-                  nat_cpu_features(rt->jit), ir_sym_str(ctx, m->funcs[fn].name));
+    if (rt->backend == AC_BACKEND_GPU)
+      ir_buf_printf(&b, "target gpu sm_%u driver %d\n", rt->sm, rt->driver);
+    else
+      ir_buf_printf(&b, "target %s\nhost %s %s\n", ac_backend_name(rt->backend),
+                    nat_cpu_name(rt->jit), nat_cpu_features(rt->jit));
+    ir_buf_printf(&b, "fn %s\ntext\n", ir_sym_str(ctx, m->funcs[fn].name));
     ac_error *e = NULL;
     st = ir_print_functions(m, fns, nfns, &b, &e);
     if (st != AC_OK && st != AC_ERR_NOMEM)
@@ -173,37 +182,59 @@ static ac_status make_key(ac_runtime *rt, ac_module *m, uint32_t fn, char **key,
 
 /* ---- generating code ---- */
 
-static void code_free(ac_context *ctx, api_code *c) {
+static void code_free(ac_runtime *rt, api_code *c) {
   if (!c)
     return;
+  ac_context *ctx = rt->ctx;
+  if (c->gkernels && c->plan) {
+    if (rt->backend == AC_BACKEND_SIMT_EMU)
+      for (uint32_t i = 0; i < c->plan->nkernels; i++)
+        rt_emu_kernel_free(rt->gpu, c->gkernels[i]);
+    else if (c->cmod)
+      rt_cuda_module_free(rt->gpu, c->cmod); /* frees its kernels */
+  }
   pl_destroy(c->plan);
   ac_free(ctx, c->kernels);
+  ac_free(ctx, c->gkernels);
   ac_free(ctx, c->key);
   ac_free(ctx, c);
 }
 
-void api_cache_free(ac_context *ctx, api_code *list) {
+void api_cache_free(ac_runtime *rt) {
+  api_code *list = rt->cache;
+  rt->cache = NULL;
   while (list) {
     api_code *next = list->next;
-    code_free(ctx, list);
+    code_free(rt, list);
     list = next;
   }
+}
+
+static cg_target target_of(ac_backend be) {
+  return be == AC_BACKEND_GPU ? CG_TARGET_NVPTX
+         : be == AC_BACKEND_SIMT_EMU ? CG_TARGET_SIMT
+                                     : CG_TARGET_CPU;
 }
 
 /* Runs the pipeline up to an LLVM module holding every kernel of the plan:
  * *plan and *M are set up (the caller disposes of M, and destroys *plan on
  * failure). */
-static ac_status generate(ac_runtime *rt, ac_module *m, uint32_t fn, pl_plan **plan,
-                          cg_module *M, ac_error **err) {
+static ac_status generate(nat_jit *jit, cg_target target, ac_module *m, uint32_t fn,
+                          pl_plan **plan, cg_module *M, ac_error **err) {
   ac_context *ctx = m->ctx;
   memset(M, 0, sizeof *M);
   *plan = pl_create(ctx, ir_sym_str(ctx, m->funcs[fn].name), m->name);
   if (!*plan)
     return ir_report(err, NULL, AC_ERR_NOMEM);
-  ac_status st = cg_module_init(M, m, *plan, CG_TARGET_CPU, err);
+  ac_status st = cg_module_init(M, m, *plan, target, err);
   if (st != AC_OK)
     return st;
-  nat_prepare(rt->jit, M);
+  if (target == CG_TARGET_NVPTX) {
+    if ((st = nv_prepare(M, err)) != AC_OK)
+      return st;
+  } else {
+    nat_prepare(jit, M);
+  }
   st = lw_function(M, fn, err);
   if (st == AC_OK && M->st != AC_OK) {
     /* an error recorded in the module but not returned: report it */
@@ -216,7 +247,67 @@ static ac_status generate(ac_runtime *rt, ac_module *m, uint32_t fn, pl_plan **p
   return st;
 }
 
-/* Generates and JIT-compiles fn: a new entry (not yet in the cache). */
+/* The disk cache key of a GPU module: its LLVM IR before optimisation and
+ * everything else that decides the PTX (runtime/kcache.h). libdevice is
+ * named by path, size and modification time rather than hashed whole
+ * (half a megabyte per compile). */
+static char *ptx_key(ac_context *ctx, cg_module *M, unsigned sm, int driver, size_t *len) {
+  ir_buf b;
+  ir_buf_init(&b, ctx);
+  const char *ld = nv_libdevice_path();
+  struct stat sb;
+  if (ld && stat(ld, &sb) != 0)
+    memset(&sb, 0, sizeof sb);
+  unsigned lmaj, lmin, lpatch;
+  LLVMGetVersion(&lmaj, &lmin, &lpatch);
+  ir_buf_printf(&b, "arrayc %s llvm %u.%u.%u ptx sm_%u isa %u libdevice %s %lld %lld\n",
+                ARRAYC_BUILD_ID, lmaj, lmin, lpatch, sm,
+                nv_ptx_version(sm, driver), ld ? ld : "-", ld ? (long long)sb.st_size : 0LL,
+                ld ? (long long)sb.st_mtime : 0LL);
+  char *ir = LLVMPrintModuleToString(M->mod);
+  ir_buf_puts(&b, ir ? ir : "");
+  LLVMDisposeMessage(ir);
+  if (b.oom || !ir) {
+    ir_buf_free(&b);
+    return NULL;
+  }
+  *len = b.len;
+  return ir_buf_take(&b);
+}
+
+/* PTX for M (consumed): from the disk cache, or emitted and stored. */
+static ac_status ptx_of(ac_context *ctx, cg_module *M, unsigned sm, int driver, char **ptx,
+                        ac_error **err) {
+  size_t keylen = 0, len = 0;
+  char *key = ptx_key(ctx, M, sm, driver, &keylen);
+  void *hit = NULL;
+  if (key && rt_kcache_get(ctx, key, keylen, &hit, &len)) {
+    ac_free(ctx, key);
+    *ptx = hit;
+    return AC_OK;
+  }
+  ac_status st = nv_emit(M, sm, driver, ptx, &len, NULL, err);
+  if (st == AC_OK && key)
+    rt_kcache_put(ctx, key, keylen, *ptx, len);
+  ac_free(ctx, key);
+  return st;
+}
+
+/* Host addresses of the kernels of M (CPU and SIMT emulator: the JIT). */
+static ac_status jit_kernels(ac_runtime *rt, cg_module *M, const char **symbols, uint32_t n,
+                             void **addrs, ac_error **err) {
+  for (uint32_t i = 0; i < n; i++)
+    addrs[i] = NULL;
+  /* a plan without kernels (it only moves words) needs no JIT work */
+  ac_status st = n > 0 ? nat_compile(rt->jit, M, symbols, n, addrs, err) : AC_OK;
+  for (uint32_t i = 0; st == AC_OK && i < n; i++)
+    if (!addrs[i])
+      st = api_fail(rt->ctx, err, AC_ERR_INTERNAL, "the JIT has no kernel '%s'", symbols[i]);
+  return st;
+}
+
+/* Generates and compiles fn for rt's backend: a new entry (not yet in the
+ * cache). */
 static ac_status compile_entry(ac_runtime *rt, ac_module *m, uint32_t fn, api_code **out,
                                ac_error **err) {
   ac_context *ctx = m->ctx;
@@ -226,40 +317,52 @@ static ac_status compile_entry(ac_runtime *rt, ac_module *m, uint32_t fn, api_co
     return ir_report(err, NULL, AC_ERR_NOMEM);
   memset(c, 0, sizeof *c);
   cg_module M;
-  ac_status st = generate(rt, m, fn, &c->plan, &M, err);
+  ac_status st = generate(rt->jit, target_of(rt->backend), m, fn, &c->plan, &M, err);
   uint32_t n = c->plan ? c->plan->nkernels : 0;
   const char **symbols = NULL;
   void **addrs = NULL;
+  bool gpu = rt->backend == AC_BACKEND_GPU || rt->backend == AC_BACKEND_SIMT_EMU;
   if (st == AC_OK) {
     symbols = ac_alloc(ctx, (n + 1) * sizeof *symbols);
     addrs = ac_alloc(ctx, (n + 1) * sizeof *addrs);
-    c->kernels = ac_alloc(ctx, (n + 1) * sizeof *c->kernels);
-    if (!symbols || !addrs || !c->kernels)
+    if (gpu) {
+      c->gkernels = ac_alloc(ctx, (n + 1) * sizeof *c->gkernels);
+      if (c->gkernels)
+        memset(c->gkernels, 0, (n + 1) * sizeof *c->gkernels);
+    } else {
+      c->kernels = ac_alloc(ctx, (n + 1) * sizeof *c->kernels);
+    }
+    if (!symbols || !addrs || !(gpu ? (void *)c->gkernels : (void *)c->kernels))
       st = ir_report(err, NULL, AC_ERR_NOMEM);
   }
-  if (st == AC_OK) {
-    for (uint32_t i = 0; i < n; i++) {
-      symbols[i] = c->plan->kernels[i].symbol;
-      addrs[i] = NULL;
+  for (uint32_t i = 0; st == AC_OK && i < n; i++)
+    symbols[i] = c->plan->kernels[i].symbol;
+  if (st == AC_OK && rt->backend == AC_BACKEND_GPU) {
+    char *ptx = NULL;
+    if (n > 0 && (st = ptx_of(ctx, &M, rt->sm, rt->driver, &ptx, err)) == AC_OK)
+      st = rt_cuda_load(rt->gpu, ptx, symbols, n, &c->cmod, c->gkernels, err);
+    ac_free(ctx, ptx);
+  } else if (st == AC_OK) {
+    st = jit_kernels(rt, &M, symbols, n, addrs, err);
+    for (uint32_t i = 0; st == AC_OK && i < n; i++) {
+      /* the JIT gives object pointers; POSIX lets them hold functions */
+      if (!gpu) {
+        _Static_assert(sizeof addrs[i] == sizeof c->kernels[i], "function pointer size");
+        memcpy(&c->kernels[i], &addrs[i], sizeof c->kernels[i]);
+        continue;
+      }
+      rt_gkernel_fn kf;
+      _Static_assert(sizeof addrs[i] == sizeof kf, "function pointer size");
+      memcpy(&kf, &addrs[i], sizeof kf);
+      const pl_kernel *k = &c->plan->kernels[i];
+      st = rt_emu_kernel(rt->gpu, kf, (size_t)k->smem, k->block, &c->gkernels[i], err);
     }
-    /* a plan without kernels (it only moves words) needs no JIT work */
-    if (n > 0)
-      st = nat_compile(rt->jit, &M, symbols, n, addrs, err);
-  }
-  for (uint32_t i = 0; st == AC_OK && i < n; i++) {
-    if (!addrs[i]) {
-      st = api_fail(ctx, err, AC_ERR_INTERNAL, "the JIT has no kernel '%s'", symbols[i]);
-      break;
-    }
-    /* the JIT gives object pointers; POSIX lets them hold functions */
-    _Static_assert(sizeof addrs[i] == sizeof c->kernels[i], "function pointer size");
-    memcpy(&c->kernels[i], &addrs[i], sizeof c->kernels[i]);
   }
   cg_module_dispose(&M);
   ac_free(ctx, (void *)symbols);
   ac_free(ctx, addrs);
   if (st != AC_OK) {
-    code_free(ctx, c);
+    code_free(rt, c);
     return st;
   }
   *out = c;
@@ -310,16 +413,40 @@ ac_status api_print_llvm(ac_runtime *rt, ac_module *m, uint32_t fn, char **out, 
   cg_module M;
   /* generation touches only its own plan and module; the JIT serialises
    * the optimiser itself */
-  ac_status st = generate(rt, m, fn, &plan, &M, err);
-  if (st == AC_OK)
+  ac_status st = generate(rt->jit, target_of(rt->backend), m, fn, &plan, &M, err);
+  if (st == AC_OK && rt->backend == AC_BACKEND_GPU) {
+    char *ptx = NULL, *ir = NULL;
+    size_t len;
+    st = nv_emit(&M, rt->sm, rt->driver, &ptx, &len, &ir, err);
+    ac_free(ctx, ptx);
+    *out = ir;
+  } else if (st == AC_OK) {
     st = nat_optimise(rt->jit, &M, err);
-  if (st == AC_OK) {
-    char *text = LLVMPrintModuleToString(M.mod);
-    *out = text ? ac_strdup(ctx, text) : NULL;
-    LLVMDisposeMessage(text);
-    if (!*out)
-      st = ir_report(err, NULL, AC_ERR_NOMEM);
+    if (st == AC_OK) {
+      char *text = LLVMPrintModuleToString(M.mod);
+      *out = text ? ac_strdup(ctx, text) : NULL;
+      LLVMDisposeMessage(text);
+      if (!*out)
+        st = ir_report(err, NULL, AC_ERR_NOMEM);
+    }
   }
+  cg_module_dispose(&M);
+  pl_destroy(plan);
+  return st;
+}
+
+ac_status api_emit_ptx(ac_module *m, uint32_t fn, unsigned sm, bool llvm, char **out,
+                       ac_error **err) {
+  *out = NULL;
+  pl_plan *plan = NULL;
+  cg_module M;
+  size_t len;
+  char *ptx = NULL, *ir = NULL;
+  ac_status st = generate(NULL, CG_TARGET_NVPTX, m, fn, &plan, &M, err);
+  if (st == AC_OK)
+    st = nv_emit(&M, sm, 0, &ptx, &len, llvm ? &ir : NULL, err);
+  *out = llvm ? ir : ptx;
+  ac_free(m->ctx, llvm ? ptx : ir);
   cg_module_dispose(&M);
   pl_destroy(plan);
   return st;

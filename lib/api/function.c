@@ -262,13 +262,13 @@ ac_status api_function_new(ac_module *m, const char *name, ac_runtime *rt, ac_fu
     ac_function_destroy(f);
     return ir_report(err, NULL, AC_ERR_NOMEM);
   }
-  if (rt && rt->backend == AC_BACKEND_CPU) {
+  if (rt && rt->backend != AC_BACKEND_INTERP) {
     st = api_compile(rt, m, f->fn, &f->code, err);
     if (st != AC_OK) {
       ac_function_destroy(f);
       return st;
     }
-    f->backend = AC_BACKEND_CPU;
+    f->backend = rt->backend;
     f->rt = rt;
     api_runtime_retain(rt);
   }
@@ -289,21 +289,19 @@ ac_status ac_function_create(ac_module *m, const char *name, ac_backend be, ac_f
   ac_context *ctx = m->ctx;
   if (!name)
     return api_fail(ctx, err, AC_ERR_INVALID, "ac_function_create: name is NULL");
-  if (be == AC_BACKEND_GPU || be == AC_BACKEND_SIMT_EMU)
-    return api_fail(ctx, err, AC_ERR_UNSUPPORTED, "the %s backend is not available in this build",
-                    ac_backend_name(be));
-  if (be != AC_BACKEND_AUTO && be != AC_BACKEND_INTERP && be != AC_BACKEND_CPU)
+  if ((unsigned)be > AC_BACKEND_SIMT_EMU)
     return api_fail(ctx, err, AC_ERR_INVALID, "unknown backend %d", (int)be);
   ac_runtime *rt = NULL;
   if (be != AC_BACKEND_INTERP) {
-    /* AUTO is the best compiled backend there is, the CPU (the GPU arrives
-     * with issue 4); only when the CPU backend itself cannot be set up (no
-     * LLVM target for this host, no memory for the pool) does it fall back
-     * to the interpreter. A function the CPU backend cannot compile is an
-     * error either way: falling back would hide it. */
+    /* AUTO is the best compiled backend there is: the GPU when a driver and
+     * a device are present, else the CPU; only when the CPU backend itself
+     * cannot be set up (no LLVM target for this host, no memory for the
+     * pool) does it fall back to the interpreter. A function the chosen
+     * backend cannot compile is an error either way: falling back would
+     * hide it. */
     ac_error *e = NULL;
-    ac_status st = api_default_runtime(ctx, AC_BACKEND_CPU, &rt, &e);
-    if (st != AC_OK && be == AC_BACKEND_CPU)
+    ac_status st = api_default_runtime(ctx, be, &rt, &e);
+    if (st != AC_OK && be != AC_BACKEND_AUTO)
       return ir_report(err, e, st);
     ac_error_destroy(e);
   }
@@ -424,10 +422,19 @@ ac_status ac_function_call(ac_function *f, const ac_datum *args, size_t nargs, a
   ac_status st = check_args(f, args, err);
   if (st != AC_OK)
     return st;
+  bool gpu = f->backend == AC_BACKEND_GPU || f->backend == AC_BACKEND_SIMT_EMU;
+  for (size_t i = 0; !gpu && i < nargs; i++) /* arrays a GPU call made: fetch them */
+    if (args[i].kind == AC_DATUM_ARRAY && (st = rt_resid_host(args[i].array, err)) != AC_OK)
+      return st;
   if (!f->code)
     return interp_call(f->m, f->fn, args, nargs, results, nresults, err);
   ac_error *e = NULL;
-  st = pl_run(f->code->plan, f->rt->pool, f->code->kernels, args, nargs, results, nresults, &e);
+  if (gpu)
+    st = pl_run_gpu(f->code->plan, f->rt->gpu, f->code->gkernels, args, nargs, results,
+                    nresults, &e);
+  else
+    st = pl_run(f->code->plan, f->rt->pool, f->code->kernels, args, nargs, results, nresults,
+                &e);
   if (st != AC_OK && e && (e->line || e->file)) {
     /* the interpreter's text: this module's name, its source line */
     ac_error *here = ir_error(f->ctx, st, f->m, (ir_loc){e->line, e->col}, "%s", e->message);

@@ -22,6 +22,7 @@
 
 #include "interp/rtarray.h"
 #include "runtime/plan.h"
+#include "runtime/gpu.h"
 #include "target/native.h"
 
 /* One flattened parameter or result leaf. */
@@ -35,7 +36,9 @@ typedef struct api_leaf {
  * kernels (kernels[i] runs plan->kernels[i]) and the key it was made for. */
 typedef struct api_code {
   pl_plan *plan;
-  rt_kernel_fn *kernels;
+  rt_kernel_fn *kernels;   /* CPU */
+  rt_gkernel **gkernels;   /* GPU and SIMT emulator: each plan kernel loaded on the device */
+  rt_cuda_module *cmod;    /* GPU: the loaded PTX module holding them */
   uint64_t hash;
   char *key; /* the full key text (collisions of the hash are ruled out) */
   size_t keylen;
@@ -46,10 +49,13 @@ typedef struct api_fnptr api_fnptr; /* fnptr.c */
 
 struct ac_runtime {
   ac_context *ctx;
-  ac_backend backend; /* INTERP or CPU (GPU and SIMT-EMU arrive with issue 4) */
+  ac_backend backend; /* INTERP, CPU, GPU or SIMT_EMU (AUTO resolved at creation) */
   atomic_size_t refs;
   rt_pool *pool; /* CPU */
-  nat_jit *jit;  /* CPU */
+  nat_jit *jit;  /* CPU, and SIMT_EMU (its kernels are host code) */
+  rt_gpu *gpu;   /* GPU and SIMT_EMU: one reference */
+  unsigned sm;   /* GPU: the device's architecture (compute capability * 10) */
+  int driver;    /* GPU: the driver's CUDA version (cuDriverGetVersion) */
   /* Compiling interns names and types in the context, so compilations on
    * one runtime (one context) never overlap (core.h's context rule) and
    * the cache needs no lock. Calls only read entries already made. */
@@ -61,7 +67,7 @@ struct ac_function {
   ac_module *m;
   ac_context *ctx;
   uint32_t fn;
-  ac_backend backend; /* the backend actually used: INTERP or CPU */
+  ac_backend backend; /* the backend actually used (never AUTO) */
   size_t nargs, nres;
   api_leaf *args, *res;
   ac_runtime *rt;       /* CPU: one reference; NULL for the interpreter */
@@ -94,8 +100,13 @@ ac_status api_compile(ac_runtime *rt, ac_module *m, uint32_t fn, const api_code 
 /* Generates function fn of m again and returns its optimised LLVM IR text
  * (nothing is added to the JIT or the cache). */
 ac_status api_print_llvm(ac_runtime *rt, ac_module *m, uint32_t fn, char **out, ac_error **err);
-/* Frees every entry of a cache list. */
-void api_cache_free(ac_context *ctx, api_code *list);
+/* Frees every entry of rt's cache. */
+void api_cache_free(ac_runtime *rt);
+/* PTX text (or, with `llvm`, the optimised NVPTX LLVM IR) of function fn
+ * of m for architecture sm, without a device (arrayc --emit=ptx): *out is
+ * ac_alloc'd. */
+ac_status api_emit_ptx(ac_module *m, uint32_t fn, unsigned sm, bool llvm, char **out,
+                       ac_error **err);
 
 /* ---- fnptr.c ---- */
 void api_fnptr_free(ac_context *ctx, api_fnptr *p);

@@ -26,6 +26,9 @@
  */
 #include "api/function_impl.h"
 
+#include "target/nvptx.h"
+
+#include <stdlib.h>
 #include <string.h>
 
 /* Number of ac_backend values: the default runtimes are indexed by them. */
@@ -37,12 +40,38 @@ typedef struct api_defaults {
 
 static void runtime_free(ac_runtime *rt) {
   ac_context *ctx = rt->ctx;
-  /* the cache's plans and the kernels' addresses go before the JIT that
-   * holds their code */
-  api_cache_free(ctx, rt->cache);
+  /* the cache's plans and the kernels' addresses go before the JIT and the
+   * device that hold their code */
+  api_cache_free(rt);
   nat_jit_destroy(rt->jit);
   rt_pool_destroy(rt->pool);
+  rt_gpu_release(rt->gpu); /* arrays with device copies may keep it alive */
   ac_free(ctx, rt);
+}
+
+/* A GPU runtime's device: the first CUDA device (ARRAYC_GPU_DEVICE picks
+ * another ordinal). */
+static ac_status runtime_gpu(ac_runtime *rt, ac_error **err) {
+  int ordinal = 0;
+  const char *s = getenv("ARRAYC_GPU_DEVICE");
+  if (s && *s) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < 0 || v > 1024)
+      return api_fail(rt->ctx, err, AC_ERR_INVALID,
+                      "ARRAYC_GPU_DEVICE=%s is not a device number", s);
+    ordinal = (int)v;
+  }
+  ac_status st = rt_cuda_create(rt->ctx, ordinal, &rt->gpu, err);
+  if (st != AC_OK)
+    return st;
+  char name[128];
+  rt_cuda_info(rt->gpu, &rt->sm, &rt->driver, name, sizeof name);
+  if (rt->sm < NV_SM_MIN)
+    return api_fail(rt->ctx, err, AC_ERR_UNSUPPORTED,
+                    "no GPU: %s has compute capability %u.%u; arrayc needs %u.%u or newer", name,
+                    rt->sm / 10, rt->sm % 10, NV_SM_MIN / 10, NV_SM_MIN % 10);
+  return AC_OK;
 }
 
 void api_runtime_retain(ac_runtime *rt) {
@@ -63,12 +92,13 @@ ac_status ac_runtime_create(ac_context *ctx, ac_backend be, ac_runtime **out, ac
   if (!out)
     return api_fail(ctx, err, AC_ERR_INVALID, "ac_runtime_create: out is NULL");
   *out = NULL;
-  if (be == AC_BACKEND_AUTO)
-    be = AC_BACKEND_CPU; /* the GPU comes first once it exists */
-  if (be == AC_BACKEND_GPU || be == AC_BACKEND_SIMT_EMU)
-    return api_fail(ctx, err, AC_ERR_UNSUPPORTED, "the %s backend is not available in this build",
-                    ac_backend_name(be));
-  if (be != AC_BACKEND_INTERP && be != AC_BACKEND_CPU)
+  if (be == AC_BACKEND_AUTO) { /* the GPU when there is one, else the CPU */
+    ac_status st = ac_runtime_create(ctx, AC_BACKEND_GPU, out, NULL);
+    if (st == AC_OK)
+      return st;
+    be = AC_BACKEND_CPU;
+  }
+  if ((unsigned)be > AC_BACKEND_SIMT_EMU)
     return api_fail(ctx, err, AC_ERR_INVALID, "unknown backend %d", (int)be);
   ac_runtime *rt = ac_alloc(ctx, sizeof *rt);
   if (!rt)
@@ -78,17 +108,21 @@ ac_status ac_runtime_create(ac_context *ctx, ac_backend be, ac_runtime **out, ac
   rt->backend = be;
   atomic_init(&rt->refs, 1);
   atomic_init(&rt->ncompiled, 0);
+  ac_status st = AC_OK;
   if (be == AC_BACKEND_CPU) {
     rt->pool = rt_pool_create(ctx, 0);
-    if (!rt->pool) {
-      runtime_free(rt);
-      return api_fail(ctx, err, AC_ERR_NOMEM, "cannot create the CPU thread pool");
-    }
-    ac_status st = nat_jit_create(ctx, &rt->jit, err);
-    if (st != AC_OK) {
-      runtime_free(rt);
-      return st;
-    }
+    if (!rt->pool)
+      st = api_fail(ctx, err, AC_ERR_NOMEM, "cannot create the CPU thread pool");
+  }
+  if (st == AC_OK && be == AC_BACKEND_GPU)
+    st = runtime_gpu(rt, err);
+  if (st == AC_OK && be == AC_BACKEND_SIMT_EMU)
+    st = rt_emu_create(ctx, &rt->gpu, err);
+  if (st == AC_OK && (be == AC_BACKEND_CPU || be == AC_BACKEND_SIMT_EMU))
+    st = nat_jit_create(ctx, &rt->jit, err);
+  if (st != AC_OK) {
+    runtime_free(rt);
+    return st;
   }
   *out = rt;
   return AC_OK;

@@ -31,6 +31,7 @@
  * per-leaf and per-binder arrays).
  */
 #include "codegen/cg.h"
+#include "codegen/cg_gpu.h" /* the GPU forms of the runtime services */
 #include "interp/rtarray.h" /* RT_ARRAY_MAX_BYTES: the interpreter's size limit */
 
 #include <llvm-c/Analysis.h>
@@ -690,6 +691,10 @@ static LLVMValueRef cg_as_i64(cg_module *M, LLVMValueRef v) {
 
 void cg_fail(cg_fn *f, uint32_t site, LLVMValueRef a, LLVMValueRef b) {
   cg_module *M = f->M;
+  if (M->target != CG_TARGET_CPU) {
+    cg_gpu_fail(f, LLVMConstInt(M->t_i32, site, 0), cg_as_i64(M, a), cg_as_i64(M, b));
+    return;
+  }
   LLVMTypeRef ps[4] = {M->t_ptr, M->t_i32, M->t_i64, M->t_i64};
   LLVMValueRef fn = cg_helper(M, "ac_rt_fail", M->t_void, ps, 4, true);
   LLVMValueRef args[4] = {f->tctx, LLVMConstInt(M->t_i32, site, 0), cg_as_i64(M, a),
@@ -748,10 +753,15 @@ LLVMValueRef cg_read(cg_fn *f, const cg_leaf *a, LLVMValueRef *idx, bool check, 
       vb = LLVMBuildSelect(M->b, bd, a->ext[d], vb, "");
     }
   }
-  LLVMTypeRef ps[4] = {M->t_ptr, M->t_i32, M->t_i64, M->t_i64};
-  LLVMValueRef fn = cg_helper(M, "ac_rt_fail", M->t_void, ps, 4, true);
-  LLVMValueRef args[4] = {f->tctx, site, cg_as_i64(M, va), cg_as_i64(M, vb)};
-  cg_call(M, fn, args, 4);
+  if (M->target != CG_TARGET_CPU) {
+    cg_gpu_fail(f, site, cg_as_i64(M, va), cg_as_i64(M, vb));
+  } else {
+    LLVMTypeRef ps[4] = {M->t_ptr, M->t_i32, M->t_i64, M->t_i64};
+    LLVMValueRef fn = cg_helper(M, "ac_rt_fail", M->t_void, ps, 4, true);
+    LLVMValueRef args[4] = {f->tctx, site, cg_as_i64(M, va), cg_as_i64(M, vb)};
+    cg_call(M, fn, args, 4);
+  }
+  LLVMBasicBlockRef bad_end = LLVMGetInsertBlock(M->b); /* a GPU failure adds blocks */
   LLVMBuildBr(M->b, join);
 
   LLVMPositionBuilderAtEnd(M->b, rd);
@@ -764,13 +774,15 @@ LLVMValueRef cg_read(cg_fn *f, const cg_leaf *a, LLVMValueRef *idx, bool check, 
   LLVMTypeRef t = LLVMTypeOf(v);
   LLVMValueRef phi = LLVMBuildPhi(M->b, t, "");
   LLVMValueRef vals[2] = {v, LLVMConstNull(t)};
-  LLVMBasicBlockRef from[2] = {rd_end, bad};
+  LLVMBasicBlockRef from[2] = {rd_end, bad_end};
   LLVMAddIncoming(phi, vals, from, 2);
   return phi;
 }
 
 LLVMValueRef cg_tmp_alloc(cg_fn *f, LLVMValueRef bytes, ir_ref at) {
   cg_module *M = f->M;
+  if (M->target != CG_TARGET_CPU)
+    return cg_gpu_tmp_alloc(f, bytes, at);
   LLVMTypeRef ps[3] = {M->t_ptr, M->t_i64, M->t_i32};
   LLVMValueRef fn = cg_helper(M, "ac_rt_tmp_alloc", M->t_ptr, ps, 3, false);
   uint32_t site = cg_site(M, at, "array too large");
@@ -780,7 +792,9 @@ LLVMValueRef cg_tmp_alloc(cg_fn *f, LLVMValueRef bytes, ir_ref at) {
 
 LLVMValueRef cg_failed(cg_fn *f) {
   cg_module *M = f->M;
-  if (M->target != CG_TARGET_CPU || !f->tctx)
+  if (M->target != CG_TARGET_CPU)
+    return cg_gpu_failed(f);
+  if (!f->tctx)
     return LLVMConstInt(M->t_i1, 0, 0);
   /* int32_t ac_rt_failed(rt_tctx *) of runtime/rt.h */
   LLVMTypeRef ty = LLVMFunctionType(M->t_i32, &M->t_ptr, 1, 0);
@@ -806,6 +820,8 @@ LLVMValueRef cg_index_i64(cg_fn *f, LLVMValueRef v, ac_scalar sc) {
 
 LLVMValueRef cg_tmp_mark(cg_fn *f) {
   cg_module *M = f->M;
+  if (M->target != CG_TARGET_CPU)
+    return cg_gpu_tmp_mark(f);
   LLVMTypeRef ps[1] = {M->t_ptr};
   LLVMValueRef fn = cg_helper(M, "ac_rt_tmp_mark", M->t_i64, ps, 1, false);
   return cg_call(M, fn, &f->tctx, 1);
@@ -813,6 +829,10 @@ LLVMValueRef cg_tmp_mark(cg_fn *f) {
 
 void cg_tmp_release(cg_fn *f, LLVMValueRef mark) {
   cg_module *M = f->M;
+  if (M->target != CG_TARGET_CPU) {
+    cg_gpu_tmp_release(f, mark);
+    return;
+  }
   LLVMTypeRef ps[2] = {M->t_ptr, M->t_i64};
   LLVMValueRef fn = cg_helper(M, "ac_rt_tmp_release", M->t_void, ps, 2, false);
   LLVMValueRef args[2] = {f->tctx, mark};
@@ -881,7 +901,9 @@ void cg_new_array(cg_fn *f, ac_scalar sc, uint32_t rank, LLVMValueRef *ext, ir_r
   out->v = cg_tmp_alloc(f, bytes, at);
   /* The runtime may fail too (out of memory) and then hands out a 64-byte
    * dummy: the array is empty whenever the call has failed. */
-  if (rank > 0) {
+  if (rank > 0 && M->target != CG_TARGET_CPU) {
+    allok = LLVMBuildAnd(M->b, allok, LLVMBuildNot(M->b, cg_gpu_failed(f), ""), "");
+  } else if (rank > 0) {
     LLVMTypeRef ps[1] = {M->t_ptr};
     LLVMValueRef fn = cg_helper(M, "ac_rt_failed", M->t_i32, ps, 1, false);
     LLVMValueRef failed = cg_call(M, fn, &f->tctx, 1);

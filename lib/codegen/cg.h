@@ -122,6 +122,16 @@ typedef struct cg_fn {
    * functions to be associative and chunking reorders them anyway, and the
    * flag is what lets LLVM vectorise the loop. */
   bool reassoc;
+  /* GPU kernels (cg_gpu.c, simt.c): the thread's temporary memory (an
+   * alloca holding its bump offset, and its base address, made on first
+   * use; NULL while the kernel uses none) and the static shared memory
+   * bytes allocated so far. */
+  LLVMValueRef gtmp_off, gtmp_base;
+  uint64_t smem;
+  /* GPU kernels: the thread's temporary memory budget in bytes (0 when the
+   * launch has none), made with gtmp_base; the block's shared memory base
+   * on the SIMT emulator (entry block, on first use). */
+  LLVMValueRef gtmp_lim, gsmem_base;
 } cg_fn;
 
 /* ---- module (cg.c) ---- */

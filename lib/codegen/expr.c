@@ -367,6 +367,12 @@ static void ex_call_extern(cg_fn *f, uint32_t fi, const cg_val *args, ir_ref at,
   const ir_func *fn = &M->m->funcs[fi];
   const char *name = ir_sym_str(M->ctx, fn->name);
   ac_scalar rsc = AC_I64;
+  if (M->target == CG_TARGET_NVPTX) { /* host code cannot run on the device */
+    cg_error(M, AC_ERR_UNSUPPORTED, at,
+             "extern function %s is host code and cannot be called on the GPU", name);
+    ex_dummy(f, fn->result, out);
+    return;
+  }
   if (!fn->extern_addr || !ir_ty_is_scalar(M->ctx, fn->result, &rsc)) {
     cg_error(M, AC_ERR_INVALID, at, "extern function %s is not bound", name);
     ex_dummy(f, fn->result, out);

@@ -33,6 +33,7 @@
  *     straight to the target precision (sitofp/uitofp), as C's conversion.
  */
 #include "codegen/cg.h"
+#include "codegen/math_gpu.h"
 
 #include <math.h>
 #include <string.h>
@@ -168,6 +169,9 @@ static LLVMValueRef sc_float_op(cg_fn *f, ir_op op, ac_scalar sc, LLVMValueRef *
   cg_module *M = f->M;
   LLVMBuilderRef b = M->b;
   LLVMValueRef x = ops[0], y = ops[1], r;
+  /* the GPU has no libm, and NVPTX's frem is not C's exact fmod */
+  if (M->target == CG_TARGET_NVPTX && cg_gpu_math_op(op))
+    return cg_gpu_math(f, op, sc, ops);
   for (size_t i = 0; i < sizeof sc_libfns / sizeof sc_libfns[0]; i++)
     if (sc_libfns[i].op == op) {
       unsigned n = ir_ops[op].nkids > 0 ? (unsigned)ir_ops[op].nkids : 1u;

@@ -90,6 +90,11 @@ LLVMValueRef simt_vote(cg_fn *f, simt_vote_mode mode, LLVMValueRef pred);
  * operations a type has natively: simt_atomic_native. */
 LLVMValueRef simt_atomic(cg_fn *f, LLVMAtomicRMWBinOp op, LLVMValueRef ptr, LLVMValueRef v);
 LLVMValueRef simt_cas(cg_fn *f, LLVMValueRef ptr, LLVMValueRef cmp, LLVMValueRef nv);
+/* simt_atomic without ordering (relaxed / monotonic): for counters and
+ * histograms nobody reads before the kernel ends. On NVPTX a sequentially
+ * consistent atomic costs two device-wide fences (LLVM 19 ignores atomic
+ * orderings there, so simt.c fences explicitly); this one costs none. */
+LLVMValueRef simt_atomic_relaxed(cg_fn *f, LLVMAtomicRMWBinOp op, LLVMValueRef ptr, LLVMValueRef v);
 /* True if `op` on elements of type sc is one hardware atomic on sm_75+
  * (integer add/min/max/and/or/xor/xchg of 32 and 64 bits, float add of f32
  * and f64); otherwise skeletons use a compare-and-swap loop. */

@@ -238,31 +238,49 @@ static bool fn_work(lw *L, int64_t fi) {
 
 /* ---- kernels ---- */
 
-cg_fn *lw_kernel_begin(lw *L, ir_ref at, const char *kind, int64_t grain, uint32_t *kernel) {
+uint32_t lw_kernel_new(lw *L, ir_ref at, const char *kind, int64_t grain, char name[80]) {
   cg_module *M = L->M;
-  char name[80];
-  snprintf(name, sizeof name, "k%u_%s", M->nkernels++, kind);
+  snprintf(name, 80, "k%u_%s", M->nkernels++, kind);
   for (char *c = name; *c; c++)
     if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
       *c = '_';
-  *kernel = pl_kernel_add(L->p, kind, name, grain);
+  uint32_t k = pl_kernel_add(L->p, kind, name, grain);
   if (L->p->oom)
     cg_error(M, AC_ERR_NOMEM, at, "out of memory");
-  cg_fn *f = cg_kernel_begin(M, name);
+  return k;
+}
+
+void lw_kernel_env(lw *L, cg_fn *f, ir_ref at, uint32_t kernel) {
   for (uint32_t i = 0; i < L->nenv; i++) {
     cg_val v;
     if (ir_occurs(L->m, at, L->nenv - 1 - i))
-      lw_load(L, f, *kernel, &L->env[i], &v);
+      lw_load(L, f, kernel, &L->env[i], &v);
     else
-      cg_val_alloc(M, L->env[i].type, &v); /* a placeholder nobody reads */
+      cg_val_alloc(L->M, L->env[i].type, &v); /* a placeholder nobody reads */
     cg_env_push(f, &v);
   }
+}
+
+cg_fn *lw_kernel_begin(lw *L, ir_ref at, const char *kind, int64_t grain, uint32_t *kernel) {
+  char name[80];
+  *kernel = lw_kernel_new(L, at, kind, grain, name);
+  cg_fn *f = L->gpu ? lw_adapt_begin(L, name, *kernel) : cg_kernel_begin(L->M, name);
+  lw_kernel_env(L, f, at, *kernel);
   return f;
 }
 
 void lw_kernel_end(lw *L, cg_fn *f) {
-  (void)L;
-  cg_kernel_end(f);
+  if (L->gpu)
+    lw_adapt_end(L, f);
+  else
+    cg_kernel_end(f);
+}
+
+void lw_launch(lw *L, uint32_t kernel, uint32_t n, uint32_t chunks) {
+  if (L->gpu)
+    lw_adapt_launch(L, kernel, n, chunks);
+  else
+    pl_launch(L->p, kernel, n, chunks);
 }
 
 static void note_uses(lw *L, uint32_t kernel, const lw_val *v) {
@@ -277,7 +295,8 @@ void lw_load(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, cg_val *out) {
 
 void lw_store(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, const cg_val *val) {
   cg_store_frame(f, v->words, val);
-  note_uses(L, kernel, v);
+  for (uint32_t i = 0; i < v->nwords; i++)
+    pl_kernel_write(L->p, kernel, v->words[i]);
 }
 
 /* ---- calls and lambdas at plan level ---- */
@@ -547,7 +566,7 @@ static bool lower_node(lw *L, ir_ref e, lw_val *out) {
     break;
   }
   if (is_array_op(op)) {
-    lw_skel_fn sk = lw_skeleton(op);
+    lw_skel_fn sk = L->gpu && lw_gpu_skeleton(op) ? lw_gpu_skeleton(op) : lw_skeleton(op);
     if (!sk) {
       cg_error(L->M, AC_ERR_UNSUPPORTED, e, "%s is not supported by the cpu backend yet",
                ir_ops[op].spelling[0] ? ir_ops[op].spelling : ir_ops[op].name);
@@ -617,6 +636,8 @@ ac_status lw_function(cg_module *M, uint32_t fn, ac_error **err) {
   L.p = M->plan;
   L.m = m;
   L.ctx = M->ctx;
+  L.gpu = M->target != CG_TARGET_CPU;
+  L.p->gpu = L.gpu;
   if (fn >= m->nfuncs || !m->funcs[fn].body)
     cg_error(M, AC_ERR_INTERNAL, 0, "lowering: no function %u with a body", fn);
   L.nwork = m->nnodes;
@@ -648,6 +669,7 @@ ac_status lw_function(cg_module *M, uint32_t fn, ac_error **err) {
   ac_free(L.ctx, L.work);
   ac_free(L.ctx, L.fwork);
   ac_free(L.ctx, L.xdepth);
+  ac_free(L.ctx, L.adapt);
   if (M->st == AC_OK && L.p->oom)
     cg_error(M, AC_ERR_NOMEM, 0, "out of memory");
   if (M->st == AC_OK)

@@ -54,6 +54,18 @@ typedef struct lw {
    * (plans bound expression depth); owned by lw_function. */
   uint8_t *xdepth;
   size_t capxdepth;
+  /* GPU targets (gpu.c): the plan is a GPU plan; per plan kernel, the
+   * frame word holding the chunk count of a chunk-adapted kernel (PL_AUTO
+   * for SIMT kernels); the open adapted kernel's loop. Owned by lw_function. */
+  bool gpu;
+  uint32_t *adapt;
+  uint32_t nadapt;
+  struct lw_adapt_loop {
+    cg_fn *f;
+    uint32_t kernel;
+    LLVMValueRef kslot;
+    LLVMBasicBlockRef head, exit;
+  } open;
 } lw;
 
 /* Lowers function fn of m for target t: creates *plan and fills M (which
@@ -88,11 +100,46 @@ void lw_alloc_arrays(lw *L, const lw_val *out, const uint32_t *ext, ir_ref at);
  * kernel's uses (so a GPU launch will know exactly which words to pass). */
 cg_fn *lw_kernel_begin(lw *L, ir_ref at, const char *kind, int64_t grain, uint32_t *kernel);
 void lw_kernel_end(lw *L, cg_fn *f);
+/* The parts of lw_kernel_begin: a new plan kernel (and its symbol in
+ * name), and the environment pushed into f (loading what `at` uses). */
+uint32_t lw_kernel_new(lw *L, ir_ref at, const char *kind, int64_t grain, char name[80]);
+void lw_kernel_env(lw *L, cg_fn *f, ir_ref at, uint32_t kernel);
 /* Loads / stores a plan-level value inside a kernel. */
 void lw_load(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, cg_val *out);
 void lw_store(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, const cg_val *val);
 /* The default grain for element-wise kernels (iterations per chunk). */
 #define LW_GRAIN 16384
+/* Launches kernel k over n iterations in `chunks` chunks (plan expressions;
+ * PL_AUTO: chunks(n, grain)). Skeletons call this, never pl_launch: on a GPU
+ * target a kernel begun with lw_kernel_begin runs through the CHUNK
+ * ADAPTER (gpu.c), and the launch becomes `set` of its chunk count plus a
+ * launch of enough threads, one per chunk. */
+void lw_launch(lw *L, uint32_t kernel, uint32_t n, uint32_t chunks);
+
+/* ---- GPU targets (gpu.c) ----
+ * On a GPU target (L->gpu), lw_kernel_begin/lw_kernel_end make a GPU
+ * kernel that runs the CPU skeleton's chunk code once per chunk, one GPU
+ * thread per chunk (the chunk adapter: same chunk boundaries as the CPU's
+ * k*n/c, so any CPU skeleton is correct on the GPU, if not fast). Skeletons
+ * written for the GPU use these instead and the SIMT interface
+ * (codegen/simt.h): */
+/* The chunk adapter behind lw_kernel_begin/end and lw_launch. */
+cg_fn *lw_adapt_begin(lw *L, const char *name, uint32_t kernel);
+void lw_adapt_end(lw *L, cg_fn *f);
+void lw_adapt_launch(lw *L, uint32_t kernel, uint32_t n, uint32_t chunks);
+/* A SIMT kernel: f->hi is the launch's n; block: fixed block size or 0. */
+cg_fn *lw_gpu_kernel_begin(lw *L, ir_ref at, const char *kind, int64_t grain, unsigned block,
+                           uint32_t *kernel);
+/* Finishes it and records its shared memory and temporary memory use. */
+void lw_gpu_kernel_end(lw *L, cg_fn *f, uint32_t kernel);
+/* Asks for zeroed scratch of fixed + per_block * grid bytes (gpu.h). */
+void lw_gpu_scratch(lw *L, uint32_t kernel, uint64_t fixed, uint64_t per_block);
+/* Inside the kernel: the scratch pointer (ctl->scratch). */
+LLVMValueRef lw_gpu_scratch_ptr(cg_fn *f);
+/* Block-uniform early exit when the call has already failed (an earlier
+ * kernel reported an error: later kernels must not run on its garbage).
+ * Uses two barriers; call it first, in code all threads of the block run. */
+void lw_gpu_guard(cg_fn *f);
 
 /* ---- skeletons (skel_*.c): one lowering function per array operation.
  * Each lowers node e (operands at plan level, functions as element code)
@@ -100,5 +147,8 @@ void lw_store(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, const cg_val *v
 typedef bool (*lw_skel_fn)(lw *L, ir_ref e, lw_val *out);
 /* The table: NULL for ops that are not array operations. */
 lw_skel_fn lw_skeleton(ir_op op);
+/* GPU skeletons (gskel_table.c): NULL where the CPU skeleton runs through
+ * the chunk adapter. */
+lw_skel_fn lw_gpu_skeleton(ir_op op);
 
 #endif

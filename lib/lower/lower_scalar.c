@@ -629,6 +629,6 @@ static bool scalar_kernel(lw *L, ir_ref e, bool to_i64, lw_val *out) {
   }
   lw_store(L, f, k, out, &v);
   lw_kernel_end(L, f);
-  pl_launch(L->p, k, lw_x_const(L, 1), lw_x_const(L, 1));
+  lw_launch(L, k, lw_x_const(L, 1), lw_x_const(L, 1));
   return L->M->st == AC_OK;
 }

@@ -128,6 +128,10 @@ struct lw_ew {
   void *ud;
 };
 bool lw_elementwise(lw *L, lw_ew *w, lw_val *out);
+/* Its GPU form (gpu.c; lw_elementwise calls it when L->gpu, after
+ * allocating *out): a grid-stride loop over the linear index, `total`
+ * elements. */
+bool lw_gpu_elementwise(lw *L, lw_ew *w, const lw_val *out, uint32_t total);
 
 /* skel_map.c: "out[ix] = element(ix)" operations. */
 bool lw_skel_generate(lw *L, ir_ref e, lw_val *out);
@@ -149,15 +153,56 @@ bool lw_skel_stencil(lw *L, ir_ref e, lw_val *out);
 /* skel_fold.c: FOLD and FOLD_SEG. */
 bool lw_skel_fold(lw *L, ir_ref e, lw_val *out);
 bool lw_skel_fold_seg(lw *L, ir_ref e, lw_val *out);
+/* gskel_fold.c: their GPU skeletons (gskel_table.c). */
+bool lw_gskel_fold(lw *L, ir_ref e, lw_val *out);
+bool lw_gskel_fold_seg(lw *L, ir_ref e, lw_val *out);
 /* skel_scan.c: all six scans (SCAN, SCAN_INCL, SCANR, SCANR_INCL, SCAN_SEG,
  * SCAN_INCL_SEG); it dispatches on the node's op. */
 bool lw_skel_scan(lw *L, ir_ref e, lw_val *out);
+/* gskel_scan.c: their GPU skeleton (gskel_table.c). */
+bool lw_gskel_scan(lw *L, ir_ref e, lw_val *out);
 /* skel_permute.c */
 bool lw_skel_scatter(lw *L, ir_ref e, lw_val *out);
 bool lw_skel_permute(lw *L, ir_ref e, lw_val *out);
+/* gskel_permute.c: their GPU skeletons (gskel_table.c) */
+bool lw_gskel_scatter(lw *L, ir_ref e, lw_val *out);
+bool lw_gskel_permute(lw *L, ir_ref e, lw_val *out);
 /* skel_filter.c */
 bool lw_skel_filter(lw *L, ir_ref e, lw_val *out);
+/* gskel_filter.c: its GPU skeleton (gskel_table.c). */
+bool lw_gskel_filter(lw *L, ir_ref e, lw_val *out);
 /* skel_rec.c */
 bool lw_skel_rec(lw *L, ir_ref e, lw_val *out);
+/* The host side of a recurrence, shared by the CPU skeleton and the GPU
+ * one (gskel_rec.c), which differ only in their kernels. */
+typedef struct lw_rec {
+  lw *L;
+  ir_ref e, body;
+  uint32_t n;
+  const int64_t *a; /* the schedule (lib/ir/rec.h) */
+  uint32_t s, u;    /* wavefronts: solved and restricted dimensions (lw_rec_fronts_setup) */
+  const char *name;
+  bool tmp;         /* the body needs temporary memory */
+  lw_val *lo, *ext; /* n i64 words each: logical lower bounds, extents */
+  lw_val t, kulo, cnt, out;
+} lw_rec;
+/* Evaluates the bounds with the interpreter's checks in its order,
+ * allocates the result (*out, also c->out) and checks that a . x cannot
+ * overflow on the domain; false on a compile error. */
+bool lw_rec_begin(lw *L, ir_ref e, lw_rec *c, lw_val *out);
+/* The formats of the two read errors ("rec: read of d[%lld, %lld] outside
+ * the domain" / "... before it is computed"), `size` bytes each. */
+void lw_rec_formats(const lw_rec *c, char *out, char *early, size_t size);
+/* One launch per wavefront: lw_rec_fronts_setup picks s and u and makes
+ * the words t, kulo and cnt; a kernel for wavefront t computes its points
+ * i < cnt * (product of the extents other than s's and u's) by enumerating
+ * the dimensions other than s in increasing order (u from kulo over cnt
+ * values, the others over their extents) and solving a . x = t for x_s
+ * (skipping points outside the box or not integral); lw_rec_fronts emits
+ * the plan loop over t that sets those words and launches that kernel. */
+void lw_rec_fronts_setup(lw_rec *c);
+void lw_rec_fronts(lw_rec *c, uint32_t kernel);
+/* gskel_rec.c: the GPU skeleton. */
+bool lw_gskel_rec(lw *L, ir_ref e, lw_val *out);
 
 #endif

@@ -159,14 +159,14 @@ bool lw_skel_filter(lw *L, ir_ref e, lw_val *out) {
     sk_scratch(L, ir_ty_scalar(L->ctx, AC_BOOL), n_x, e, &c.keep);
   lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c.total);
   uint32_t k1 = fl_count_kernel(&c), k2 = fl_offsets_kernel(&c);
-  pl_launch(L->p, k1, sk_xw(L, &c.Cw), PL_AUTO);
+  lw_launch(L, k1, sk_xw(L, &c.Cw), PL_AUTO);
   sk_launch1(L, k2);
   uint32_t ext = sk_xw(L, &c.total);
   lw_fresh(L, ir_node_get(m, e)->type, out);
   lw_alloc_arrays(L, out, &ext, e);
   c.out = *out;
   uint32_t k3 = fl_write_kernel(&c);
-  pl_launch(L->p, k3, sk_xw(L, &c.Cw), PL_AUTO);
+  lw_launch(L, k3, sk_xw(L, &c.Cw), PL_AUTO);
   sk_free(L, &c.counts);
   if (c.mask)
     sk_free(L, &c.keep);

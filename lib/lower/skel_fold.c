@@ -21,8 +21,12 @@
  * fold_seg(f, z, a, lens) first turns the segment lengths into offsets
  * (sk_seg_offsets: a three-phase prefix sum that also makes the
  * interpreter's checks: no negative length, lengths summing to len(a), the
- * first offender in order reported), then folds the segments in parallel,
- * each one sequentially from z.
+ * first offender in order reported; on GPU targets one scan kernel instead,
+ * gskel_segoffs.c), then folds the segments in parallel, each one
+ * sequentially from z.
+ * The host side of both (operands, checks, result arrays: sk_fold_operands,
+ * sk_fold_seg_operands, sk_fold_result) is shared with the GPU skeletons
+ * (gskel_fold.c), which replace only the kernels.
  */
 #include "lower/skel.h"
 #include "lower/skel_red.h"
@@ -73,7 +77,7 @@ void sk_free(lw *L, const lw_val *v) {
 }
 
 void sk_launch1(lw *L, uint32_t k) {
-  pl_launch(L->p, k, lw_x_const(L, 1), lw_x_const(L, 1));
+  lw_launch(L, k, lw_x_const(L, 1), lw_x_const(L, 1));
 }
 
 /* ---- kernel-level helpers ---- */
@@ -293,6 +297,8 @@ static uint32_t seg_offsets_kernel(lw *L, ir_ref at, const lw_val *lens, const l
 
 bool sk_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, uint32_t n_x,
                     lw_val *offs) {
+  if (L->gpu) /* one single-pass scan kernel instead (gskel_segoffs.c) */
+    return lw_gpu_seg_offsets(L, at, what, lens, n_x, offs);
   uint32_t nseg_x = lw_extent(L, lens, 0, 0);
   lw_val Cw, nw, ss;
   sk_word(L, sk_pieces(L, lw_x_const(L, 1), nseg_x, FD_GRAIN), &Cw);
@@ -302,9 +308,9 @@ bool sk_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, uint
   uint32_t k1 = seg_sum_kernel(L, at, lens, &ss, &Cw);
   uint32_t k2 = seg_check_kernel(L, at, what, lens, &ss, offs, &Cw, &nw);
   uint32_t k3 = seg_offsets_kernel(L, at, lens, &ss, offs, &Cw);
-  pl_launch(L->p, k1, sk_xw(L, &Cw), PL_AUTO);
+  lw_launch(L, k1, sk_xw(L, &Cw), PL_AUTO);
   sk_launch1(L, k2);
-  pl_launch(L->p, k3, sk_xw(L, &Cw), PL_AUTO);
+  lw_launch(L, k3, sk_xw(L, &Cw), PL_AUTO);
   sk_free(L, &ss);
   return L->M->st == AC_OK;
 }
@@ -414,20 +420,61 @@ static uint32_t fd_final_kernel(const fd_ctx *c) {
   return k;
 }
 
-bool lw_skel_fold(lw *L, ir_ref e, lw_val *out) {
-  cg_module *M = L->M;
+/* ---- the host side of fold and fold_seg (skel_red.h; also the GPU's) ---- */
+
+bool sk_fold_operands(lw *L, ir_ref e, sk_fold *s) {
   ac_module *m = L->m;
-  fd_ctx c = {.L = L, .e = e, .fn = ir_kid(m, e, 0)};
-  if (!lw_expr(L, ir_kid(m, e, 1), &c.z) || !lw_expr(L, ir_kid(m, e, 2), &c.a))
+  *s = (sk_fold){.fn = ir_kid(m, e, 0)};
+  if (!lw_expr(L, ir_kid(m, e, 1), &s->z) || !lw_expr(L, ir_kid(m, e, 2), &s->a))
     return false;
-  if (!ir_ty_array_view(L->ctx, c.a.type, &c.elem, &c.rank)) {
-    cg_error(M, AC_ERR_INTERNAL, e, "fold of a value that is not an array");
+  if (!ir_ty_array_view(L->ctx, s->a.type, &s->elem, &s->rank)) {
+    cg_error(L->M, AC_ERR_INTERNAL, e, "fold of a value that is not an array");
     return false;
   }
-  c.tmp = cg_needs_tmp(m, c.fn);
-  lw_check_shapes(L, e, "fold", 1, &c.a);
-  uint32_t n_x = lw_extent(L, &c.a, 0, c.rank - 1);
-  uint32_t rows_x = sk_extent_product(L, &c.a, 0, c.rank - 1);
+  s->tmp = cg_needs_tmp(m, s->fn);
+  lw_check_shapes(L, e, "fold", 1, &s->a);
+  s->n_x = lw_extent(L, &s->a, 0, s->rank - 1);
+  s->rows_x = sk_extent_product(L, &s->a, 0, s->rank - 1);
+  return true;
+}
+
+bool sk_fold_seg_operands(lw *L, ir_ref e, sk_fold *s, lw_val *offs) {
+  ac_module *m = L->m;
+  *s = (sk_fold){.fn = ir_kid(m, e, 0), .seg = true};
+  if (!lw_expr(L, ir_kid(m, e, 1), &s->z) || !lw_expr(L, ir_kid(m, e, 2), &s->a) ||
+      !lw_expr(L, ir_kid(m, e, 3), &s->lens))
+    return false;
+  if (!ir_ty_array_view(L->ctx, s->a.type, &s->elem, &s->rank) || s->rank != 1) {
+    cg_error(L->M, AC_ERR_INTERNAL, e, "fold_seg of a value that is not a rank-1 array");
+    return false;
+  }
+  s->tmp = cg_needs_tmp(m, s->fn);
+  lw_check_shapes(L, e, "fold_seg", 1, &s->a);
+  s->n_x = lw_extent(L, &s->a, 0, 0);
+  s->rows_x = lw_extent(L, &s->lens, 0, 0);
+  return sk_seg_offsets(L, e, "fold_seg", &s->lens, s->n_x, offs);
+}
+
+void sk_fold_result(lw *L, ir_ref e, const sk_fold *s, lw_val *out) {
+  lw_fresh(L, ir_node_get(L->m, e)->type, out);
+  if (s->seg) {
+    lw_alloc_arrays(L, out, &s->rows_x, e);
+  } else if (s->rank > 1) {
+    uint32_t *ext = cg_new(L->M, (s->rank - 1) * sizeof *ext);
+    for (uint32_t d = 0; d + 1 < s->rank; d++)
+      ext[d] = lw_extent(L, &s->a, 0, d);
+    lw_alloc_arrays(L, out, ext, e);
+  }
+}
+
+bool lw_skel_fold(lw *L, ir_ref e, lw_val *out) {
+  cg_module *M = L->M;
+  sk_fold s;
+  if (!sk_fold_operands(L, e, &s))
+    return false;
+  fd_ctx c = {.L = L, .e = e, .fn = s.fn, .elem = s.elem, .rank = s.rank, .tmp = s.tmp,
+              .a = s.a, .z = s.z};
+  uint32_t n_x = s.n_x, rows_x = s.rows_x;
   lw_val multi;
   sk_word(L, sk_pieces(L, rows_x, n_x, FD_GRAIN), &c.Cw);
   sk_word(L, lw_x_bin(L, PX_NE, sk_xw(L, &c.Cw), lw_x_const(L, 1)), &multi);
@@ -435,17 +482,11 @@ bool lw_skel_fold(lw *L, ir_ref e, lw_val *out) {
   uint32_t npart =
       lw_x_bin(L, PX_MUL, lw_x_bin(L, PX_MUL, rows_x, sk_xw(L, &c.Cw)), sk_xw(L, &multi));
   sk_scratch(L, c.elem, npart, e, &c.part);
-  lw_fresh(L, ir_node_get(m, e)->type, out);
-  if (c.rank > 1) {
-    uint32_t *ext = cg_new(M, (c.rank - 1) * sizeof *ext);
-    for (uint32_t d = 0; d + 1 < c.rank; d++)
-      ext[d] = lw_extent(L, &c.a, 0, d);
-    lw_alloc_arrays(L, out, ext, e);
-  }
+  sk_fold_result(L, e, &s, out);
   c.out = *out;
   uint32_t kp = fd_partial_kernel(&c), kf = fd_final_kernel(&c);
   pl_if(L->p, multi.words[0]);
-  pl_launch(L->p, kp, npart, PL_AUTO);
+  lw_launch(L, kp, npart, PL_AUTO);
   pl_end(L->p);
   /* rows in parallel only when they are folded directly; combining a few
    * rows' partials is too little work to wake the pool for */
@@ -454,7 +495,7 @@ bool lw_skel_fold(lw *L, ir_ref e, lw_val *out) {
       lw_x_bin(L, PX_MIN, rows_x,
                lw_x_bin(L, PX_CHUNKS, lw_x_bin(L, PX_MUL, rows_x, n_x), lw_x_const(L, FD_GRAIN)));
   chunks = lw_x_bin(L, PX_MAX, lw_x_const(L, 1), lw_x_bin(L, PX_MUL, single, chunks));
-  pl_launch(L->p, kf, rows_x, chunks);
+  lw_launch(L, kf, rows_x, chunks);
   sk_free(L, &c.part);
   return M->st == AC_OK;
 }
@@ -495,30 +536,21 @@ static uint32_t fd_seg_kernel(const fd_ctx *c, const lw_val *offs) {
 
 bool lw_skel_fold_seg(lw *L, ir_ref e, lw_val *out) {
   cg_module *M = L->M;
-  ac_module *m = L->m;
-  fd_ctx c = {.L = L, .e = e, .fn = ir_kid(m, e, 0)};
-  lw_val lens, offs;
-  if (!lw_expr(L, ir_kid(m, e, 1), &c.z) || !lw_expr(L, ir_kid(m, e, 2), &c.a) ||
-      !lw_expr(L, ir_kid(m, e, 3), &lens))
+  sk_fold s;
+  lw_val offs;
+  if (!sk_fold_seg_operands(L, e, &s, &offs))
     return false;
-  if (!ir_ty_array_view(L->ctx, c.a.type, &c.elem, &c.rank) || c.rank != 1) {
-    cg_error(M, AC_ERR_INTERNAL, e, "fold_seg of a value that is not a rank-1 array");
-    return false;
-  }
-  c.tmp = cg_needs_tmp(m, c.fn);
-  lw_check_shapes(L, e, "fold_seg", 1, &c.a);
-  uint32_t n_x = lw_extent(L, &c.a, 0, 0), nseg_x = lw_extent(L, &lens, 0, 0);
-  if (!sk_seg_offsets(L, e, "fold_seg", &lens, n_x, &offs))
-    return false;
-  lw_fresh(L, ir_node_get(m, e)->type, out);
-  lw_alloc_arrays(L, out, &nseg_x, e);
+  fd_ctx c = {.L = L, .e = e, .fn = s.fn, .elem = s.elem, .rank = s.rank, .tmp = s.tmp,
+              .a = s.a, .z = s.z};
+  uint32_t n_x = s.n_x, nseg_x = s.rows_x;
+  sk_fold_result(L, e, &s, out);
   c.out = *out;
   uint32_t k = fd_seg_kernel(&c, &offs);
   /* as many chunks as the elements justify, at most one per segment */
   uint32_t chunks =
       lw_x_bin(L, PX_MAX, lw_x_const(L, 1),
                lw_x_bin(L, PX_MIN, nseg_x, lw_x_bin(L, PX_CHUNKS, n_x, lw_x_const(L, FD_GRAIN))));
-  pl_launch(L->p, k, nseg_x, chunks);
+  lw_launch(L, k, nseg_x, chunks);
   sk_free(L, &offs);
   return M->st == AC_OK;
 }

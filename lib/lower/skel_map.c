@@ -89,6 +89,8 @@ bool lw_elementwise(lw *L, lw_ew *w, lw_val *out) {
     return M->st == AC_OK; /* nothing to compute */
   if (M->st != AC_OK)
     return false;
+  if (L->gpu)
+    return lw_gpu_elementwise(L, w, out, total);
 
   uint32_t k;
   cg_fn *f = lw_kernel_begin(L, w->at, w->kind, LW_GRAIN, &k);
@@ -145,7 +147,7 @@ bool lw_elementwise(lw *L, lw_ew *w, lw_val *out) {
   }
   cg_loop_end(f, &rl);
   lw_kernel_end(L, f);
-  pl_launch(L->p, k, total, lw_x_bin(L, PX_CHUNKS, total, lw_x_const(L, LW_GRAIN)));
+  lw_launch(L, k, total, lw_x_bin(L, PX_CHUNKS, total, lw_x_const(L, LW_GRAIN)));
   return M->st == AC_OK;
 }
 
@@ -634,6 +636,6 @@ bool lw_skel_arrlit(lw *L, ir_ref e, lw_val *out) {
       cg_store_elem(f, &ov.l[j], cg_i64(M, i), v.l[j].v);
   }
   lw_kernel_end(L, f);
-  pl_launch(L->p, k, lw_x_const(L, 1), lw_x_const(L, 1));
+  lw_launch(L, k, lw_x_const(L, 1), lw_x_const(L, 1));
   return M->st == AC_OK;
 }

@@ -28,8 +28,11 @@
  *     store around the read-combine-write of all leaves.
  * Float sums combined atomically differ from the interpreter's row-major
  * order by reassociation only.
+ *
+ * The host side (operands, checks, the result) and the index checks are
+ * shared with the GPU skeletons (gskel_permute.c) through skel_permute.h.
  */
-#include "lower/skel.h"
+#include "lower/skel_permute.h"
 #include "lower/skel_red.h"
 
 #include <stdio.h>
@@ -39,10 +42,8 @@
 
 typedef enum pm_mode { PM_LOCK, PM_RMW, PM_CAS } pm_mode;
 
-/* Element lin (row-major) of the array value v of rank `rank` as a value
- * of type elem: manifest leaves by offset, others through cg_read. */
-static void pm_read_lin(cg_fn *f, const cg_val *v, ir_type elem, uint32_t rank, LLVMValueRef lin,
-                        ir_ref at, cg_val *out) {
+void lw_pm_read_lin(cg_fn *f, const cg_val *v, ir_type elem, uint32_t rank, LLVMValueRef lin,
+                    ir_ref at, cg_val *out) {
   cg_module *M = f->M;
   cg_val_alloc(M, elem, out);
   LLVMValueRef *idx = NULL;
@@ -65,21 +66,21 @@ static void pm_read_lin(cg_fn *f, const cg_val *v, ir_type elem, uint32_t rank, 
   }
 }
 
-/* The index pos (rank values, i64) into extents ext: fails as the
- * interpreter's `locate` for writes when outside (rank 1 exactly; higher
- * ranks name the first offending dimension) and returns the row-major
- * offset, or 0 when outside; *ok says which. */
-static LLVMValueRef pm_locate(cg_fn *f, ir_ref at, const char *what, uint32_t rank,
-                              LLVMValueRef *pos, LLVMValueRef *ext, LLVMValueRef *ok) {
+/* As the interpreter's `locate` for writes (rank 1 exactly; higher ranks
+ * name the offending coordinate and its dimension rather than the whole
+ * index and shape, which would take more than a site's two values). */
+LLVMValueRef lw_pm_locate(cg_fn *f, ir_ref at, const char *what, uint32_t rank, LLVMValueRef *pos,
+                          LLVMValueRef *ext, LLVMValueRef *ok) {
   cg_module *M = f->M;
   char fmt[160];
   LLVMValueRef lin = cg_i64(M, 0), good = LLVMConstInt(M->t_i1, 1, 0);
   for (uint32_t d = 0; d < rank; d++) {
     if (rank == 1)
       snprintf(fmt, sizeof fmt, "%s: index %%lld out of range for extent %%lld", what);
-    else
-      snprintf(fmt, sizeof fmt, "%s: index %%lld out of range for extent %%lld in dimension %u",
-               what, d);
+    else /* "index (.., 5) ..": begins as the interpreter's "index (1, 5) .." */
+      snprintf(fmt, sizeof fmt,
+               "%s: index (%s%%lld%s) out of range for extent %%lld in dimension %u", what,
+               d > 0 ? ".., " : "", d + 1 < rank ? ", .." : "", d);
     LLVMValueRef in = LLVMBuildICmp(M->b, LLVMIntULT, pos[d], ext[d], "");
     /* only the first offending dimension reports */
     cg_check(f, LLVMBuildOr(M->b, LLVMBuildNot(M->b, good, ""), in, ""), cg_site(M, at, fmt),
@@ -120,7 +121,7 @@ static uint32_t pm_copy_kernel(lw *L, ir_ref e, const char *kind, const lw_val *
   }
   cg_loop il;
   LLVMValueRef i = cg_loop_begin(f, &il, f->lo, f->hi);
-  pm_read_lin(f, &dv, elem, rank, i, e, &x);
+  lw_pm_read_lin(f, &dv, elem, rank, i, e, &x);
   sk_store(f, &ov, i, &x);
   if (flags)
     cg_store_elem(f, &fv.l[0], i, LLVMConstInt(M->t_i8, 0, 0));
@@ -136,16 +137,20 @@ static LLVMValueRef *pm_ext(const cg_val *ov) {
 
 /* ---- scatter ---- */
 
-static uint32_t pm_scatter_kernel(lw *L, ir_ref e, const lw_val *idx, const lw_val *vals,
-                                  ir_type ielem, ir_type velem, uint32_t q, uint32_t r,
-                                  const lw_val *out, const lw_val *flags) {
-  cg_module *M = L->M;
+uint32_t lw_pm_dup_site(cg_module *M, ir_ref e, uint32_t r) {
   char fmt[160];
   if (r == 1)
     snprintf(fmt, sizeof fmt, "scatter: index %%lld written twice");
   else
     snprintf(fmt, sizeof fmt, "scatter: index (%%lld, %%lld%s) written twice", r > 2 ? ", .." : "");
-  uint32_t sdup = cg_site(M, e, fmt);
+  return cg_site(M, e, fmt);
+}
+
+static uint32_t pm_scatter_kernel(lw *L, ir_ref e, const lw_val *idx, const lw_val *vals,
+                                  ir_type ielem, ir_type velem, uint32_t q, uint32_t r,
+                                  const lw_val *out, const lw_val *flags) {
+  cg_module *M = L->M;
+  uint32_t sdup = lw_pm_dup_site(M, e, r);
   uint32_t k;
   cg_fn *f = lw_kernel_begin(L, e, "scatter", PM_GRAIN, &k);
   cg_val iv, vv, ov, fv, x;
@@ -157,10 +162,10 @@ static uint32_t pm_scatter_kernel(lw *L, ir_ref e, const lw_val *idx, const lw_v
   cg_loop il;
   LLVMValueRef i = cg_loop_begin(f, &il, f->lo, f->hi);
   cg_val ix;
-  pm_read_lin(f, &iv, ielem, q, i, e, &ix);
+  lw_pm_read_lin(f, &iv, ielem, q, i, e, &ix);
   for (uint32_t d = 0; d < r && d < ix.n; d++)
     pos[d] = lw_cg_int64(f, ix.l[d].v, (ac_scalar)ix.l[d].sc);
-  LLVMValueRef lin = pm_locate(f, e, "scatter", r, pos, pm_ext(&ov), &ok);
+  LLVMValueRef lin = lw_pm_locate(f, e, "scatter", r, pos, pm_ext(&ov), &ok);
   LLVMBasicBlockRef skip = sk_if(f, ok);
   LLVMValueRef old =
       LLVMBuildAtomicRMW(M->b, LLVMAtomicRMWBinOpXchg, pm_elem_ptr(f, &fv.l[0], lin),
@@ -168,7 +173,7 @@ static uint32_t pm_scatter_kernel(lw *L, ir_ref e, const lw_val *idx, const lw_v
   LLVMValueRef fresh = LLVMBuildICmp(M->b, LLVMIntEQ, old, LLVMConstInt(M->t_i8, 0, 0), "");
   cg_check(f, fresh, sdup, pos[0], r > 1 ? pos[1] : NULL);
   LLVMBasicBlockRef dup = sk_if(f, fresh);
-  pm_read_lin(f, &vv, velem, q, i, e, &x);
+  lw_pm_read_lin(f, &vv, velem, q, i, e, &x);
   sk_store(f, &ov, lin, &x);
   sk_endif(f, dup);
   sk_endif(f, skip);
@@ -177,36 +182,45 @@ static uint32_t pm_scatter_kernel(lw *L, ir_ref e, const lw_val *idx, const lw_v
   return k;
 }
 
-bool lw_skel_scatter(lw *L, ir_ref e, lw_val *out) {
+bool lw_pm_scatter_begin(lw *L, ir_ref e, lw_pm_scatter *s, lw_val *out) {
   cg_module *M = L->M;
   ac_module *m = L->m;
-  lw_val v[3]; /* idx, vals, dest */
+  lw_val *v = s->v; /* idx, vals, dest */
   for (uint32_t i = 0; i < 3; i++)
     if (!lw_expr(L, ir_kid(m, e, i), &v[i]))
       return false;
-  ir_type ielem, velem, delem;
-  uint32_t q, qv, r;
-  if (!ir_ty_array_view(L->ctx, v[0].type, &ielem, &q) ||
-      !ir_ty_array_view(L->ctx, v[1].type, &velem, &qv) ||
-      !ir_ty_array_view(L->ctx, v[2].type, &delem, &r) || lw_num_leaves(L, &v[0]) != r) {
+  uint32_t qv;
+  if (!ir_ty_array_view(L->ctx, v[0].type, &s->ielem, &s->q) ||
+      !ir_ty_array_view(L->ctx, v[1].type, &s->velem, &qv) ||
+      !ir_ty_array_view(L->ctx, v[2].type, &s->delem, &s->r) || lw_num_leaves(L, &v[0]) != s->r) {
     cg_error(M, AC_ERR_INTERNAL, e, "scatter with operands of the wrong kinds");
     return false;
   }
   /* idx and vals side by side, as the interpreter checks them */
   lw_check_shapes(L, e, "scatter", 2, v);
   lw_check_shapes(L, e, "scatter", 1, &v[2]);
-  uint32_t *ext = cg_new(M, r * sizeof *ext);
-  for (uint32_t d = 0; d < r; d++)
+  uint32_t *ext = cg_new(M, s->r * sizeof *ext);
+  for (uint32_t d = 0; d < s->r; d++)
     ext[d] = lw_extent(L, &v[2], 0, d);
   lw_fresh(L, ir_node_get(m, e)->type, out);
   lw_alloc_arrays(L, out, ext, e);
-  uint32_t dsize = sk_extent_product(L, &v[2], 0, r), isize = sk_extent_product(L, &v[0], 0, q);
+  s->dsize = sk_extent_product(L, &v[2], 0, s->r);
+  s->isize = sk_extent_product(L, &v[0], 0, s->q);
+  return M->st == AC_OK;
+}
+
+bool lw_skel_scatter(lw *L, ir_ref e, lw_val *out) {
+  cg_module *M = L->M;
+  lw_pm_scatter s;
+  if (!lw_pm_scatter_begin(L, e, &s, out))
+    return false;
   lw_val flags;
-  sk_scratch(L, ir_ty_scalar(L->ctx, AC_U8), dsize, e, &flags);
-  uint32_t k1 = pm_copy_kernel(L, e, "scatter.copy", &v[2], delem, r, out, &flags, NULL);
-  uint32_t k2 = pm_scatter_kernel(L, e, &v[0], &v[1], ielem, velem, q, r, out, &flags);
-  pl_launch(L->p, k1, dsize, PL_AUTO);
-  pl_launch(L->p, k2, isize, PL_AUTO);
+  sk_scratch(L, ir_ty_scalar(L->ctx, AC_U8), s.dsize, e, &flags);
+  uint32_t k1 = pm_copy_kernel(L, e, "scatter.copy", &s.v[2], s.delem, s.r, out, &flags, NULL);
+  uint32_t k2 =
+      pm_scatter_kernel(L, e, &s.v[0], &s.v[1], s.ielem, s.velem, s.q, s.r, out, &flags);
+  lw_launch(L, k1, s.dsize, PL_AUTO);
+  lw_launch(L, k2, s.isize, PL_AUTO);
   sk_free(L, &flags);
   return M->st == AC_OK;
 }
@@ -226,36 +240,42 @@ typedef struct pm_ctx {
   lw_val dest, a, out, locks;
 } pm_ctx;
 
+bool lw_pm_comb_op(lw *L, ir_ref comb, ir_op *op, bool *swapped) {
+  ac_module *m = L->m;
+  const ir_node *fn = ir_node_get(m, comb);
+  ir_ref body = IR_NONE;
+  if (fn->op == IR_LAM && fn->attr == 2)
+    body = ir_kid(m, comb, 0);
+  else if (fn->op == IR_FNREF && fn->attr >= 0 && (uint64_t)fn->attr < m->nfuncs &&
+           !m->funcs[fn->attr].is_extern && m->funcs[fn->attr].nparams == 2)
+    body = m->funcs[fn->attr].body;
+  if (!body)
+    return false;
+  const ir_node *b = ir_node_get(m, body);
+  if (b->nkids != 2)
+    return false;
+  const ir_node *k0 = ir_node_get(m, ir_kid(m, body, 0)), *k1 = ir_node_get(m, ir_kid(m, body, 1));
+  if (k0->op != IR_VAR || k1->op != IR_VAR || k0->attr == k1->attr || k0->attr > 1 ||
+      k1->attr > 1 || k0->attr < 0 || k1->attr < 0)
+    return false;
+  /* the first parameter (the accumulator) is variable 1 */
+  *swapped = k0->attr == 0;
+  *op = (ir_op)b->op;
+  return true;
+}
+
 /* Chooses the atomic form of comb, if it has one (see the header). */
 static void pm_classify(pm_ctx *c) {
   lw *L = c->L;
-  ac_module *m = L->m;
   c->mode = PM_LOCK;
   ac_scalar sc;
   if (!ir_ty_is_scalar(L->ctx, c->delem, &sc) || !(sc == AC_I32 || sc == AC_I64 || sc == AC_U32 ||
                                                    sc == AC_U64 || sc == AC_F32 || sc == AC_F64))
     return;
-  const ir_node *fn = ir_node_get(m, c->comb);
-  ir_ref body = IR_NONE;
-  if (fn->op == IR_LAM && fn->attr == 2)
-    body = ir_kid(m, c->comb, 0);
-  else if (fn->op == IR_FNREF && fn->attr >= 0 && (uint64_t)fn->attr < m->nfuncs &&
-           !m->funcs[fn->attr].is_extern && m->funcs[fn->attr].nparams == 2)
-    body = m->funcs[fn->attr].body;
-  if (!body)
+  if (!lw_pm_comb_op(L, c->comb, &c->op, &c->swapped))
     return;
-  const ir_node *b = ir_node_get(m, body);
-  if (b->nkids != 2)
-    return;
-  const ir_node *k0 = ir_node_get(m, ir_kid(m, body, 0)), *k1 = ir_node_get(m, ir_kid(m, body, 1));
-  if (k0->op != IR_VAR || k1->op != IR_VAR || k0->attr == k1->attr || k0->attr > 1 ||
-      k1->attr > 1 || k0->attr < 0 || k1->attr < 0)
-    return;
-  /* the first parameter (the accumulator) is variable 1 */
-  c->swapped = k0->attr == 0;
   bool fl = sc == AC_F32 || sc == AC_F64, sgn = sc == AC_I32 || sc == AC_I64;
-  c->op = (ir_op)b->op;
-  switch ((ir_op)b->op) {
+  switch (c->op) {
   case IR_ADD:
     c->rmw = fl ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd;
     break;
@@ -265,7 +285,7 @@ static void pm_classify(pm_ctx *c) {
       c->mode = PM_CAS;
       return;
     }
-    if (b->op == IR_MIN)
+    if (c->op == IR_MIN)
       c->rmw = sgn ? LLVMAtomicRMWBinOpMin : LLVMAtomicRMWBinOpUMin;
     else
       c->rmw = sgn ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpUMax;
@@ -369,9 +389,9 @@ static uint32_t pm_permute_kernel(const pm_ctx *c) {
   cg_apply(f, c->dst, c->q, ix, &dv);
   for (uint32_t d = 0; d < c->r && d < dv.n; d++)
     pos[d] = lw_cg_int64(f, dv.l[d].v, (ac_scalar)dv.l[d].sc);
-  LLVMValueRef lin = pm_locate(f, c->e, "permute", c->r, pos, pm_ext(&ov), &ok);
+  LLVMValueRef lin = lw_pm_locate(f, c->e, "permute", c->r, pos, pm_ext(&ov), &ok);
   LLVMBasicBlockRef skip = sk_if(f, ok);
-  pm_read_lin(f, &av, c->aelem, c->q, i, c->e, &x);
+  lw_pm_read_lin(f, &av, c->aelem, c->q, i, c->e, &x);
   if (c->mode == PM_RMW) {
     LLVMBuildAtomicRMW(M->b, c->rmw, pm_elem_ptr(f, &ov.l[0], lin), x.l[0].v,
                        LLVMAtomicOrderingMonotonic, 0);
@@ -388,36 +408,46 @@ static uint32_t pm_permute_kernel(const pm_ctx *c) {
   return k;
 }
 
-bool lw_skel_permute(lw *L, ir_ref e, lw_val *out) {
+bool lw_pm_permute_begin(lw *L, ir_ref e, lw_pm_permute *p, lw_val *out) {
   cg_module *M = L->M;
   ac_module *m = L->m;
-  pm_ctx c = {.L = L, .e = e, .comb = ir_kid(m, e, 0), .dst = ir_kid(m, e, 2)};
-  if (!lw_expr(L, ir_kid(m, e, 1), &c.dest) || !lw_expr(L, ir_kid(m, e, 3), &c.a))
+  p->comb = ir_kid(m, e, 0);
+  p->dst = ir_kid(m, e, 2);
+  if (!lw_expr(L, ir_kid(m, e, 1), &p->dest) || !lw_expr(L, ir_kid(m, e, 3), &p->a))
     return false;
-  if (!ir_ty_array_view(L->ctx, c.dest.type, &c.delem, &c.r) ||
-      !ir_ty_array_view(L->ctx, c.a.type, &c.aelem, &c.q)) {
+  if (!ir_ty_array_view(L->ctx, p->dest.type, &p->delem, &p->r) ||
+      !ir_ty_array_view(L->ctx, p->a.type, &p->aelem, &p->q)) {
     cg_error(M, AC_ERR_INTERNAL, e, "permute of values that are not arrays");
     return false;
   }
-  c.tmp = cg_needs_tmp(m, c.comb) || cg_needs_tmp(m, c.dst);
-  lw_check_shapes(L, e, "permute", 1, &c.dest);
-  lw_check_shapes(L, e, "permute", 1, &c.a);
-  pm_classify(&c);
-  uint32_t *ext = cg_new(M, c.r * sizeof *ext);
-  for (uint32_t d = 0; d < c.r; d++)
-    ext[d] = lw_extent(L, &c.dest, 0, d);
+  p->tmp = cg_needs_tmp(m, p->comb) || cg_needs_tmp(m, p->dst);
+  lw_check_shapes(L, e, "permute", 1, &p->dest);
+  lw_check_shapes(L, e, "permute", 1, &p->a);
+  uint32_t *ext = cg_new(M, p->r * sizeof *ext);
+  for (uint32_t d = 0; d < p->r; d++)
+    ext[d] = lw_extent(L, &p->dest, 0, d);
   lw_fresh(L, ir_node_get(m, e)->type, out);
   lw_alloc_arrays(L, out, ext, e);
-  c.out = *out;
+  p->dsize = sk_extent_product(L, &p->dest, 0, p->r);
+  p->asize = sk_extent_product(L, &p->a, 0, p->q);
+  return M->st == AC_OK;
+}
+
+bool lw_skel_permute(lw *L, ir_ref e, lw_val *out) {
+  cg_module *M = L->M;
+  lw_pm_permute h;
+  if (!lw_pm_permute_begin(L, e, &h, out))
+    return false;
+  pm_ctx c = {.L = L, .e = e, .comb = h.comb, .dst = h.dst, .delem = h.delem, .aelem = h.aelem,
+              .r = h.r, .q = h.q, .tmp = h.tmp, .dest = h.dest, .a = h.a, .out = *out};
+  pm_classify(&c);
   if (c.mode == PM_LOCK)
     sk_scratch(L, ir_ty_scalar(L->ctx, AC_I32), lw_x_const(L, PM_NLOCKS), e, &c.locks);
-  uint32_t dsize = sk_extent_product(L, &c.dest, 0, c.r),
-           asize = sk_extent_product(L, &c.a, 0, c.q);
   uint32_t k1 = pm_copy_kernel(L, e, "permute.copy", &c.dest, c.delem, c.r, out, NULL,
                                c.mode == PM_LOCK ? &c.locks : NULL);
   uint32_t k2 = pm_permute_kernel(&c);
-  pl_launch(L->p, k1, dsize, PL_AUTO);
-  pl_launch(L->p, k2, asize, PL_AUTO);
+  lw_launch(L, k1, h.dsize, PL_AUTO);
+  lw_launch(L, k2, h.asize, PL_AUTO);
   if (c.mode == PM_LOCK)
     sk_free(L, &c.locks);
   return M->st == AC_OK;

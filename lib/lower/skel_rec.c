@@ -35,6 +35,9 @@
  * inside the domain and in an earlier wavefront, else "rec: read of d[..]
  * outside the domain" / "before it is computed" (the index is printed
  * exactly for ranks 1 and 2; a site takes two numbers).
+ * Steps 1 and 2 (lw_rec_begin), the read errors' formats and the wavefront
+ * loop of step 3 (lw_rec_fronts) are shared with the GPU skeleton
+ * (gskel_rec.c), which brings its own kernels.
  */
 #include "lower/skel.h"
 #include "lower/skel_red.h"
@@ -47,17 +50,8 @@
 #define RC_GRAIN 1024
 #define RC_GRAIN_NESTED 16
 
-typedef struct rc_ctx {
-  lw *L;
-  ir_ref e, body;
-  uint32_t n;
-  const int64_t *a; /* the schedule */
-  uint32_t s, u;    /* wavefronts: solved and restricted dimensions */
-  const char *name;
-  bool tmp;
-  lw_val *lo, *ext; /* n words each: logical lower bounds, extents */
-  lw_val t, kulo, cnt, out;
-} rc_ctx;
+/* The recurrence's host-side state (skel.h: shared with the GPU skeleton). */
+typedef lw_rec rc_ctx;
 
 /* What a kernel knows while generating points (the readers' data). */
 typedef struct rc_kernel {
@@ -74,6 +68,12 @@ typedef struct rc_leafenv {
 } rc_leafenv;
 
 /* ---- the array inside the body ---- */
+
+void lw_rec_formats(const lw_rec *c, char *out, char *early, size_t size) {
+  const char *dims = c->n == 1 ? "[%lld]" : c->n == 2 ? "[%lld, %lld]" : "[%lld, %lld, ..]";
+  snprintf(out, size, "rec: read of %s%s outside the domain", c->name, dims);
+  snprintf(early, size, "rec: read of %s%s before it is computed", c->name, dims);
+}
 
 /* d[idx] for leaf l of the array being defined (see the header). */
 static LLVMValueRef rc_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_ref at) {
@@ -134,10 +134,7 @@ static cg_fn *rc_kernel_begin(const rc_ctx *c, const char *kind, int64_t grain, 
                               rc_kernel *k, cg_val *self) {
   lw *L = c->L;
   cg_module *M = L->M;
-  const char *dims = c->n == 1 ? "[%lld]" : c->n == 2 ? "[%lld, %lld]" : "[%lld, %lld, ..]";
-  snprintf(k->fmt_out, sizeof k->fmt_out, "rec: read of %s%s outside the domain", c->name, dims);
-  snprintf(k->fmt_early, sizeof k->fmt_early, "rec: read of %s%s before it is computed", c->name,
-           dims);
+  lw_rec_formats(c, k->fmt_out, k->fmt_early, sizeof k->fmt_out);
   k->c = c;
   cg_fn *f = lw_kernel_begin(L, c->e, kind, grain, kernel);
   lw_load(L, f, *kernel, &c->out, &k->out);
@@ -294,8 +291,7 @@ static uint32_t rc_term(const rc_ctx *c, uint32_t d, int sign) {
                   lw_x_bin(L, PX_SUB, sk_xw(L, &c->ext[d]), lw_x_const(L, 1)));
 }
 
-/* The wavefront loop (rank >= 2, a not all zero). */
-static void rc_wavefronts(rc_ctx *c) {
+void lw_rec_fronts_setup(lw_rec *c) {
   lw *L = c->L;
   /* s: the solved dimension, |a_s| = 1 preferred, innermost first; u: the
    * first other dimension that moves with t (or just the first other) */
@@ -316,7 +312,10 @@ static void rc_wavefronts(rc_ctx *c) {
   lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->t);
   lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->kulo);
   lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->cnt);
-  uint32_t kf = rc_front_kernel(c);
+}
+
+void lw_rec_fronts(lw_rec *c, uint32_t kf) {
+  lw *L = c->L;
   uint32_t size = lw_x_const(L, 1);
   for (uint32_t d = 0; d < c->n; d++)
     size = lw_x_bin(L, PX_MUL, size, sk_xw(L, &c->ext[d]));
@@ -362,9 +361,15 @@ static void rc_wavefronts(rc_ctx *c) {
   pl_set(L->p, c->kulo.words[0], from);
   uint32_t cnt = lw_x_bin(L, PX_ADD, lw_x_bin(L, PX_SUB, to, sk_xw(L, &c->kulo)), lw_x_const(L, 1));
   pl_set(L->p, c->cnt.words[0], lw_x_bin(L, PX_MAX, lw_x_const(L, 0), cnt));
-  pl_launch(L->p, kf, lw_x_bin(L, PX_MUL, sk_xw(L, &c->cnt), other), PL_AUTO);
+  lw_launch(L, kf, lw_x_bin(L, PX_MUL, sk_xw(L, &c->cnt), other), PL_AUTO);
   pl_end(L->p);
   pl_end(L->p);
+}
+
+/* The wavefront loop (rank >= 2, a not all zero). */
+static void rc_wavefronts(rc_ctx *c) {
+  lw_rec_fronts_setup(c);
+  lw_rec_fronts(c, rc_front_kernel(c));
 }
 
 /* The extent of dimension d from its bounds (i64 plan expressions), with
@@ -411,7 +416,7 @@ static uint32_t rc_fits(const rc_ctx *c) {
   return fits;
 }
 
-bool lw_skel_rec(lw *L, ir_ref e, lw_val *out) {
+bool lw_rec_begin(lw *L, ir_ref e, lw_rec *c, lw_val *out) {
   cg_module *M = L->M;
   ac_module *m = L->m;
   const ir_node *nd = ir_node_get(m, e);
@@ -421,34 +426,43 @@ bool lw_skel_rec(lw *L, ir_ref e, lw_val *out) {
     cg_error(M, AC_ERR_INTERNAL, e, "rec without bounds or schedule");
     return false;
   }
-  rc_ctx c = {.L = L, .e = e, .n = n, .a = &m->ints[nd->aux], .body = ir_kid(m, e, 2 * n)};
+  *c = (lw_rec){.L = L, .e = e, .n = n, .a = &m->ints[nd->aux], .body = ir_kid(m, e, 2 * n)};
   ir_sym name = ir_binder_name(m, e, nd->nkids - 1, 0);
-  c.name = name ? ir_sym_str(L->ctx, name) : "rec";
-  c.tmp = cg_needs_tmp(m, c.body);
-  c.lo = cg_new(M, n * sizeof *c.lo);
-  c.ext = cg_new(M, n * sizeof *c.ext);
+  c->name = name ? ir_sym_str(L->ctx, name) : "rec";
+  c->tmp = cg_needs_tmp(m, c->body);
+  c->lo = cg_new(M, n * sizeof *c->lo);
+  c->ext = cg_new(M, n * sizeof *c->ext);
   uint32_t *ext = cg_new(M, n * sizeof *ext);
   for (uint32_t d = 0; d < n; d++) {
     uint32_t lo = lw_int(L, ir_kid(m, e, 2 * d)), hi = lw_int(L, ir_kid(m, e, 2 * d + 1));
     if (M->st != AC_OK)
       return false;
-    sk_word(L, lo, &c.lo[d]);
-    sk_word(L, rc_extent(&c, d, lo, hi), &c.ext[d]);
-    ext[d] = sk_xw(L, &c.ext[d]);
+    sk_word(L, lo, &c->lo[d]);
+    sk_word(L, rc_extent(c, d, lo, hi), &c->ext[d]);
+    ext[d] = sk_xw(L, &c->ext[d]);
   }
   lw_fresh(L, nd->type, out);
   lw_alloc_arrays(L, out, ext, e);
-  c.out = *out;
+  c->out = *out;
   lw_piece over[1] = {LW_TEXT("rec: the schedule overflows on a domain this large")};
-  lw_check(L, rc_fits(&c), e, 1, over, 0, NULL);
+  lw_check(L, rc_fits(c), e, 1, over, 0, NULL);
+  return M->st == AC_OK;
+}
+
+bool lw_skel_rec(lw *L, ir_ref e, lw_val *out) {
+  cg_module *M = L->M;
+  rc_ctx c;
+  if (!lw_rec_begin(L, e, &c, out))
+    return false;
+  uint32_t n = c.n;
   bool zero = true;
   for (uint32_t d = 0; d < n; d++)
     zero = zero && c.a[d] == 0;
   if (zero) {
     uint32_t size = lw_x_const(L, 1);
     for (uint32_t d = 0; d < n; d++)
-      size = lw_x_bin(L, PX_MUL, size, ext[d]);
-    pl_launch(L->p, rc_all_kernel(&c), size, PL_AUTO);
+      size = lw_x_bin(L, PX_MUL, size, sk_xw(L, &c.ext[d]));
+    lw_launch(L, rc_all_kernel(&c), size, PL_AUTO);
   } else if (n == 1) {
     sk_launch1(L, rc_seq_kernel(&c));
   } else {

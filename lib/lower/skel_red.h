@@ -35,9 +35,34 @@ void sk_launch1(lw *L, uint32_t k);
  * integer array whose lengths must be >= 0 and sum to n_x (else the
  * interpreter's errors, named `what`, at node at); *offs gets an i64 array of
  * nseg + 1 entries, offs[s] the start of segment s and offs[nseg] = n. Three
- * launches (piece sums, one-chunk check and prefix, piece offsets). */
+ * launches on the CPU (piece sums, one-chunk check and prefix, piece
+ * offsets); one on GPU targets (lw_gpu_seg_offsets). */
 bool sk_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, uint32_t n_x,
                     lw_val *offs);
+/* Its GPU form (gskel_segoffs.c), which sk_seg_offsets calls on GPU
+ * targets: the same offsets, checks and messages from one scan kernel. */
+bool lw_gpu_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, uint32_t n_x,
+                        lw_val *offs);
+/* The host side of fold and fold_seg, shared by the CPU skeleton and the
+ * GPU one (gskel_fold.c), so both make the same checks in the same order:
+ * sk_fold_operands evaluates z and a and checks a's leaves (fold's
+ * messages); sk_fold_seg_operands also evaluates lens and computes the
+ * segment offsets (sk_seg_offsets, with fold_seg's checks); sk_fold_result
+ * makes the result's words and allocates its arrays (nothing for the scalar
+ * of a rank-1 fold). */
+typedef struct sk_fold {
+  ir_ref fn;    /* the combining function */
+  ir_type elem; /* the element type */
+  uint32_t rank; /* of a */
+  bool tmp;      /* fn allocates temporary memory: bracket each application */
+  bool seg;      /* fold_seg */
+  lw_val z, a, lens;
+  uint32_t n_x;    /* fold: the row length; fold_seg: len(a) */
+  uint32_t rows_x; /* fold: the number of rows; fold_seg: of segments */
+} sk_fold;
+bool sk_fold_operands(lw *L, ir_ref e, sk_fold *s);
+bool sk_fold_seg_operands(lw *L, ir_ref e, sk_fold *s, lw_val *offs);
+void sk_fold_result(lw *L, ir_ref e, const sk_fold *s, lw_val *out);
 
 /* ---- kernel level ---- */
 LLVMValueRef sk_ld(lw *L, cg_fn *f, uint32_t kernel, const lw_val *w); /* an i64 word */

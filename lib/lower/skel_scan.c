@@ -232,13 +232,13 @@ static bool sc_rows(sc_ctx *c, lw_val *out) {
   sk_scratch(L, c->elem, lw_x_bin(L, PX_MUL, npieces, sk_xw(L, &multi)), e, &c->part);
   uint32_t k1 = sc_partial_kernel(c), k2 = sc_carry_kernel(c), k3 = sc_scan_kernel(c);
   pl_if(L->p, multi.words[0]);
-  pl_launch(L->p, k1, npieces, PL_AUTO);
-  pl_launch(L->p, k2, rows_x, lw_x_const(L, 1));
+  lw_launch(L, k1, npieces, PL_AUTO);
+  lw_launch(L, k2, rows_x, lw_x_const(L, 1));
   pl_end(L->p);
   uint32_t chunks =
       lw_x_bin(L, PX_CHUNKS, lw_x_bin(L, PX_MUL, rows_x, n_x), lw_x_const(L, SC_GRAIN));
   chunks = lw_x_bin(L, PX_MAX, lw_x_const(L, 1), lw_x_bin(L, PX_MIN, npieces, chunks));
-  pl_launch(L->p, k3, npieces, chunks);
+  lw_launch(L, k3, npieces, chunks);
   sk_free(L, &c->part);
   return M->st == AC_OK;
 }
@@ -297,7 +297,7 @@ static bool sc_segments(sc_ctx *c, lw_val *out) {
   uint32_t chunks =
       lw_x_bin(L, PX_MAX, lw_x_const(L, 1),
                lw_x_bin(L, PX_MIN, nseg_x, lw_x_bin(L, PX_CHUNKS, n_x, lw_x_const(L, SC_GRAIN))));
-  pl_launch(L->p, k, nseg_x, chunks);
+  lw_launch(L, k, nseg_x, chunks);
   sk_free(L, &offs);
   return M->st == AC_OK;
 }

@@ -30,6 +30,8 @@
  */
 #include "target/native.h"
 
+#include "runtime/simt_emu.h"
+
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
@@ -271,21 +273,27 @@ static void nat_lookup_done(LLVMErrorRef e, LLVMOrcCSymbolMapPairs res, size_t n
   pthread_mutex_unlock(&L->mu);
 }
 
+/* The runtime's services for kernels (rt.h) and the SIMT emulator's
+ * (simt_emu.h), as absolute symbols. */
 static ac_status nat_define_helpers(nat_jit *J, LLVMOrcJITDylibRef jd, ac_error **err) {
+  const rt_symbol *const tables[] = {rt_helper_symbols, rt_simt_symbols};
   size_t n = 0;
-  while (rt_helper_symbols[n].name)
-    n++;
+  for (size_t t = 0; t < 2; t++)
+    for (size_t i = 0; tables[t][i].name; i++)
+      n++;
   LLVMOrcCSymbolMapPair *pairs = ac_alloc(J->ctx, (n ? n : 1) * sizeof *pairs);
   if (!pairs)
     return ir_report(err, ir_error(J->ctx, AC_ERR_NOMEM, NULL, (ir_loc){0, 0}, "out of memory"),
                      AC_ERR_NOMEM);
-  for (size_t i = 0; i < n; i++) {
-    pairs[i].Name = LLVMOrcLLJITMangleAndIntern(J->jit, rt_helper_symbols[i].name);
-    pairs[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)rt_helper_symbols[i].addr;
-    pairs[i].Sym.Flags.GenericFlags =
-        LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
-    pairs[i].Sym.Flags.TargetFlags = 0;
-  }
+  n = 0;
+  for (size_t t = 0; t < 2; t++)
+    for (size_t i = 0; tables[t][i].name; i++, n++) {
+      pairs[n].Name = LLVMOrcLLJITMangleAndIntern(J->jit, tables[t][i].name);
+      pairs[n].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)tables[t][i].addr;
+      pairs[n].Sym.Flags.GenericFlags =
+          LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+      pairs[n].Sym.Flags.TargetFlags = 0;
+    }
   /* The materialisation unit takes the names' references. */
   LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(pairs, n);
   ac_free(J->ctx, pairs);

@@ -45,6 +45,11 @@ const char *nv_libdevice_path(void);
  * (for --emit=llvm). */
 ac_status nv_emit(cg_module *M, unsigned sm, int driver_version, char **ptx, size_t *len,
                   char **ir_out, ac_error **err);
+/* nv_emit with libdevice taken from `libdevice` (a path to libdevice.10.bc,
+ * or NULL: none) instead of nv_libdevice_path(), so that tests and tools
+ * can compile with and without it in one process. */
+ac_status nv_emit_with(cg_module *M, const char *libdevice, unsigned sm, int driver_version,
+                       char **ptx, size_t *len, char **ir_out, ac_error **err);
 /* Is sm a valid architecture (75, 80, 86, 87, 89, 90, ... as LLVM 19 knows
  * them)? For `--gpu=sm_XX` validation. */
 bool nv_sm_valid(unsigned sm);

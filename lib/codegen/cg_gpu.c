@@ -1,0 +1,237 @@
+/* lib/codegen/cg_gpu.c: GPU kernels and the runtime services element code
+ * uses inside them (errors, temporary memory), for both GPU targets.
+ *
+ * A GPU kernel has the runtime/gpu.h signature `void k(ptr frame, ptr ctl,
+ * i64 n)`. On NVPTX it is a PTX `.entry` (LLVM 19 makes a function an entry
+ * from the ptx_kernel calling convention alone; the old nvvm.annotations
+ * "kernel" entry is not needed). Its launch bound (`.maxntid`) is the one
+ * thing LLVM 19 still reads only from `!nvvm.annotations` metadata
+ * ({ptr @k, !"maxntidx", i32 N}): the "nvvm.maxntid" function attribute the
+ * contract names is what LLVM 20 and later read instead (they upgrade the
+ * metadata into it), so both are emitted and either LLVM gets the bound.
+ * Both facts were checked by running llc-19 on such modules (see the unit
+ * test test_simt_cg.c, which checks `.entry` and `.maxntid` in the PTX).
+ *
+ * The services follow the CPU runtime (runtime/services.c) with the control
+ * block in place of the thread context, as the usual GPU runtimes do it
+ * (CUDA's own device-side assert, CUB's temp storage):
+ *   - fail: the first failure wins through a compare-and-swap on
+ *     ctl->failed; the winner alone stores site, a, b. Relaxed ordering is
+ *     enough: the runtime reads the block only after the kernel has ended;
+ *   - failed: a volatile load of ctl->failed (other threads set it);
+ *   - temporary memory: each global thread owns tmp_per_thread bytes at
+ *     ctl->tmp + gtid * tmp_per_thread and bump-allocates from them in LIFO
+ *     order (code generation brackets every element with mark/release, as
+ *     on the CPU). The offset lives in an alloca, so LLVM keeps it in a
+ *     register; base and budget are computed once, in the entry block,
+ *     when a kernel first asks for temporary memory. A request beyond the
+ *     budget fails with "temporary memory exhausted" (the CPU would grow
+ *     its arena; a GPU thread cannot) and gets ctl's 64-byte dummy, as a
+ *     failed CPU request gets the thread context's dummy.
+ */
+#include "codegen/cg_gpu.h"
+#include "codegen/simt.h"
+#include "interp/rtarray.h" /* RT_ARRAY_MAX_BYTES: the CPU's size limit, kept on the GPU */
+#include "runtime/gpu.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Temporary memory requests are rounded up to this (as the CPU arena). */
+#define CG_GPU_TMP_ALIGN 16
+
+static void cg_gpu_attr(cg_module *M, LLVMValueRef fn, LLVMAttributeIndex idx, const char *name) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(M->llctx, kind, 0));
+}
+
+/* The launch bound in both forms (see the file comment). */
+static void cg_gpu_maxntid(cg_module *M, LLVMValueRef fn, unsigned block) {
+  char val[16];
+  int len = snprintf(val, sizeof val, "%u", block);
+  static const char key[] = "nvvm.maxntid";
+  LLVMAddAttributeAtIndex(
+      fn, LLVMAttributeFunctionIndex,
+      LLVMCreateStringAttribute(M->llctx, key, sizeof key - 1, val, (unsigned)len));
+  LLVMMetadataRef ops[3] = {
+      LLVMValueAsMetadata(fn),
+      LLVMMDStringInContext2(M->llctx, "maxntidx", 8),
+      LLVMValueAsMetadata(LLVMConstInt(M->t_i32, block, 0)),
+  };
+  LLVMValueRef node = LLVMMetadataAsValue(M->llctx, LLVMMDNodeInContext2(M->llctx, ops, 3));
+  LLVMAddNamedMetadataOperand(M->mod, "nvvm.annotations", node);
+}
+
+cg_fn *cg_gpu_kernel_begin(cg_module *M, const char *name, unsigned block) {
+  cg_fn *f = cg_new(M, sizeof *f);
+  f->M = M;
+  if (M->target == CG_TARGET_CPU)
+    cg_error(M, AC_ERR_INTERNAL, 0, "code generation: GPU kernel %s in a CPU module", name);
+  LLVMTypeRef ps[3] = {M->t_ptr, M->t_ptr, M->t_i64};
+  LLVMTypeRef ft = LLVMFunctionType(M->t_void, ps, 3, 0);
+  if (LLVMGetNamedFunction(M->mod, name))
+    cg_error(M, AC_ERR_INTERNAL, 0, "code generation: two kernels named %s", name);
+  f->fn = LLVMAddFunction(M->mod, name, ft);
+  LLVMSetLinkage(f->fn, LLVMExternalLinkage);
+  cg_gpu_attr(M, f->fn, LLVMAttributeFunctionIndex, "nounwind");
+  /* As cg_kernel_begin: the frame is an allocation of its own that no
+   * array points into (the device copy of the frame here). ctl gets no
+   * such promise: failed temporary requests hand out memory inside it. */
+  cg_gpu_attr(M, f->fn, 1, "noalias");
+  cg_gpu_attr(M, f->fn, 1, "nocapture");
+  if (M->target == CG_TARGET_NVPTX) {
+    LLVMSetFunctionCallConv(f->fn, LLVMPTXKernelCallConv);
+    if (block != 0)
+      cg_gpu_maxntid(M, f->fn, block);
+  }
+  f->frame = LLVMGetParam(f->fn, 0);
+  f->tctx = LLVMGetParam(f->fn, 1);
+  f->hi = LLVMGetParam(f->fn, 2);
+  f->lo = cg_i64(M, 0);
+  f->chunk = NULL;
+  LLVMSetValueName2(f->frame, "frame", 5);
+  LLVMSetValueName2(f->tctx, "ctl", 3);
+  LLVMSetValueName2(f->hi, "n", 1);
+  f->entry = LLVMAppendBasicBlockInContext(M->llctx, f->fn, "entry");
+  LLVMPositionBuilderAtEnd(M->b, f->entry);
+  return f;
+}
+
+uint64_t cg_gpu_smem(const cg_fn *f) {
+  return f->smem;
+}
+
+/* ---- building in the entry block ---- */
+
+LLVMBuilderRef cg_gpu_entry_begin(cg_fn *f) {
+  cg_module *M = f->M;
+  LLVMBuilderRef eb = LLVMCreateBuilderInContext(M->llctx);
+  LLVMValueRef i = LLVMGetFirstInstruction(f->entry);
+  while (i && LLVMIsAAllocaInst(i))
+    i = LLVMGetNextInstruction(i);
+  if (i)
+    LLVMPositionBuilderBefore(eb, i);
+  else
+    LLVMPositionBuilderAtEnd(eb, f->entry);
+  LLVMBuilderRef saved = M->b;
+  M->b = eb;
+  return saved;
+}
+
+void cg_gpu_entry_end(cg_fn *f, LLVMBuilderRef saved) {
+  cg_module *M = f->M;
+  LLVMDisposeBuilder(M->b);
+  M->b = saved;
+}
+
+/* ---- the control block ---- */
+
+/* Pointer to the field at byte offset `off` of ctl (runtime/gpu.h). */
+static LLVMValueRef cg_gpu_ctl(cg_fn *f, unsigned off) {
+  cg_module *M = f->M;
+  LLVMValueRef o = cg_i64(M, off);
+  return LLVMBuildInBoundsGEP2(M->b, M->t_i8, f->tctx, &o, 1, "");
+}
+
+static LLVMValueRef cg_gpu_i64(cg_module *M, LLVMValueRef v) {
+  if (!v)
+    return cg_i64(M, 0);
+  if (LLVMTypeOf(v) == M->t_i64)
+    return v;
+  return LLVMBuildSExtOrBitCast(M->b, v, M->t_i64, "");
+}
+
+void cg_gpu_fail(cg_fn *f, LLVMValueRef site, LLVMValueRef a, LLVMValueRef b) {
+  cg_module *M = f->M;
+  a = cg_gpu_i64(M, a);
+  b = cg_gpu_i64(M, b);
+  LLVMValueRef zero = LLVMConstInt(M->t_i32, 0, 0), one = LLVMConstInt(M->t_i32, 1, 0);
+  LLVMValueRef r =
+      LLVMBuildAtomicCmpXchg(M->b, cg_gpu_ctl(f, RT_GCTL_FAILED), zero, one,
+                             LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, 0);
+  LLVMValueRef won = LLVMBuildExtractValue(M->b, r, 1, "");
+  LLVMBasicBlockRef rec = cg_block(f, "fail.record"), done = cg_block(f, "fail.done");
+  LLVMBuildCondBr(M->b, won, rec, done);
+  LLVMPositionBuilderAtEnd(M->b, rec);
+  LLVMBuildStore(M->b, site, cg_gpu_ctl(f, RT_GCTL_SITE));
+  LLVMBuildStore(M->b, a, cg_gpu_ctl(f, RT_GCTL_A));
+  LLVMBuildStore(M->b, b, cg_gpu_ctl(f, RT_GCTL_B));
+  LLVMBuildBr(M->b, done);
+  LLVMPositionBuilderAtEnd(M->b, done);
+}
+
+LLVMValueRef cg_gpu_failed(cg_fn *f) {
+  cg_module *M = f->M;
+  LLVMValueRef v = simt_load_volatile(f, M->t_i32, cg_gpu_ctl(f, RT_GCTL_FAILED));
+  return LLVMBuildICmp(M->b, LLVMIntNE, v, LLVMConstInt(M->t_i32, 0, 0), "");
+}
+
+/* ---- temporary memory ---- */
+
+/* The thread's offset slot, base and budget, made on first use (entry
+ * block). With no temporary memory in the launch (ctl->tmp == 0) the base
+ * is the dummy and the budget 0, so only empty requests succeed. */
+static void cg_gpu_tmp_init(cg_fn *f) {
+  if (f->gtmp_off)
+    return;
+  cg_module *M = f->M;
+  LLVMBuilderRef saved = cg_gpu_entry_begin(f);
+  f->gtmp_off = cg_alloca(f, M->t_i64);
+  LLVMBuildStore(M->b, cg_i64(M, 0), f->gtmp_off);
+  LLVMValueRef tmp = LLVMBuildLoad2(M->b, M->t_i64, cg_gpu_ctl(f, RT_GCTL_TMP), "tmp");
+  LLVMValueRef per = LLVMBuildLoad2(M->b, M->t_i64, cg_gpu_ctl(f, RT_GCTL_TMP_PER_THREAD), "");
+  LLVMValueRef none = LLVMBuildICmp(M->b, LLVMIntEQ, tmp, cg_i64(M, 0), "");
+  /* The runtime allocated grid * block * per bytes, so the product fits. */
+  LLVMValueRef off = LLVMBuildMul(M->b, simt_gtid(f), per, "");
+  LLVMValueRef mine =
+      LLVMBuildGEP2(M->b, M->t_i8, LLVMBuildIntToPtr(M->b, tmp, M->t_ptr, ""), &off, 1, "");
+  f->gtmp_base = LLVMBuildSelect(M->b, none, cg_gpu_ctl(f, RT_GCTL_DUMMY), mine, "tmp.base");
+  f->gtmp_lim = LLVMBuildSelect(M->b, none, cg_i64(M, 0), per, "tmp.lim");
+  cg_gpu_entry_end(f, saved);
+}
+
+LLVMValueRef cg_gpu_tmp_alloc(cg_fn *f, LLVMValueRef bytes, ir_ref at) {
+  cg_module *M = f->M;
+  cg_gpu_tmp_init(f);
+  bytes = cg_gpu_i64(M, bytes);
+  /* Absurd sizes fail as on the CPU (the same site and value); then the
+   * budget: a request that does not fit in what is left of it. size is
+   * only used when bytes is sane, so its rounding cannot overflow. */
+  LLVMValueRef huge = LLVMBuildICmp(M->b, LLVMIntUGT, bytes, cg_i64(M, RT_ARRAY_MAX_BYTES), "");
+  LLVMValueRef size =
+      LLVMBuildAnd(M->b, LLVMBuildAdd(M->b, bytes, cg_i64(M, CG_GPU_TMP_ALIGN - 1), ""),
+                   cg_i64(M, -CG_GPU_TMP_ALIGN), "");
+  LLVMValueRef off = LLVMBuildLoad2(M->b, M->t_i64, f->gtmp_off, "tmp.off");
+  LLVMValueRef left = LLVMBuildSub(M->b, f->gtmp_lim, off, "");
+  LLVMValueRef full = LLVMBuildICmp(M->b, LLVMIntSGT, size, left, "");
+  LLVMValueRef bad = LLVMBuildOr(M->b, huge, full, "");
+
+  LLVMBasicBlockRef fail = cg_block(f, "tmp.fail"), join = cg_block(f, "tmp.join");
+  LLVMBuildCondBr(M->b, bad, fail, join);
+  LLVMPositionBuilderAtEnd(M->b, fail);
+  LLVMValueRef s_big = LLVMConstInt(M->t_i32, cg_site(M, at, "array too large"), 0);
+  LLVMValueRef s_full = LLVMConstInt(
+      M->t_i32,
+      cg_site(M, at,
+              "temporary memory exhausted: %lld bytes requested with %lld bytes per GPU thread"),
+      0);
+  cg_gpu_fail(f, LLVMBuildSelect(M->b, huge, s_big, s_full, ""), bytes,
+              LLVMBuildSelect(M->b, huge, cg_i64(M, 0), f->gtmp_lim, ""));
+  LLVMBuildBr(M->b, join);
+  LLVMPositionBuilderAtEnd(M->b, join);
+
+  LLVMValueRef p = LLVMBuildGEP2(M->b, M->t_i8, f->gtmp_base, &off, 1, "");
+  LLVMBuildStore(M->b, LLVMBuildSelect(M->b, bad, off, LLVMBuildAdd(M->b, off, size, ""), ""),
+                 f->gtmp_off);
+  return LLVMBuildSelect(M->b, bad, cg_gpu_ctl(f, RT_GCTL_DUMMY), p, "tmp");
+}
+
+LLVMValueRef cg_gpu_tmp_mark(cg_fn *f) {
+  cg_gpu_tmp_init(f);
+  return LLVMBuildLoad2(f->M->b, f->M->t_i64, f->gtmp_off, "tmp.mark");
+}
+
+void cg_gpu_tmp_release(cg_fn *f, LLVMValueRef mark) {
+  cg_gpu_tmp_init(f);
+  LLVMBuildStore(f->M->b, mark, f->gtmp_off);
+}

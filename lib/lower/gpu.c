@@ -1,0 +1,296 @@
+/* lib/lower/gpu.c: lowering for GPU targets (NVPTX, and the SIMT emulator
+ * that runs the same kernels on the CPU).
+ *
+ * A GPU plan is a plan like the CPU's (runtime/plan.h, `target gpu`): the
+ * host program is the same, only its kernels are GPU kernels (runtime/gpu.h
+ * ABI) and a launch's `chunks` counts blocks. Two kinds of kernel:
+ *
+ *   SIMT kernels, written for the GPU against codegen/simt.h (thread and
+ *   block indices, barriers, shared memory, warp shuffles): the
+ *   element-wise skeleton below (a grid-stride loop, so consecutive threads
+ *   touch consecutive elements: coalesced), and the GPU skeletons of
+ *   gskel_*.c (reductions with warp shuffles, single-pass scans, ...).
+ *
+ *   The CHUNK ADAPTER, for every operation that has no GPU skeleton yet:
+ *   the CPU skeleton's kernel body, which computes chunk k = [k*n/c,
+ *   (k+1)*n/c) of a launch in c chunks (runtime/rt.h), is wrapped in a
+ *   grid-stride loop over k, one GPU thread per chunk. The chunk count c
+ *   becomes a frame word that the launch sets (lw_adapt_launch), and the
+ *   boundaries are computed exactly as the CPU's (q*k + r*k/c with n = q*c
+ *   + r, which needs no 128-bit division, for c <= 2^31), so kernels that
+ *   pass per-chunk partials to each other agree. Chunks run concurrently
+ *   in any order on the CPU too, so every CPU skeleton is correct this way;
+ *   it is slow where one thread walks a long contiguous run (uncoalesced),
+ *   which is what the GPU skeletons replace.
+ *
+ * Errors: a kernel that fails records the first failure in the control
+ * block and the host sees it only when it next synchronises, so kernels
+ * launched after a failure must not act on the failed kernel's garbage:
+ * every GPU kernel begins by leaving when the call has already failed
+ * (per thread where the kernel has no barriers; lw_gpu_guard makes the
+ * decision block-uniform where it has).
+ */
+#include "lower/skel.h"
+
+#include "codegen/simt.h"
+#include "runtime/gpu.h"
+
+#include <string.h>
+
+#define LW_ADAPT_BLOCK 128u
+#define LW_ADAPT_MAX_CHUNKS ((int64_t)1 << 31)
+
+static LLVMValueRef gp_smax(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSGT, a, b, ""), a, b, "");
+}
+
+static LLVMValueRef gp_smin(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
+/* Leaves the kernel at once when the call has failed (per thread). */
+static void gp_leave_if_failed(cg_fn *f) {
+  cg_module *M = f->M;
+  LLVMBasicBlockRef out = cg_block(f, "failed"), go = cg_block(f, "go");
+  LLVMBuildCondBr(M->b, cg_failed(f), out, go);
+  LLVMPositionBuilderAtEnd(M->b, out);
+  LLVMBuildRetVoid(M->b);
+  LLVMPositionBuilderAtEnd(M->b, go);
+}
+
+/* Records kernel k's adapter word (PL_AUTO: a SIMT kernel). */
+static void gp_note_adapt(lw *L, uint32_t k, uint32_t word) {
+  if (k >= L->nadapt) {
+    uint32_t n = k + 1 > 2 * L->nadapt ? k + 1 : 2 * L->nadapt;
+    uint32_t *a = ac_realloc(L->ctx, L->adapt, (size_t)n * sizeof *a);
+    if (!a) {
+      cg_error(L->M, AC_ERR_NOMEM, 0, "out of memory");
+      return;
+    }
+    for (uint32_t i = L->nadapt; i < n; i++)
+      a[i] = PL_AUTO;
+    L->adapt = a;
+    L->nadapt = n;
+  }
+  L->adapt[k] = word;
+}
+
+static void gp_finish(lw *L, cg_fn *f, uint32_t kernel) {
+  cg_kernel_end(f);
+  if (kernel < L->p->nkernels) {
+    L->p->kernels[kernel].smem = cg_gpu_smem(f);
+    L->p->kernels[kernel].tmp = f->gtmp_base != NULL;
+  }
+}
+
+/* ---- the chunk adapter ---- */
+
+cg_fn *lw_adapt_begin(lw *L, const char *name, uint32_t kernel) {
+  cg_module *M = L->M;
+  if (L->open.f)
+    cg_error(M, AC_ERR_INTERNAL, 0, "lowering: kernel %s begun inside another kernel", name);
+  cg_fn *f = cg_gpu_kernel_begin(M, name, LW_ADAPT_BLOCK);
+  if (kernel < L->p->nkernels)
+    L->p->kernels[kernel].block = LW_ADAPT_BLOCK;
+  gp_leave_if_failed(f);
+  uint32_t cw = pl_slots(L->p, 1);
+  gp_note_adapt(L, kernel, cw);
+  lw_val w = {ir_ty_scalar(L->ctx, AC_I64), 1, &cw};
+  cg_val cv;
+  lw_load(L, f, kernel, &w, &cv);
+  LLVMValueRef c = cv.l[0].v, zero = cg_i64(M, 0), one = cg_i64(M, 1);
+  c = gp_smin(M, gp_smax(M, c, one), cg_i64(M, LW_ADAPT_MAX_CHUNKS));
+  LLVMValueRef n = gp_smax(M, f->hi, zero); /* n < 0 is 0 iterations (rt.h) */
+  LLVMValueRef q = LLVMBuildUDiv(M->b, n, c, ""), r = LLVMBuildURem(M->b, n, c, "");
+
+  LLVMValueRef kslot = cg_alloca(f, M->t_i64);
+  LLVMBuildStore(M->b, simt_gtid(f), kslot);
+  LLVMBasicBlockRef head = cg_block(f, "chunk.head"), body = cg_block(f, "chunk.body"),
+                    exit = cg_block(f, "chunk.exit");
+  LLVMBuildBr(M->b, head);
+  LLVMPositionBuilderAtEnd(M->b, head);
+  LLVMValueRef k = LLVMBuildLoad2(M->b, M->t_i64, kslot, "chunk");
+  LLVMBuildCondBr(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, k, c, ""), body, exit);
+  LLVMPositionBuilderAtEnd(M->b, body);
+  /* floor(k * n / c) = q*k + floor(r*k / c): r, k < c <= 2^31 */
+  LLVMValueRef k1 = LLVMBuildNUWAdd(M->b, k, one, "");
+  f->lo = LLVMBuildNUWAdd(M->b, LLVMBuildNUWMul(M->b, q, k, ""),
+                          LLVMBuildUDiv(M->b, LLVMBuildNUWMul(M->b, r, k, ""), c, ""), "lo");
+  f->hi = LLVMBuildNUWAdd(M->b, LLVMBuildNUWMul(M->b, q, k1, ""),
+                          LLVMBuildUDiv(M->b, LLVMBuildNUWMul(M->b, r, k1, ""), c, ""), "hi");
+  f->chunk = k;
+  L->open = (struct lw_adapt_loop){f, kernel, kslot, head, exit};
+  return f;
+}
+
+void lw_adapt_end(lw *L, cg_fn *f) {
+  cg_module *M = L->M;
+  if (L->open.f != f) {
+    cg_error(M, AC_ERR_INTERNAL, 0, "lowering: adapted kernel ended out of order");
+    cg_kernel_end(f);
+    return;
+  }
+  LLVMBasicBlockRef bb = LLVMGetInsertBlock(M->b);
+  if (!LLVMGetBasicBlockTerminator(bb)) {
+    LLVMValueRef k = LLVMBuildLoad2(M->b, M->t_i64, L->open.kslot, "");
+    LLVMBuildStore(M->b, LLVMBuildNUWAdd(M->b, k, simt_gsize(f), ""), L->open.kslot);
+    LLVMBuildBr(M->b, L->open.head);
+  }
+  LLVMPositionBuilderAtEnd(M->b, L->open.exit);
+  uint32_t kernel = L->open.kernel;
+  memset(&L->open, 0, sizeof L->open);
+  gp_finish(L, f, kernel);
+}
+
+void lw_adapt_launch(lw *L, uint32_t kernel, uint32_t n, uint32_t chunks) {
+  uint32_t cw = kernel < L->nadapt ? L->adapt[kernel] : PL_AUTO;
+  if (cw == PL_AUTO) { /* a SIMT kernel: chunks are blocks already */
+    pl_launch(L->p, kernel, n, chunks);
+    return;
+  }
+  int64_t grain = kernel < L->p->nkernels ? L->p->kernels[kernel].grain : 1;
+  uint32_t c = chunks == PL_AUTO ? lw_x_bin(L, PX_CHUNKS, n, lw_x_const(L, grain)) : chunks;
+  c = lw_x_bin(L, PX_MIN, lw_x_bin(L, PX_MAX, c, lw_x_const(L, 1)),
+               lw_x_const(L, LW_ADAPT_MAX_CHUNKS));
+  pl_set(L->p, cw, c);
+  uint32_t blocks = lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_ADD, lw_x_word(L, cw),
+                                                 lw_x_const(L, LW_ADAPT_BLOCK - 1)),
+                             lw_x_const(L, LW_ADAPT_BLOCK));
+  pl_launch(L->p, kernel, n, blocks);
+}
+
+/* ---- SIMT kernels ---- */
+
+cg_fn *lw_gpu_kernel_begin(lw *L, ir_ref at, const char *kind, int64_t grain, unsigned block,
+                           uint32_t *kernel) {
+  char name[80];
+  *kernel = lw_kernel_new(L, at, kind, grain, name);
+  if (*kernel < L->p->nkernels)
+    L->p->kernels[*kernel].block = block;
+  gp_note_adapt(L, *kernel, PL_AUTO);
+  cg_fn *f = cg_gpu_kernel_begin(L->M, name, block);
+  lw_kernel_env(L, f, at, *kernel);
+  return f;
+}
+
+void lw_gpu_kernel_end(lw *L, cg_fn *f, uint32_t kernel) {
+  gp_finish(L, f, kernel);
+}
+
+void lw_gpu_scratch(lw *L, uint32_t kernel, uint64_t fixed, uint64_t per_block) {
+  if (kernel < L->p->nkernels) {
+    L->p->kernels[kernel].scratch_fixed = fixed;
+    L->p->kernels[kernel].scratch_block = per_block;
+  }
+}
+
+LLVMValueRef lw_gpu_scratch_ptr(cg_fn *f) {
+  cg_module *M = f->M;
+  LLVMValueRef at = LLVMBuildGEP2(M->b, M->t_i8, f->tctx,
+                                  (LLVMValueRef[]){cg_i64(M, RT_GCTL_SCRATCH)}, 1, "");
+  return LLVMBuildLoad2(M->b, M->t_ptr, at, "scratch");
+}
+
+void lw_gpu_guard(cg_fn *f) {
+  cg_module *M = f->M;
+  LLVMValueRef flag = simt_shared(f, M->t_i32, 1, "guard");
+  LLVMBasicBlockRef t0 = cg_block(f, "guard.read"), join = cg_block(f, "guard.join");
+  LLVMBuildCondBr(M->b, LLVMBuildICmp(M->b, LLVMIntEQ, simt_tid(f), LLVMConstInt(M->t_i32, 0, 0), ""),
+                  t0, join);
+  LLVMPositionBuilderAtEnd(M->b, t0);
+  LLVMBuildStore(M->b, LLVMBuildZExt(M->b, cg_failed(f), M->t_i32, ""), flag);
+  LLVMBuildBr(M->b, join);
+  LLVMPositionBuilderAtEnd(M->b, join);
+  simt_barrier(f);
+  LLVMBasicBlockRef out = cg_block(f, "failed"), go = cg_block(f, "go");
+  LLVMValueRef v = LLVMBuildLoad2(M->b, M->t_i32, flag, "");
+  LLVMBuildCondBr(M->b, LLVMBuildICmp(M->b, LLVMIntNE, v, LLVMConstInt(M->t_i32, 0, 0), ""), out,
+                  go);
+  LLVMPositionBuilderAtEnd(M->b, out);
+  LLVMBuildRetVoid(M->b);
+  LLVMPositionBuilderAtEnd(M->b, go);
+}
+
+/* ---- the element-wise skeleton ----
+ * Thread g handles elements g, g + G, g + 2G, ... (G threads in the grid):
+ * neighbouring threads store neighbouring elements. The linear index is
+ * unravelled into the element's index; for stencils, an element whose
+ * neighbourhood lies inside the array takes the unchecked variant (the
+ * CPU's split of a row into border and interior, decided per element). */
+static void gp_elem_store(lw *L, cg_fn *f, lw_ew *w, const cg_val *ov, LLVMValueRef *idx,
+                          LLVMValueRef lin, unsigned variant, bool tmp) {
+  cg_module *M = L->M;
+  LLVMValueRef mark = tmp ? cg_tmp_mark(f) : NULL;
+  cg_val ev;
+  w->elem(L, f, w, idx, variant, &ev);
+  if (ev.n != ov->n)
+    cg_error(M, AC_ERR_INTERNAL, w->at, "lowering: %s element of %u leaves for %u arrays", w->kind,
+             ev.n, ov->n);
+  else
+    for (uint32_t i = 0; i < ov->n; i++)
+      cg_store_elem(f, &ov->l[i], lin, ev.l[i].v);
+  if (tmp)
+    cg_tmp_release(f, mark);
+}
+
+bool lw_gpu_elementwise(lw *L, lw_ew *w, const lw_val *out, uint32_t total) {
+  cg_module *M = L->M;
+  uint32_t rank = w->rank, k;
+  char name[80];
+  k = lw_kernel_new(L, w->at, w->kind, 1, name);
+  gp_note_adapt(L, k, PL_AUTO);
+  cg_fn *f = cg_gpu_kernel_begin(M, name, 0);
+  gp_leave_if_failed(f);
+  lw_kernel_env(L, f, w->at, k);
+  cg_val ov;
+  lw_load(L, f, k, out, &ov);
+  LLVMValueRef *ext = cg_new(M, rank * sizeof *ext), *idx = cg_new(M, rank * sizeof *idx);
+  for (uint32_t d = 0; d < rank; d++)
+    ext[d] = ov.n ? ov.l[0].ext[d] : lw_x_in_kernel(L, f, k, w->ext[d]);
+  if (w->setup)
+    w->setup(L, f, k, w);
+  bool tmp = w->code && cg_needs_tmp(L->m, w->code);
+
+  LLVMValueRef islot = cg_alloca(f, M->t_i64);
+  LLVMBuildStore(M->b, simt_gtid(f), islot);
+  LLVMBasicBlockRef head = cg_block(f, "ew.head"), body = cg_block(f, "ew.body"),
+                    exit = cg_block(f, "ew.exit");
+  LLVMBuildBr(M->b, head);
+  LLVMPositionBuilderAtEnd(M->b, head);
+  LLVMValueRef i = LLVMBuildLoad2(M->b, M->t_i64, islot, "i");
+  LLVMBuildCondBr(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, i, f->hi, ""), body, exit);
+  LLVMPositionBuilderAtEnd(M->b, body);
+  LLVMValueRef rr = i;
+  for (uint32_t d = rank; d-- > 1;) {
+    idx[d] = LLVMBuildURem(M->b, rr, ext[d], "");
+    rr = LLVMBuildUDiv(M->b, rr, ext[d], "");
+  }
+  idx[0] = rr;
+  if (!w->split) {
+    gp_elem_store(L, f, w, &ov, idx, i, 0, tmp);
+  } else {
+    LLVMValueRef j = idx[rank - 1], ilo = cg_i64(M, 0), ihi = cg_i64(M, 0), rowint = NULL;
+    w->split(L, f, w, idx, &ilo, &ihi, &rowint);
+    idx[rank - 1] = j;
+    LLVMValueRef in = LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, j, ilo, ""),
+                                   LLVMBuildICmp(M->b, LLVMIntSLT, j, ihi, ""), "");
+    if (rowint)
+      in = LLVMBuildAnd(M->b, in, rowint, "");
+    LLVMBasicBlockRef yes = cg_block(f, "ew.interior"), no = cg_block(f, "ew.border"),
+                      join = cg_block(f, "ew.next");
+    LLVMBuildCondBr(M->b, in, yes, no);
+    LLVMPositionBuilderAtEnd(M->b, yes);
+    gp_elem_store(L, f, w, &ov, idx, i, 3u, tmp);
+    LLVMBuildBr(M->b, join);
+    LLVMPositionBuilderAtEnd(M->b, no);
+    gp_elem_store(L, f, w, &ov, idx, i, 0u, tmp);
+    LLVMBuildBr(M->b, join);
+    LLVMPositionBuilderAtEnd(M->b, join);
+  }
+  LLVMBuildStore(M->b, LLVMBuildNUWAdd(M->b, i, simt_gsize(f), ""), islot);
+  LLVMBuildBr(M->b, head);
+  LLVMPositionBuilderAtEnd(M->b, exit);
+  gp_finish(L, f, k);
+  pl_launch(L->p, k, total, PL_AUTO);
+  return M->st == AC_OK;
+}

@@ -1,0 +1,640 @@
+/* lib/lower/gskel_fold.c: fold and fold_seg on the GPU (SIMT skeletons,
+ * written against codegen/simt.h; lw_gpu_skeleton picks them on GPU
+ * targets).
+ *
+ * fold(f, z, a) reduces each row of a; fold_seg each segment of a rank-1
+ * array. Both are "reduce each of R rows [lo, hi)", the row of fold_seg
+ * being a segment whose bounds come from the offsets that sk_seg_offsets
+ * computes with the interpreter's checks on the lengths (on GPU targets in
+ * one scan kernel, gskel_segoffs.c). The host side (operands, checks,
+ * result) is the CPU skeleton's (sk_fold_operands, skel_red.h). f must be
+ * associative but need NOT be commutative (docs/language.md §7.4: an
+ * argmax that keeps the first of equal maxima is a fine fold), so unlike
+ * CUB's DeviceReduce, which asks for a commutative operator, every
+ * combination here joins two ADJACENT runs, left one first. The result of a
+ * row is f(z, f(a0 .. a(n-1)) regrouped): z is applied once, as the
+ * interpreter's left fold does, and the CPU skeleton too.
+ *
+ * The building blocks (Accelerate's and CUB's block reduction, in order):
+ *   - a WARP TILE is 32*K consecutive elements; lane l folds elements
+ *     [l*K, l*K + K) sequentially (CUB's "blocked" arrangement: K*size is
+ *     32 bytes, so a warp reads 1 KiB of contiguous memory per tile, each
+ *     sector once through L1, and the K loads of a lane are independent
+ *     and in flight together: with a few warps per SM scheduler that keeps
+ *     the H100's ~18 KiB per SM of bandwidth-delay product in flight);
+ *   - the lanes' values are combined in lane order by a shuffle-down tree
+ *     with offsets 1, 2, 4, 8, 16: after the step with offset o, lane l
+ *     (l a multiple of 2o) holds lanes [l, l + 2o) in order, so lane 0 ends
+ *     with the whole tile; only the lanes that hold a value apply f, so f
+ *     never sees garbage (it may index arrays and fail);
+ *   - a warp folds a contiguous range of tiles into lane 0;
+ *   - a BLOCK gives each warp an even share of contiguous tiles (the first
+ *     warps one more, so the warps with work are a prefix), puts the warps'
+ *     values in shared memory and warp 0 combines them by the same tree.
+ * Three kernels, chosen by the plan on the row length n (fold) or the mean
+ * segment length (fold_seg), as Accelerate and CUB's segmented reduction
+ * choose between thread-, warp- and block-per-segment:
+ *   fold.thread  n < 16: a thread per row (grid-stride over rows), folding
+ *                from z in order: the interpreter's own association;
+ *   fold.warp    n < 1024: a warp per row (grid-stride over rows);
+ *   fold.block   longer rows: P blocks per row, P = max(1, min(G / R,
+ *                tiles / warps)) for a grid of G blocks. With P = 1 (many
+ *                rows), a block per row, grid-stride. With P > 1 (the FULL
+ *                REDUCTION of a rank-1 array, or a few long rows), each of
+ *                the P*R <= G blocks reduces an even share of its row's
+ *                tiles into scratch, then takes a ticket on its row's
+ *                counter (simt_fence, then an atomic add: the
+ *                threadFenceReduction of the CUDA samples, where CUB makes
+ *                a second launch); the block that draws the row's last ticket
+ *                combines the row's P partials in piece order (a block-wide
+ *                ordered reduction again) and stores f(z, total). One
+ *                launch, no second pass.
+ * The grid is the runtime's (`chunks auto`: enough blocks for the work, at
+ * most what the device holds at once), and the kernels work for any block
+ * size that is a multiple of 32 (up to 1024: 32 warp slots in shared
+ * memory), so the emulator's ARRAYC_SIMT_BLOCK / ARRAYC_SIMT_GRID settings
+ * exercise other shapes.
+ *
+ * Floats: regrouping changes rounding (results within a relative 1e-5 of
+ * the interpreter's on sums of same-signed terms); combining code carries
+ * the reassoc flag as on the CPU. Integers, min and max are exact.
+ * Runtime failures inside f: the first failing thread's error is reported
+ * (the same node and message as the interpreter's; when several elements
+ * would fail, possibly another one's values).
+ */
+#include "lower/skel.h"
+#include "lower/skel_red.h"
+
+#include "codegen/simt.h"
+
+/* Row (mean segment) lengths below GF_THREAD_MAX: a thread per row; below
+ * GF_WARP_MAX: a warp per row; otherwise blocks. */
+#define GF_THREAD_MAX 16
+#define GF_WARP_MAX 1024
+/* Bytes a lane reads per warp tile (K elements of the widest leaf). */
+#define GF_LANE_BYTES 32
+#define GF_MAX_ITEMS 16
+/* Elements per thread at least, sizing fold.block's grid (chunks auto): a
+ * block of 256 threads gets 4096 elements or more (CUB's reduction tile
+ * size), so a million elements already spread over some 250 blocks, and the
+ * ticket and the combination of partials are amortised. */
+#define GF_BLOCK_GRAIN 16
+
+typedef struct gf_ctx {
+  lw *L;
+  ir_ref e;
+  sk_fold s;
+  lw_val out, offs; /* offs: fold_seg's segment offsets */
+  int64_t items;    /* K: consecutive elements per lane in a warp tile */
+} gf_ctx;
+
+/* A kernel being generated: its operands and thread indices (i64). */
+typedef struct gf_k {
+  const gf_ctx *c;
+  lw *L;
+  cg_module *M;
+  cg_fn *f;
+  uint32_t k;
+  cg_val av, zv, ov, sv;
+  sk_row r;
+  LLVMValueRef rows, tid, lane, warp;
+  LLVMValueRef K, TK; /* items and items * 32 */
+} gf_k;
+
+/* ---- small integer helpers (i64) ---- */
+
+static LLVMValueRef gf_min(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
+static LLVMValueRef gf_max(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSGT, a, b, ""), a, b, "");
+}
+
+/* ceil(a / d) for a >= 0, d > 0. */
+static LLVMValueRef gf_ceil_div(cg_module *M, LLVMValueRef a, LLVMValueRef d) {
+  LLVMValueRef t = LLVMBuildNSWAdd(M->b, a, LLVMBuildNSWSub(M->b, d, cg_i64(M, 1), ""), "");
+  return LLVMBuildUDiv(M->b, t, d, "");
+}
+
+static LLVMValueRef gf_i64(cg_module *M, LLVMValueRef v32) {
+  return LLVMBuildZExt(M->b, v32, M->t_i64, "");
+}
+
+/* The even share of part i of m (m > 0) over [0, T): [i*q + min(i, r), ..
+ * + q + (i < r)) with T = q*m + r. The non-empty parts are a prefix. */
+static void gf_share(cg_module *M, LLVMValueRef i, LLVMValueRef m, LLVMValueRef T,
+                     LLVMValueRef *s, LLVMValueRef *e) {
+  LLVMValueRef q = LLVMBuildUDiv(M->b, T, m, ""), r = LLVMBuildURem(M->b, T, m, "");
+  *s = LLVMBuildNSWAdd(M->b, LLVMBuildNSWMul(M->b, i, q, ""), gf_min(M, i, r), "");
+  LLVMValueRef more = LLVMBuildZExt(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, i, r, ""), M->t_i64, "");
+  *e = LLVMBuildNSWAdd(M->b, *s, LLVMBuildNSWAdd(M->b, q, more, ""), "");
+}
+
+static LLVMValueRef gf_is(cg_module *M, LLVMIntPredicate p, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildICmp(M->b, p, a, b, "");
+}
+
+/* ---- element code ---- */
+
+/* Row `row`'s bounds: fold reads positions [0, n) of the row (sk_row), a
+ * segment the positions [offs[row], offs[row + 1]) of the whole array. */
+static void gf_range(gf_k *K, LLVMValueRef row, LLVMValueRef *lo, LLVMValueRef *hi) {
+  cg_module *M = K->M;
+  if (K->c->s.seg) {
+    *lo = cg_load_elem(K->f, &K->sv.l[0], row);
+    *hi = cg_load_elem(K->f, &K->sv.l[0], LLVMBuildNSWAdd(M->b, row, cg_i64(M, 1), ""));
+    return;
+  }
+  sk_row_at(K->f, &K->r, row);
+  *lo = cg_i64(M, 0);
+  *hi = K->r.n;
+}
+
+static void gf_read(gf_k *K, LLVMValueRef j, cg_val *out) {
+  sk_row_read(K->f, &K->r, j, K->c->e, out);
+}
+
+/* f(x, y), float + - * reassociable (cg.h). */
+static void gf_apply(gf_k *K, const cg_val *x, const cg_val *y, cg_val *out) {
+  K->f->reassoc = true;
+  sk_apply2(K->f, K->c->s.fn, x, y, false, K->c->s.tmp, out);
+  K->f->reassoc = false;
+}
+
+/* var = f(var, x) */
+static void gf_acc(gf_k *K, cg_var *var, const cg_val *x) {
+  cg_val cur, next;
+  cg_var_load(K->f, var, &cur);
+  gf_apply(K, &cur, x, &next);
+  cg_var_store(K->f, var, &next);
+}
+
+/* Stores row `row`'s result: the scalar of a rank-1 fold into its frame
+ * words, else element row of the result arrays. */
+static void gf_store(gf_k *K, LLVMValueRef row, const cg_val *x) {
+  const gf_ctx *c = K->c;
+  if (!c->s.seg && c->s.rank == 1)
+    lw_store(K->L, K->f, K->k, &c->out, x);
+  else
+    sk_store(K->f, &K->ov, row, x);
+}
+
+/* var = f(..f(a[s], a[s+1]).., a[e-1]) for s < e. */
+static void gf_run(gf_k *K, cg_var *var, LLVMValueRef s, LLVMValueRef e) {
+  cg_module *M = K->M;
+  cg_val x;
+  gf_read(K, s, &x);
+  cg_var_store(K->f, var, &x);
+  cg_loop jl;
+  LLVMValueRef j = cg_loop_begin(K->f, &jl, LLVMBuildNSWAdd(M->b, s, cg_i64(M, 1), ""), e);
+  gf_read(K, j, &x);
+  gf_acc(K, var, &x);
+  cg_loop_end(K->f, &jl);
+}
+
+/* ---- warp and block reductions (in element order) ---- */
+
+/* Lanes [0, cnt) of the warp hold values in var (cnt <= 32, the same in
+ * every lane); afterwards lane 0 holds their combination in lane order.
+ * Offsets grow (1, 2, .. 16), so every combination joins adjacent runs;
+ * steps at or beyond cnt are skipped (a uniform branch). */
+static void gf_warp_reduce(gf_k *K, cg_var *var, LLVMValueRef cnt) {
+  cg_module *M = K->M;
+  cg_fn *f = K->f;
+  LLVMValueRef oslot = cg_alloca(f, M->t_i64);
+  LLVMBuildStore(M->b, cg_i64(M, 1), oslot);
+  LLVMBasicBlockRef head = cg_block(f, "wred.head"), body = cg_block(f, "wred.step"),
+                    exit = cg_block(f, "wred.done");
+  LLVMBuildBr(M->b, head);
+  LLVMPositionBuilderAtEnd(M->b, head);
+  LLVMValueRef o = LLVMBuildLoad2(M->b, M->t_i64, oslot, "o");
+  LLVMBuildCondBr(M->b, gf_is(M, LLVMIntSLT, o, cnt), body, exit);
+  LLVMPositionBuilderAtEnd(M->b, body);
+  cg_val cur, y;
+  cg_var_load(f, var, &cur);
+  cg_val_alloc(M, cur.type, &y);
+  LLVMValueRef o32 = LLVMBuildTrunc(M->b, o, M->t_i32, "");
+  for (uint32_t i = 0; i < cur.n; i++)
+    y.l[i].v = simt_shfl(f, SIMT_SHFL_DOWN, cur.l[i].v, o32);
+  LLVMValueRef o2 = LLVMBuildShl(M->b, o, cg_i64(M, 1), "");
+  LLVMValueRef head_lane = gf_is(
+      M, LLVMIntEQ, LLVMBuildAnd(M->b, K->lane, LLVMBuildSub(M->b, o2, cg_i64(M, 1), ""), ""),
+      cg_i64(M, 0));
+  LLVMValueRef has = gf_is(M, LLVMIntSLT, LLVMBuildNSWAdd(M->b, K->lane, o, ""), cnt);
+  LLVMBasicBlockRef join = sk_if(f, LLVMBuildAnd(M->b, head_lane, has, ""));
+  cg_val next;
+  gf_apply(K, &cur, &y, &next);
+  cg_var_store(f, var, &next);
+  sk_endif(f, join);
+  LLVMBuildStore(M->b, o2, oslot);
+  LLVMBuildBr(M->b, head);
+  LLVMPositionBuilderAtEnd(M->b, exit);
+}
+
+/* The warp folds tiles [t0, t1) of the row [lo, hi) into lane 0 of acc
+ * (left unset when t0 >= t1). Uniform per warp; no barrier. */
+static void gf_warp_tiles(gf_k *K, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef t0,
+                          LLVMValueRef t1, cg_var *acc) {
+  cg_module *M = K->M;
+  cg_fn *f = K->f;
+  LLVMValueRef first = cg_alloca(f, M->t_i1);
+  LLVMBuildStore(M->b, LLVMConstInt(M->t_i1, 1, 0), first);
+  cg_var lv;
+  cg_var_new(f, K->c->s.elem, &lv);
+  cg_loop tl;
+  LLVMValueRef t = cg_loop_begin(f, &tl, t0, t1);
+  LLVMValueRef s = LLVMBuildNSWAdd(M->b, lo, LLVMBuildNSWMul(M->b, t, K->TK, ""), "");
+  LLVMValueRef e = gf_min(M, LLVMBuildNSWAdd(M->b, s, K->TK, ""), hi);
+  LLVMValueRef ls = LLVMBuildNSWAdd(M->b, s, LLVMBuildNSWMul(M->b, K->lane, K->K, ""), "");
+  LLVMValueRef len = LLVMBuildNSWSub(M->b, e, s, "");
+  LLVMValueRef full = gf_is(M, LLVMIntEQ, len, K->TK);
+  LLVMBasicBlockRef bfull = cg_block(f, "tile.full"), bpart = cg_block(f, "tile.part"),
+                    join = cg_block(f, "tile.reduce");
+  LLVMBuildCondBr(M->b, full, bfull, bpart);
+  /* a whole tile: K elements per lane, a constant trip count */
+  LLVMPositionBuilderAtEnd(M->b, bfull);
+  gf_run(K, &lv, ls, LLVMBuildNSWAdd(M->b, ls, K->K, ""));
+  LLVMBuildBr(M->b, join);
+  /* the row's last tile: the lanes that start inside it */
+  LLVMPositionBuilderAtEnd(M->b, bpart);
+  LLVMValueRef le = gf_min(M, LLVMBuildNSWAdd(M->b, ls, K->K, ""), e);
+  LLVMBasicBlockRef pj = sk_if(f, gf_is(M, LLVMIntSLT, ls, le));
+  gf_run(K, &lv, ls, le);
+  sk_endif(f, pj);
+  LLVMBuildBr(M->b, join);
+  LLVMPositionBuilderAtEnd(M->b, join);
+  LLVMValueRef cnt = LLVMBuildSelect(M->b, full, cg_i64(M, SIMT_WARP), gf_ceil_div(M, len, K->K), "");
+  gf_warp_reduce(K, &lv, cnt);
+  LLVMBasicBlockRef lj = sk_if(f, gf_is(M, LLVMIntEQ, K->lane, cg_i64(M, 0)));
+  cg_val tv;
+  cg_var_load(f, &lv, &tv);
+  LLVMBasicBlockRef bset = cg_block(f, "tile.first"), badd = cg_block(f, "tile.next");
+  LLVMBuildCondBr(M->b, LLVMBuildLoad2(M->b, M->t_i1, first, ""), bset, badd);
+  LLVMPositionBuilderAtEnd(M->b, bset);
+  cg_var_store(f, acc, &tv);
+  LLVMBuildBr(M->b, lj);
+  LLVMPositionBuilderAtEnd(M->b, badd);
+  gf_acc(K, acc, &tv);
+  sk_endif(f, lj);
+  LLVMBuildStore(M->b, LLVMConstInt(M->t_i1, 0, 0), first);
+  cg_loop_end(f, &tl);
+}
+
+/* Shared memory for a block's 32 warp values, one array per leaf (as a
+ * value of manifest leaves, for sk_load / sk_store). */
+static void gf_smem(gf_k *K, cg_val *out) {
+  cg_val_alloc(K->M, K->c->s.elem, out);
+  for (uint32_t i = 0; i < out->n; i++) {
+    out->l[i].kind = CL_ARRAY;
+    out->l[i].rank = 1;
+    out->l[i].v = simt_shared(K->f, cg_mem_type(K->M, (ac_scalar)out->l[i].sc), SIMT_WARP,
+                              "fold.warps");
+  }
+}
+
+/* Lane 0 of warps [0, nw) holds values in acc (nw <= warps of the block,
+ * block-uniform); afterwards thread 0 holds their combination in warp
+ * order. Every thread of the block must call it (two barriers). */
+static void gf_block_combine(gf_k *K, const cg_val *smem, cg_var *acc, LLVMValueRef nw) {
+  cg_module *M = K->M;
+  cg_fn *f = K->f;
+  LLVMValueRef lane0 = gf_is(M, LLVMIntEQ, K->lane, cg_i64(M, 0));
+  LLVMBasicBlockRef j = sk_if(f, LLVMBuildAnd(M->b, lane0, gf_is(M, LLVMIntSLT, K->warp, nw), ""));
+  cg_val x;
+  cg_var_load(f, acc, &x);
+  sk_store(f, smem, K->warp, &x);
+  sk_endif(f, j);
+  simt_barrier(f);
+  j = sk_if(f, gf_is(M, LLVMIntEQ, K->warp, cg_i64(M, 0)));
+  LLVMBasicBlockRef lj = sk_if(f, gf_is(M, LLVMIntSLT, K->lane, nw));
+  sk_load(f, smem, K->c->s.elem, K->lane, &x);
+  cg_var_store(f, acc, &x);
+  sk_endif(f, lj);
+  gf_warp_reduce(K, acc, nw);
+  sk_endif(f, j);
+  simt_barrier(f); /* the slots may be written again */
+}
+
+/* ---- kernels ---- */
+
+/* Begins kernel `kind` and loads its operands. With `guard`, the
+ * block-uniform failure check (kernels with barriers or warp operations);
+ * else each thread leaves by itself. */
+static cg_fn *gf_begin(const gf_ctx *c, gf_k *K, const char *kind, int64_t grain, bool guard) {
+  lw *L = c->L;
+  cg_module *M = L->M;
+  *K = (gf_k){.c = c, .L = L, .M = M};
+  cg_fn *f = K->f = lw_gpu_kernel_begin(L, c->e, kind, grain, 0, &K->k);
+  if (guard) {
+    lw_gpu_guard(f);
+  } else {
+    LLVMBasicBlockRef out = cg_block(f, "failed"), go = cg_block(f, "go");
+    LLVMBuildCondBr(M->b, cg_failed(f), out, go);
+    LLVMPositionBuilderAtEnd(M->b, out);
+    LLVMBuildRetVoid(M->b);
+    LLVMPositionBuilderAtEnd(M->b, go);
+  }
+  lw_load(L, f, K->k, &c->s.a, &K->av);
+  lw_load(L, f, K->k, &c->s.z, &K->zv);
+  if (c->s.seg || c->s.rank > 1)
+    lw_load(L, f, K->k, &c->out, &K->ov);
+  if (c->s.seg)
+    lw_load(L, f, K->k, &c->offs, &K->sv);
+  sk_row_init(f, &K->av, c->s.elem, c->s.rank, &K->r);
+  if (c->s.seg)
+    sk_row_at(f, &K->r, cg_i64(M, 0)); /* segments index the whole array */
+  K->rows = lw_x_in_kernel(L, f, K->k, c->s.rows_x);
+  K->tid = gf_i64(M, simt_tid(f));
+  K->lane = gf_i64(M, simt_lane(f));
+  K->warp = gf_i64(M, simt_warp(f));
+  K->K = cg_i64(M, c->items);
+  K->TK = cg_i64(M, c->items * SIMT_WARP);
+  return f;
+}
+
+/* "fold.thread": thread g folds rows g, g + G, .. from z, in order. */
+static uint32_t gf_thread_kernel(const gf_ctx *c) {
+  gf_k K;
+  cg_fn *f = gf_begin(c, &K, "fold.thread", 1, false);
+  cg_module *M = K.M;
+  cg_var acc;
+  cg_var_new(f, c->s.elem, &acc);
+  LLVMValueRef rslot = cg_alloca(f, M->t_i64);
+  LLVMBuildStore(M->b, simt_gtid(f), rslot);
+  LLVMBasicBlockRef head = cg_block(f, "rows.head"), body = cg_block(f, "rows.body"),
+                    exit = cg_block(f, "rows.exit");
+  LLVMBuildBr(M->b, head);
+  LLVMPositionBuilderAtEnd(M->b, head);
+  LLVMValueRef row = LLVMBuildLoad2(M->b, M->t_i64, rslot, "row");
+  LLVMBuildCondBr(M->b, gf_is(M, LLVMIntSLT, row, K.rows), body, exit);
+  LLVMPositionBuilderAtEnd(M->b, body);
+  LLVMValueRef lo, hi;
+  gf_range(&K, row, &lo, &hi);
+  cg_var_store(f, &acc, &K.zv);
+  cg_loop jl;
+  LLVMValueRef j = cg_loop_begin(f, &jl, lo, hi);
+  cg_val x;
+  gf_read(&K, j, &x);
+  gf_acc(&K, &acc, &x);
+  cg_loop_end(f, &jl);
+  cg_var_load(f, &acc, &x);
+  gf_store(&K, row, &x);
+  LLVMBuildStore(M->b, LLVMBuildNUWAdd(M->b, row, simt_gsize(f), ""), rslot);
+  LLVMBuildBr(M->b, head);
+  LLVMPositionBuilderAtEnd(M->b, exit);
+  lw_gpu_kernel_end(c->L, f, K.k);
+  return K.k;
+}
+
+/* Thread 0 (or lane 0): the row's result, f(z, total) or z for an empty
+ * row, stored. */
+static void gf_finish_row(gf_k *K, LLVMValueRef row, cg_var *tot, LLVMValueRef valid) {
+  cg_fn *f = K->f;
+  cg_var res;
+  cg_var_new(f, K->c->s.elem, &res);
+  cg_var_store(f, &res, &K->zv);
+  LLVMBasicBlockRef j = sk_if(f, valid);
+  cg_val x;
+  cg_var_load(f, tot, &x);
+  gf_acc(K, &res, &x);
+  sk_endif(f, j);
+  cg_var_load(f, &res, &x);
+  gf_store(K, row, &x);
+}
+
+/* "fold.warp": warp w of W folds rows w, w + W, .. by warp tiles. */
+static uint32_t gf_warp_kernel(const gf_ctx *c) {
+  gf_k K;
+  cg_fn *f = gf_begin(c, &K, "fold.warp", 1, true);
+  cg_module *M = K.M;
+  cg_var acc;
+  cg_var_new(f, c->s.elem, &acc);
+  LLVMValueRef w32 = cg_i64(M, SIMT_WARP);
+  LLVMValueRef rslot = cg_alloca(f, M->t_i64);
+  LLVMBuildStore(M->b, LLVMBuildUDiv(M->b, simt_gtid(f), w32, ""), rslot);
+  LLVMValueRef nwarps = LLVMBuildUDiv(M->b, simt_gsize(f), w32, "");
+  LLVMBasicBlockRef head = cg_block(f, "rows.head"), body = cg_block(f, "rows.body"),
+                    exit = cg_block(f, "rows.exit");
+  LLVMBuildBr(M->b, head);
+  LLVMPositionBuilderAtEnd(M->b, head);
+  LLVMValueRef row = LLVMBuildLoad2(M->b, M->t_i64, rslot, "row");
+  LLVMBuildCondBr(M->b, gf_is(M, LLVMIntSLT, row, K.rows), body, exit);
+  LLVMPositionBuilderAtEnd(M->b, body);
+  LLVMValueRef lo, hi;
+  gf_range(&K, row, &lo, &hi);
+  LLVMValueRef T = gf_ceil_div(M, LLVMBuildNSWSub(M->b, hi, lo, ""), K.TK);
+  gf_warp_tiles(&K, lo, hi, cg_i64(M, 0), T, &acc);
+  LLVMBasicBlockRef j = sk_if(f, gf_is(M, LLVMIntEQ, K.lane, cg_i64(M, 0)));
+  gf_finish_row(&K, row, &acc, gf_is(M, LLVMIntSGT, T, cg_i64(M, 0)));
+  sk_endif(f, j);
+  LLVMBuildStore(M->b, LLVMBuildNUWAdd(M->b, row, nwarps, ""), rslot);
+  LLVMBuildBr(M->b, head);
+  LLVMPositionBuilderAtEnd(M->b, exit);
+  lw_gpu_kernel_end(c->L, f, K.k);
+  return K.k;
+}
+
+/* A leaf's slot `i` in a scratch region of 8-byte slots at base (for
+ * volatile access: other blocks wrote it). */
+static LLVMValueRef gf_slot(cg_module *M, LLVMValueRef base, LLVMValueRef i) {
+  return LLVMBuildInBoundsGEP2(M->b, M->t_i64, base, &i, 1, "");
+}
+
+/* The last block of row `row`: thread t folds an even share of the row's vp
+ * valid partials (pieces [0, vp) at part[row * P ..]), then the block
+ * combines the threads' values in order; thread 0 gets them in acc. */
+static void gf_last_block(gf_k *K, const cg_val *smem, LLVMValueRef *part, LLVMValueRef first,
+                          LLVMValueRef vp, cg_var *acc) {
+  cg_module *M = K->M;
+  cg_fn *f = K->f;
+  LLVMValueRef nt = gf_i64(M, simt_ntid(f)), q0, q1;
+  gf_share(M, K->tid, nt, vp, &q0, &q1);
+  LLVMBasicBlockRef j = sk_if(f, gf_is(M, LLVMIntSLT, q0, q1));
+  cg_loop ql;
+  LLVMValueRef q = cg_loop_begin(f, &ql, q0, q1);
+  LLVMValueRef at = LLVMBuildNSWAdd(M->b, first, q, "");
+  cg_val x;
+  cg_val_alloc(M, K->c->s.elem, &x);
+  for (uint32_t i = 0; i < x.n; i++) {
+    ac_scalar sc = (ac_scalar)x.l[i].sc;
+    LLVMValueRef v = simt_load_volatile(f, cg_mem_type(M, sc), gf_slot(M, part[i], at));
+    x.l[i].v = sc == AC_BOOL ? gf_is(M, LLVMIntNE, v, LLVMConstInt(M->t_i8, 0, 0)) : v;
+  }
+  LLVMBasicBlockRef bset = cg_block(f, "part.first"), badd = cg_block(f, "part.next"),
+                    bj = cg_block(f, "part.join");
+  LLVMBuildCondBr(M->b, gf_is(M, LLVMIntEQ, q, q0), bset, badd);
+  LLVMPositionBuilderAtEnd(M->b, bset);
+  cg_var_store(f, acc, &x);
+  LLVMBuildBr(M->b, bj);
+  LLVMPositionBuilderAtEnd(M->b, badd);
+  gf_acc(K, acc, &x);
+  LLVMBuildBr(M->b, bj);
+  LLVMPositionBuilderAtEnd(M->b, bj);
+  cg_loop_end(f, &ql);
+  sk_endif(f, j);
+  /* threads [0, min(nt, vp)) hold values: a prefix */
+  LLVMValueRef vt = gf_min(M, nt, vp), w32 = cg_i64(M, SIMT_WARP);
+  LLVMValueRef wc = LLVMBuildNSWSub(M->b, vt, LLVMBuildNSWMul(M->b, K->warp, w32, ""), "");
+  gf_warp_reduce(K, acc, gf_min(M, gf_max(M, wc, cg_i64(M, 0)), w32));
+  gf_block_combine(K, smem, acc, gf_ceil_div(M, vt, w32));
+}
+
+/* "fold.block": see the file comment. Scratch: R <= G row counters (i64),
+ * then per leaf G partial slots of 8 bytes; G is the grid. */
+static uint32_t gf_block_kernel(const gf_ctx *c) {
+  gf_k K;
+  cg_fn *f = gf_begin(c, &K, "fold.block", GF_BLOCK_GRAIN, true);
+  cg_module *M = K.M;
+  cg_val smem;
+  gf_smem(&K, &smem);
+  LLVMValueRef flag = simt_shared(f, M->t_i32, 1, "fold.last");
+  uint32_t nleaves = smem.n;
+  lw_gpu_scratch(K.L, K.k, 0, 8 * ((uint64_t)nleaves + 1));
+  LLVMValueRef one = cg_i64(M, 1), zero = cg_i64(M, 0), w32 = cg_i64(M, SIMT_WARP);
+  LLVMValueRef G = gf_i64(M, simt_nctaid(f)), nw = LLVMBuildUDiv(M->b, gf_i64(M, simt_ntid(f)), w32, "");
+  LLVMValueRef scratch = lw_gpu_scratch_ptr(f);
+  LLVMValueRef *part = cg_new(M, (nleaves + 1) * sizeof *part);
+  for (uint32_t i = 0; i < nleaves; i++)
+    part[i] = gf_slot(M, scratch, LLVMBuildNSWMul(M->b, G, cg_i64(M, i + 1), ""));
+
+  /* P pieces per row: enough blocks for all of them, a few tiles per warp */
+  LLVMValueRef R1 = gf_max(M, K.rows, one);
+  LLVMValueRef meanlen;
+  if (c->s.seg)
+    meanlen = LLVMBuildUDiv(M->b, gf_max(M, K.r.n, zero), R1, "");
+  else
+    meanlen = K.r.n;
+  LLVMValueRef tiles = gf_ceil_div(M, meanlen, K.TK);
+  LLVMValueRef P = gf_max(M, one, gf_min(M, LLVMBuildUDiv(M->b, G, R1, ""),
+                                          LLVMBuildUDiv(M->b, tiles, nw, "")));
+  LLVMValueRef units = LLVMBuildNSWMul(M->b, P, K.rows, "");
+  LLVMValueRef multi = gf_is(M, LLVMIntSGT, P, one);
+
+  cg_var acc;
+  cg_var_new(f, c->s.elem, &acc);
+  LLVMValueRef valid = cg_alloca(f, M->t_i1), store = cg_alloca(f, M->t_i1);
+  LLVMValueRef uslot = cg_alloca(f, M->t_i64);
+  LLVMBuildStore(M->b, gf_i64(M, simt_ctaid(f)), uslot);
+  LLVMBasicBlockRef head = cg_block(f, "units.head"), body = cg_block(f, "units.body"),
+                    exit = cg_block(f, "units.exit");
+  LLVMBuildBr(M->b, head);
+  LLVMPositionBuilderAtEnd(M->b, head);
+  LLVMValueRef u = LLVMBuildLoad2(M->b, M->t_i64, uslot, "unit");
+  LLVMBuildCondBr(M->b, gf_is(M, LLVMIntSLT, u, units), body, exit);
+  LLVMPositionBuilderAtEnd(M->b, body);
+  LLVMValueRef row = LLVMBuildUDiv(M->b, u, P, "row"), p = LLVMBuildURem(M->b, u, P, "piece");
+  LLVMValueRef lo, hi, pt0, pt1, wt0, wt1;
+  gf_range(&K, row, &lo, &hi);
+  LLVMValueRef T = gf_ceil_div(M, LLVMBuildNSWSub(M->b, hi, lo, ""), K.TK);
+  gf_share(M, p, P, T, &pt0, &pt1);
+  LLVMValueRef pT = LLVMBuildNSWSub(M->b, pt1, pt0, "");
+  gf_share(M, K.warp, nw, pT, &wt0, &wt1);
+  gf_warp_tiles(&K, lo, hi, LLVMBuildNSWAdd(M->b, pt0, wt0, ""), LLVMBuildNSWAdd(M->b, pt0, wt1, ""),
+                &acc);
+  gf_block_combine(&K, &smem, &acc, gf_min(M, nw, pT));
+  LLVMBuildStore(M->b, gf_is(M, LLVMIntSGT, pT, zero), valid);
+  LLVMBuildStore(M->b, LLVMConstInt(M->t_i1, 1, 0), store);
+
+  /* P > 1: publish the piece's partial, take a ticket; the last block of
+   * the row combines the partials (block-uniform branches) */
+  LLVMValueRef t0 = gf_is(M, LLVMIntEQ, K.tid, zero);
+  LLVMBasicBlockRef mj = sk_if(f, multi);
+  LLVMBasicBlockRef tj = sk_if(f, t0);
+  LLVMBasicBlockRef vj = sk_if(f, gf_is(M, LLVMIntSGT, pT, zero));
+  cg_val x;
+  cg_var_load(f, &acc, &x);
+  for (uint32_t i = 0; i < nleaves; i++) {
+    ac_scalar sc = (ac_scalar)x.l[i].sc;
+    LLVMValueRef v = sc == AC_BOOL ? LLVMBuildZExt(M->b, x.l[i].v, M->t_i8, "") : x.l[i].v;
+    LLVMBuildStore(M->b, v, gf_slot(M, part[i], u));
+  }
+  sk_endif(f, vj);
+  simt_fence(f);
+  LLVMValueRef ticket = simt_atomic(f, LLVMAtomicRMWBinOpAdd, gf_slot(M, scratch, row), one);
+  LLVMValueRef last = gf_is(M, LLVMIntEQ, ticket, LLVMBuildNSWSub(M->b, P, one, ""));
+  LLVMBuildStore(M->b, LLVMBuildZExt(M->b, last, M->t_i32, ""), flag);
+  sk_endif(f, tj);
+  simt_barrier(f);
+  LLVMValueRef lastb =
+      gf_is(M, LLVMIntNE, LLVMBuildLoad2(M->b, M->t_i32, flag, ""), LLVMConstInt(M->t_i32, 0, 0));
+  LLVMBuildStore(M->b, lastb, store);
+  LLVMBasicBlockRef lj = sk_if(f, lastb);
+  simt_fence(f);
+  LLVMValueRef vp = gf_min(M, P, T);
+  gf_last_block(&K, &smem, part, LLVMBuildNSWMul(M->b, row, P, ""), vp, &acc);
+  LLVMBuildStore(M->b, gf_is(M, LLVMIntSGT, vp, zero), valid);
+  sk_endif(f, lj);
+  sk_endif(f, mj);
+
+  LLVMValueRef doit = LLVMBuildAnd(M->b, t0, LLVMBuildLoad2(M->b, M->t_i1, store, ""), "");
+  LLVMBasicBlockRef sj = sk_if(f, doit);
+  gf_finish_row(&K, row, &acc, LLVMBuildLoad2(M->b, M->t_i1, valid, ""));
+  sk_endif(f, sj);
+  LLVMBuildStore(M->b, LLVMBuildNUWAdd(M->b, u, G, ""), uslot);
+  LLVMBuildBr(M->b, head);
+  LLVMPositionBuilderAtEnd(M->b, exit);
+  lw_gpu_kernel_end(c->L, f, K.k);
+  return K.k;
+}
+
+/* ---- plan level ---- */
+
+/* K: elements per lane in a warp tile, GF_LANE_BYTES of the widest leaf
+ * (4 .. 16 elements). */
+static int64_t gf_items(lw *L, ir_type elem) {
+  cg_val v;
+  cg_val_alloc(L->M, elem, &v);
+  size_t w = 1;
+  for (uint32_t i = 0; i < v.n; i++) {
+    size_t b = ac_scalar_size((ac_scalar)v.l[i].sc);
+    w = b > w ? b : w;
+  }
+  int64_t k = (int64_t)(GF_LANE_BYTES / w);
+  return k > GF_MAX_ITEMS ? GF_MAX_ITEMS : k;
+}
+
+/* Emits the three kernels and the plan that chooses among them by len_x
+ * (the row length or the mean segment length); total_x is the number of
+ * elements. */
+static bool gf_lower(gf_ctx *c, uint32_t len_x, uint32_t total_x) {
+  lw *L = c->L;
+  c->items = gf_items(L, c->s.elem);
+  uint32_t kt = gf_thread_kernel(c), kw = gf_warp_kernel(c), kb = gf_block_kernel(c);
+  uint32_t rows_x = c->s.rows_x;
+  lw_val wt, ww;
+  sk_word(L, lw_x_bin(L, PX_LT, len_x, lw_x_const(L, GF_THREAD_MAX)), &wt);
+  pl_if(L->p, wt.words[0]);
+  lw_launch(L, kt, rows_x, PL_AUTO);
+  pl_else(L->p);
+  sk_word(L, lw_x_bin(L, PX_LT, len_x, lw_x_const(L, GF_WARP_MAX)), &ww);
+  pl_if(L->p, ww.words[0]);
+  lw_launch(L, kw, lw_x_bin(L, PX_MUL, rows_x, lw_x_const(L, SIMT_WARP)), PL_AUTO);
+  pl_else(L->p);
+  lw_launch(L, kb, total_x, PL_AUTO);
+  pl_end(L->p);
+  pl_end(L->p);
+  return L->M->st == AC_OK;
+}
+
+bool lw_gskel_fold(lw *L, ir_ref e, lw_val *out) {
+  gf_ctx c = {.L = L, .e = e};
+  if (!sk_fold_operands(L, e, &c.s))
+    return false;
+  sk_fold_result(L, e, &c.s, out);
+  c.out = *out;
+  return gf_lower(&c, c.s.n_x, lw_x_bin(L, PX_MUL, c.s.rows_x, c.s.n_x));
+}
+
+bool lw_gskel_fold_seg(lw *L, ir_ref e, lw_val *out) {
+  gf_ctx c = {.L = L, .e = e};
+  if (!sk_fold_seg_operands(L, e, &c.s, &c.offs))
+    return false;
+  sk_fold_result(L, e, &c.s, out);
+  c.out = *out;
+  /* the mean segment length (x / 0 is 0 in plan arithmetic) */
+  uint32_t mean_x = lw_x_bin(L, PX_DIV, c.s.n_x, c.s.rows_x);
+  bool ok = gf_lower(&c, mean_x, c.s.n_x);
+  sk_free(L, &c.offs);
+  return ok;
+}

@@ -1,0 +1,724 @@
+/* runtime/gpu_cuda.c: the CUDA device: rt_gpu on a real NVIDIA GPU through
+ * the CUDA driver API, loaded at run time.
+ *
+ * As Halide's CUDA runtime, Blender's cuew and CUDA.jl do, libcuda.so.1 is
+ * opened with dlopen (ARRAYC_LIBCUDA may name another file: the tests load
+ * the toolkit's stub library, whose every call fails, and a fake driver)
+ * and each entry point is looked up by its exact exported name with dlsym
+ * (runtime/cuda_drv.h lists them, versioned names included). We do not use
+ * cuGetProcAddress: it would need a per-symbol CUDA version to ask for,
+ * is itself versioned (_v2 since 12.0) and missing from drivers before
+ * 11.3, while the exact names pin the ABI just as well (NVIDIA keeps every
+ * exported name and its signature; a changed signature gets a new `_v2`
+ * name) and work against the stub library. A missing required symbol is a
+ * "no GPU: ..." error; the stream-ordered allocator is optional.
+ *
+ * The device uses the PRIMARY context of its GPU (what the CUDA runtime
+ * uses, so arrayc shares memory and modules with any CUDA code in the same
+ * process) and one non-blocking stream, on which everything is queued in
+ * order. Calls come from any host thread, and a driver call acts on the
+ * calling thread's current context, so every operation pushes our context
+ * and pops it again (cuCtxPushCurrent/PopCurrent rather than SetCurrent: a
+ * host program's own current context on that thread is left as it was).
+ * There is no lock: the driver API is thread-safe, and this file's state is
+ * written only while the device is created (each kernel's limits are
+ * computed when its module is loaded). Operations from several host threads
+ * on one device interleave on the one stream in the order the driver sees
+ * them; ordering between threads is the callers' business.
+ *
+ * Memory: stream-ordered allocation (cuMemAllocAsync/cuMemFreeAsync) on
+ * devices that support memory pools, so a buffer freed by one call is reused
+ * by the next without a synchronisation. The pool's release threshold is
+ * raised so that freed memory stays in the pool across synchronisations
+ * (the default, 0, returns it to the OS at every stream sync, which makes
+ * every call map its temporaries anew); an allocation that fails waits
+ * for the stream, trims the pool and tries once more. Other devices use
+ * cuMemAlloc and, since cuMemFree is not stream-ordered, a stream sync
+ * before each cuMemFree.
+ *
+ * Copies: host-to-device copies come from pageable memory (the caller's
+ * arrays), queued with cuMemcpyHtoDAsync. The contract (gpu.h) lets the
+ * caller reuse the source as soon as htod returns. The driver's "API
+ * synchronization behavior" section says of the Async copies that a
+ * transfer between device and pageable host memory "might be synchronous
+ * with respect to host" and that "if pageable memory must first be staged
+ * to pinned memory, the driver may synchronize with the stream and stage
+ * the copy into pinned memory": the driver cannot let the DMA engine read
+ * pageable memory later, so it copies the source into its pinned staging
+ * buffers before returning, which is what we rely on (test_cuda checks it
+ * on a GPU by overwriting the source right after the call). Device-to-host
+ * copies are queued and followed by a stream sync, so they return when the
+ * bytes are in place and everything queued before them has run.
+ *
+ * Errors: every CUresult other than CUDA_SUCCESS becomes an ac_error
+ * "CUDA error in cuXxx: CUDA_ERROR_NAME: description", with the driver's
+ * own name and description (cuGetErrorName/String), or ours when the driver
+ * cannot give them (the stub library fails those calls too).
+ */
+#define _POSIX_C_SOURCE 200809L /* dlopen */
+
+#include "runtime/cuda_drv.h"
+#include "runtime/gpu.h"
+
+#include "ir.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The driver entry points (cuda_drv.h's list). */
+typedef struct cu_api {
+#define CU_FIELD(name, sym, required) cu_##name##_fn *name;
+  CU_DRV_API(CU_FIELD)
+#undef CU_FIELD
+} cu_api;
+
+static const struct {
+  const char *sym;
+  size_t off;
+  bool required;
+} cu_syms[] = {
+#define CU_SYM(name, sym, required) {sym, offsetof(cu_api, name), required},
+    CU_DRV_API(CU_SYM)
+#undef CU_SYM
+};
+
+typedef struct cu_gpu {
+  rt_gpu base; /* first: an rt_gpu * of this device points here */
+  cu_api cu;
+  void *lib; /* the driver library (dlopen handle) */
+  CUdevice dev;
+  CUcontext pctx;    /* the primary context (retained) */
+  CUstream stream;   /* every operation is queued here */
+  bool pools;        /* stream-ordered allocation */
+  CUmemoryPool pool; /* the pool cuMemAllocAsync uses (pools only) */
+  int sms, threads_per_sm, smem_optin;
+  unsigned sm; /* compute capability * 10 */
+  int driver;  /* cuDriverGetVersion */
+  char name[256];
+} cu_gpu;
+
+/* A loaded kernel: its function, its launch limits (computed at load time)
+ * and its name for messages. Lives in its module's array. */
+struct rt_gkernel {
+  CUfunction fn;
+  rt_glimits lim;
+  char name[96];
+};
+
+struct rt_cuda_module {
+  CUmodule mod;
+  size_t n;
+  rt_gkernel k[]; /* n kernels */
+};
+
+static const rt_gpu_ops cu_ops;
+
+/* ---- errors ---- */
+
+static ac_status cu_report(ac_context *ctx, ac_status st, ac_error **err, const char *fmt, ...)
+    IR_PRINTF(4, 5);
+static ac_status cu_report(ac_context *ctx, ac_status st, ac_error **err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ac_error *e = ir_verror(ctx, st, NULL, (ir_loc){0, 0}, fmt, ap);
+  va_end(ap);
+  return ir_report(err, e, e ? st : AC_ERR_NOMEM);
+}
+
+/* Names and descriptions of the results cuda_drv.h declares, for when the
+ * driver cannot name its own result (the stub library). */
+static const struct {
+  CUresult r;
+  const char *name, *desc;
+} cu_known[] = {
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+    {CUDA_ERROR_STUB_LIBRARY, "CUDA_ERROR_STUB_LIBRARY",
+     "CUDA driver is a stub library (no NVIDIA driver installed)"},
+    {CUDA_ERROR_DEVICE_UNAVAILABLE, "CUDA_ERROR_DEVICE_UNAVAILABLE",
+     "CUDA-capable device(s) is/are busy or unavailable"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU",
+     "no kernel image is available for execution on the device"},
+    {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+    {CUDA_ERROR_JIT_COMPILER_NOT_FOUND, "CUDA_ERROR_JIT_COMPILER_NOT_FOUND",
+     "PTX JIT compiler library not found"},
+    {CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+     "the provided PTX was compiled with an unsupported toolchain"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
+     "an illegal memory access was encountered"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+     "too many resources requested for launch"},
+    {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+/* A driver failure as an ac_error: "[no GPU: ]CUDA error in FN[ (what)]:
+ * NAME: description". `creating`: the device is being created, when every
+ * failure means "no GPU" (AC_ERR_UNSUPPORTED). */
+static ac_status cu_fail(ac_context *ctx, const cu_api *cu, CUresult r, const char *fn,
+                         const char *what, bool creating, ac_error **err) {
+  const char *name = NULL, *desc = NULL;
+  if (cu->GetErrorName && cu->GetErrorName(r, &name) != CUDA_SUCCESS)
+    name = NULL;
+  if (cu->GetErrorString && cu->GetErrorString(r, &desc) != CUDA_SUCCESS)
+    desc = NULL;
+  for (size_t i = 0; i < sizeof cu_known / sizeof cu_known[0] && (!name || !desc); i++)
+    if (cu_known[i].r == r) {
+      name = name ? name : cu_known[i].name;
+      desc = desc ? desc : cu_known[i].desc;
+    }
+  char num[32];
+  if (!name) {
+    snprintf(num, sizeof num, "CUresult %d", (int)r);
+    name = num;
+  }
+  ac_status st = AC_ERR_RUNTIME;
+  if (creating)
+    st = AC_ERR_UNSUPPORTED;
+  else if (r == CUDA_ERROR_OUT_OF_MEMORY)
+    st = AC_ERR_NOMEM;
+  else if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION || r == CUDA_ERROR_NO_BINARY_FOR_GPU ||
+           r == CUDA_ERROR_JIT_COMPILER_NOT_FOUND)
+    st = AC_ERR_UNSUPPORTED;
+  else if (r == CUDA_ERROR_INVALID_PTX)
+    st = AC_ERR_INTERNAL; /* we generated PTX the driver rejects */
+  return cu_report(ctx, st, err, "%sCUDA error in %s%s%s%s: %s: %s", creating ? "no GPU: " : "", fn,
+                   what ? " (" : "", what ? what : "", what ? ")" : "", name,
+                   desc ? desc : "unknown error");
+}
+
+#define CU_FAIL(g, r, fn, what, err) cu_fail((g)->base.ctx, &(g)->cu, r, fn, what, false, err)
+
+/* Makes the device's context current on the calling thread (see the top of
+ * the file); every successful cu_enter is paired with a cu_leave. */
+static ac_status cu_enter(cu_gpu *g, ac_error **err) {
+  CUresult r = g->cu.CtxPushCurrent(g->pctx);
+  return r == CUDA_SUCCESS ? AC_OK : CU_FAIL(g, r, "cuCtxPushCurrent", NULL, err);
+}
+static void cu_leave(cu_gpu *g) {
+  CUcontext popped;
+  /* Cannot fail after a successful push on the same thread. */
+  (void)g->cu.CtxPopCurrent(&popped);
+}
+
+static cu_gpu *cu_of(rt_gpu *g) {
+  return g && g->ops == &cu_ops ? (cu_gpu *)g : NULL;
+}
+
+/* ---- the device operations ---- */
+
+static void cu_destroy(rt_gpu *gp) {
+  cu_gpu *g = (cu_gpu *)gp;
+  if (cu_enter(g, NULL) == AC_OK) {
+    (void)g->cu.StreamSynchronize(g->stream);
+    (void)g->cu.StreamDestroy(g->stream);
+    cu_leave(g);
+  }
+  (void)g->cu.DevicePrimaryCtxRelease(g->dev);
+  /* The library stays loaded: once cuInit has succeeded, the driver has
+   * threads and handlers of its own that must not lose their code, and no
+   * program using CUDA unloads it (dlopen counts references, so creating
+   * devices again does not load it again). */
+  ac_free(g->base.ctx, g);
+}
+
+static ac_status cu_alloc(rt_gpu *gp, size_t bytes, rt_dptr *out, ac_error **err) {
+  cu_gpu *g = (cu_gpu *)gp;
+  *out = 0;
+  /* Every allocation gets an address of its own, never 0 ("none"). */
+  if (bytes == 0)
+    bytes = 1;
+  ac_status st = cu_enter(g, err);
+  if (st != AC_OK)
+    return st;
+  CUdeviceptr p = 0;
+  CUresult r;
+  const char *fn = "cuMemAllocAsync";
+  if (g->pools) {
+    r = g->cu.MemAllocAsync(&p, bytes, g->stream);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+      /* Memory freed on the stream is reusable once the frees have run;
+       * give what the pool keeps back to the device and try again. */
+      r = g->cu.StreamSynchronize(g->stream);
+      fn = "cuStreamSynchronize";
+      if (r == CUDA_SUCCESS) {
+        (void)g->cu.MemPoolTrimTo(g->pool, 0);
+        r = g->cu.MemAllocAsync(&p, bytes, g->stream);
+        fn = "cuMemAllocAsync";
+      }
+    }
+  } else {
+    r = g->cu.MemAlloc(&p, bytes);
+    fn = "cuMemAlloc";
+  }
+  cu_leave(g);
+  if (r != CUDA_SUCCESS) {
+    char what[48];
+    snprintf(what, sizeof what, "%zu bytes", bytes);
+    return CU_FAIL(g, r, fn, what, err);
+  }
+  *out = p;
+  return AC_OK;
+}
+
+static void cu_free(rt_gpu *gp, rt_dptr p) {
+  cu_gpu *g = (cu_gpu *)gp;
+  if (!p || cu_enter(g, NULL) != AC_OK)
+    return;
+  if (g->pools) {
+    (void)g->cu.MemFreeAsync(p, g->stream);
+  } else {
+    /* cuMemFree is not ordered with our stream: let the queued work that
+     * may still use p finish first. */
+    (void)g->cu.StreamSynchronize(g->stream);
+    (void)g->cu.MemFree(p);
+  }
+  cu_leave(g);
+}
+
+static ac_status cu_htod(rt_gpu *gp, rt_dptr dst, const void *src, size_t bytes, ac_error **err) {
+  cu_gpu *g = (cu_gpu *)gp;
+  if (bytes == 0)
+    return AC_OK;
+  ac_status st = cu_enter(g, err);
+  if (st != AC_OK)
+    return st;
+  /* Returns once src is staged (pageable memory; see the top of the file). */
+  CUresult r = g->cu.MemcpyHtoDAsync(dst, src, bytes, g->stream);
+  cu_leave(g);
+  return r == CUDA_SUCCESS ? AC_OK : CU_FAIL(g, r, "cuMemcpyHtoDAsync", NULL, err);
+}
+
+static ac_status cu_dtoh(rt_gpu *gp, void *dst, rt_dptr src, size_t bytes, ac_error **err) {
+  cu_gpu *g = (cu_gpu *)gp;
+  ac_status st = cu_enter(g, err);
+  if (st != AC_OK)
+    return st;
+  const char *fn = "cuMemcpyDtoHAsync";
+  CUresult r = bytes ? g->cu.MemcpyDtoHAsync(dst, src, bytes, g->stream) : CUDA_SUCCESS;
+  if (r == CUDA_SUCCESS) {
+    /* Even for no bytes: dtoh also waits for everything queued before it. */
+    r = g->cu.StreamSynchronize(g->stream);
+    fn = "cuStreamSynchronize";
+  }
+  cu_leave(g);
+  return r == CUDA_SUCCESS ? AC_OK : CU_FAIL(g, r, fn, NULL, err);
+}
+
+static ac_status cu_dtod(rt_gpu *gp, rt_dptr dst, rt_dptr src, size_t bytes, ac_error **err) {
+  cu_gpu *g = (cu_gpu *)gp;
+  if (bytes == 0)
+    return AC_OK;
+  ac_status st = cu_enter(g, err);
+  if (st != AC_OK)
+    return st;
+  CUresult r = g->cu.MemcpyDtoDAsync(dst, src, bytes, g->stream);
+  cu_leave(g);
+  return r == CUDA_SUCCESS ? AC_OK : CU_FAIL(g, r, "cuMemcpyDtoDAsync", NULL, err);
+}
+
+static ac_status cu_memset0(rt_gpu *gp, rt_dptr dst, size_t bytes, ac_error **err) {
+  cu_gpu *g = (cu_gpu *)gp;
+  if (bytes == 0)
+    return AC_OK;
+  ac_status st = cu_enter(g, err);
+  if (st != AC_OK)
+    return st;
+  CUresult r = g->cu.MemsetD8Async(dst, 0, bytes, g->stream);
+  cu_leave(g);
+  return r == CUDA_SUCCESS ? AC_OK : CU_FAIL(g, r, "cuMemsetD8Async", NULL, err);
+}
+
+static ac_status cu_launch(rt_gpu *gp, rt_gkernel *k, unsigned grid, unsigned block, size_t smem,
+                           rt_dptr frame, rt_dptr ctl, int64_t n, ac_error **err) {
+  cu_gpu *g = (cu_gpu *)gp;
+  if (grid == 0)
+    return AC_OK; /* no blocks: nothing to run */
+  if (smem > UINT_MAX)
+    return cu_report(g->base.ctx, AC_ERR_INVALID, err,
+                     "kernel %s: %zu bytes of dynamic shared memory requested", k->name, smem);
+  ac_status st = cu_enter(g, err);
+  if (st != AC_OK)
+    return st;
+  /* One pointer per parameter of void k(uint64_t *frame, rt_gctl *ctl,
+   * int64_t n); the driver copies the values before returning. */
+  CUdeviceptr pframe = frame, pctl = ctl;
+  int64_t pn = n;
+  void *params[3] = {&pframe, &pctl, &pn};
+  CUresult r =
+      g->cu.LaunchKernel(k->fn, grid, 1, 1, block, 1, 1, (unsigned)smem, g->stream, params, NULL);
+  cu_leave(g);
+  return r == CUDA_SUCCESS ? AC_OK : CU_FAIL(g, r, "cuLaunchKernel", k->name, err);
+}
+
+static ac_status cu_sync(rt_gpu *gp, ac_error **err) {
+  cu_gpu *g = (cu_gpu *)gp;
+  ac_status st = cu_enter(g, err);
+  if (st != AC_OK)
+    return st;
+  CUresult r = g->cu.StreamSynchronize(g->stream);
+  cu_leave(g);
+  return r == CUDA_SUCCESS ? AC_OK : CU_FAIL(g, r, "cuStreamSynchronize", NULL, err);
+}
+
+static void cu_limits(rt_gpu *gp, rt_gkernel *k, rt_glimits *out) {
+  (void)gp;
+  *out = k->lim;
+}
+
+static int64_t cu_parallelism(rt_gpu *gp) {
+  cu_gpu *g = (cu_gpu *)gp;
+  return (int64_t)g->sms * g->threads_per_sm;
+}
+
+static const rt_gpu_ops cu_ops = {
+    .name = "cuda",
+    .destroy = cu_destroy,
+    .alloc = cu_alloc,
+    .free = cu_free,
+    .htod = cu_htod,
+    .dtoh = cu_dtoh,
+    .dtod = cu_dtod,
+    .memset0 = cu_memset0,
+    .launch = cu_launch,
+    .sync = cu_sync,
+    .limits = cu_limits,
+    .parallelism = cu_parallelism,
+};
+
+/* ---- creating a device ---- */
+
+/* Opens the driver library and resolves the entry points into g->cu. */
+static ac_status cu_open(ac_context *ctx, cu_gpu *g, ac_error **err) {
+  const char *env = getenv("ARRAYC_LIBCUDA");
+  const char *path = env && *env ? env : "libcuda.so.1";
+  g->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!g->lib) {
+    const char *why = dlerror();
+    if (env && *env)
+      return cu_report(ctx, AC_ERR_UNSUPPORTED, err,
+                       "no GPU: cannot load %s (named by ARRAYC_LIBCUDA): %s", path,
+                       why ? why : "unknown reason");
+    return cu_report(ctx, AC_ERR_UNSUPPORTED, err,
+                     "no GPU: libcuda.so.1 not found (is the NVIDIA driver installed?)");
+  }
+  for (size_t i = 0; i < sizeof cu_syms / sizeof cu_syms[0]; i++) {
+    void *p = dlsym(g->lib, cu_syms[i].sym);
+    if (!p && cu_syms[i].required)
+      return cu_report(ctx, AC_ERR_UNSUPPORTED, err,
+                       "no GPU: %s has no %s (CUDA driver too old, or not a CUDA driver)", path,
+                       cu_syms[i].sym);
+    /* A function pointer from dlsym's object pointer (POSIX guarantees
+     * they convert; memcpy avoids ISO C's complaint about the cast). */
+    memcpy((char *)&g->cu + cu_syms[i].off, &p, sizeof p);
+  }
+  return AC_OK;
+}
+
+/* Queries the device's properties into g. */
+static ac_status cu_query(cu_gpu *g, ac_error **err) {
+  static const struct {
+    CUdevice_attribute attr;
+    size_t off;
+  } attrs[] = {
+      {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, offsetof(cu_gpu, sms)},
+      {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, offsetof(cu_gpu, threads_per_sm)},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, offsetof(cu_gpu, smem_optin)},
+  };
+  CUresult r;
+  for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+    int v = 0;
+    if ((r = g->cu.DeviceGetAttribute(&v, attrs[i].attr, g->dev)) != CUDA_SUCCESS)
+      return cu_fail(g->base.ctx, &g->cu, r, "cuDeviceGetAttribute", NULL, true, err);
+    memcpy((char *)g + attrs[i].off, &v, sizeof v);
+  }
+  int major = 0, minor = 0, pools = 0;
+  if ((r = g->cu.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                    g->dev)) != CUDA_SUCCESS ||
+      (r = g->cu.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                    g->dev)) != CUDA_SUCCESS)
+    return cu_fail(g->base.ctx, &g->cu, r, "cuDeviceGetAttribute", NULL, true, err);
+  g->sm = (unsigned)(major * 10 + minor);
+  /* Drivers before 11.2 do not know the attribute: no pools then. */
+  if (g->cu.MemAllocAsync && g->cu.MemFreeAsync && g->cu.DeviceGetMemPool &&
+      g->cu.MemPoolSetAttribute && g->cu.MemPoolTrimTo &&
+      g->cu.DeviceGetAttribute(&pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, g->dev) ==
+          CUDA_SUCCESS)
+    g->pools = pools != 0;
+  if ((r = g->cu.DriverGetVersion(&g->driver)) != CUDA_SUCCESS)
+    return cu_fail(g->base.ctx, &g->cu, r, "cuDriverGetVersion", NULL, true, err);
+  if ((r = g->cu.DeviceGetName(g->name, (int)sizeof g->name, g->dev)) != CUDA_SUCCESS)
+    return cu_fail(g->base.ctx, &g->cu, r, "cuDeviceGetName", NULL, true, err);
+  g->name[sizeof g->name - 1] = '\0';
+  if (g->sms <= 0 || g->threads_per_sm <= 0)
+    return cu_report(g->base.ctx, AC_ERR_UNSUPPORTED, err,
+                     "no GPU: CUDA device %s reports %d multiprocessors of %d threads", g->name,
+                     g->sms, g->threads_per_sm);
+  return AC_OK;
+}
+
+/* With g's context current: the stream and the memory pool's setting. */
+static ac_status cu_setup(cu_gpu *g, ac_error **err) {
+  CUresult r = g->cu.StreamCreate(&g->stream, CU_STREAM_NON_BLOCKING);
+  if (r != CUDA_SUCCESS) {
+    g->stream = NULL;
+    return cu_fail(g->base.ctx, &g->cu, r, "cuStreamCreate", NULL, true, err);
+  }
+  if (g->pools) {
+    /* Keep freed memory in the pool (see the top of the file); a pool we
+     * cannot configure is still usable as it is. */
+    uint64_t keep = UINT64_MAX;
+    if (g->cu.DeviceGetMemPool(&g->pool, g->dev) != CUDA_SUCCESS ||
+        g->cu.MemPoolSetAttribute(g->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep) !=
+            CUDA_SUCCESS)
+      g->pool = NULL;
+    if (!g->pool)
+      g->pools = false; /* without the pool's handle there is no trimming on OOM */
+  }
+  return AC_OK;
+}
+
+ac_status rt_cuda_create(ac_context *ctx, int ordinal, rt_gpu **out, ac_error **err) {
+  if (!out)
+    return cu_report(ctx, AC_ERR_INVALID, err, "rt_cuda_create: no place for the device");
+  *out = NULL;
+  if (ordinal < 0)
+    return cu_report(ctx, AC_ERR_INVALID, err, "invalid GPU ordinal %d", ordinal);
+  cu_gpu *g = ac_alloc(ctx, sizeof *g);
+  if (!g)
+    return ir_report(err, NULL, AC_ERR_NOMEM);
+  memset(g, 0, sizeof *g);
+  g->base.ops = &cu_ops;
+  g->base.ctx = ctx;
+  atomic_init(&g->base.refs, 1);
+
+  bool initialised = false, retained = false;
+  ac_status st = cu_open(ctx, g, err);
+  if (st != AC_OK)
+    goto fail;
+  CUresult r = g->cu.Init(0);
+  if (r == CUDA_ERROR_NO_DEVICE) {
+    st = cu_report(ctx, AC_ERR_UNSUPPORTED, err, "no GPU: no CUDA device");
+    goto fail;
+  }
+  if (r != CUDA_SUCCESS) {
+    st = cu_fail(ctx, &g->cu, r, "cuInit", NULL, true, err);
+    goto fail;
+  }
+  initialised = true;
+  int count = 0;
+  if ((r = g->cu.DeviceGetCount(&count)) != CUDA_SUCCESS) {
+    st = cu_fail(ctx, &g->cu, r, "cuDeviceGetCount", NULL, true, err);
+    goto fail;
+  }
+  if (count <= 0 || ordinal >= count) {
+    st = count <= 0 ? cu_report(ctx, AC_ERR_UNSUPPORTED, err, "no GPU: no CUDA device")
+                    : cu_report(ctx, AC_ERR_UNSUPPORTED, err,
+                                "no GPU: no CUDA device %d (%d present)", ordinal, count);
+    goto fail;
+  }
+  if ((r = g->cu.DeviceGet(&g->dev, ordinal)) != CUDA_SUCCESS) {
+    st = cu_fail(ctx, &g->cu, r, "cuDeviceGet", NULL, true, err);
+    goto fail;
+  }
+  if ((st = cu_query(g, err)) != AC_OK)
+    goto fail;
+  if ((r = g->cu.DevicePrimaryCtxRetain(&g->pctx, g->dev)) != CUDA_SUCCESS) {
+    st = cu_fail(ctx, &g->cu, r, "cuDevicePrimaryCtxRetain", NULL, true, err);
+    goto fail;
+  }
+  retained = true;
+  if ((r = g->cu.CtxPushCurrent(g->pctx)) != CUDA_SUCCESS) {
+    st = cu_fail(ctx, &g->cu, r, "cuCtxPushCurrent", NULL, true, err);
+    goto fail;
+  }
+  st = cu_setup(g, err);
+  cu_leave(g);
+  if (st != AC_OK)
+    goto fail;
+  *out = &g->base;
+  return AC_OK;
+
+fail:
+  /* Nothing that fails leaves a stream behind (cu_setup fails only when
+   * cuStreamCreate does). */
+  if (retained)
+    (void)g->cu.DevicePrimaryCtxRelease(g->dev);
+  /* Before a successful cuInit the library may go (see cu_destroy). */
+  if (g->lib && !initialised)
+    dlclose(g->lib);
+  ac_free(ctx, g);
+  return st;
+}
+
+void rt_cuda_info(rt_gpu *gp, unsigned *sm, int *driver_version, char *name, size_t namelen) {
+  cu_gpu *g = cu_of(gp);
+  if (sm)
+    *sm = g ? g->sm : 0;
+  if (driver_version)
+    *driver_version = g ? g->driver : 0;
+  if (name && namelen)
+    snprintf(name, namelen, "%s", g ? g->name : "");
+}
+
+/* ---- modules ---- */
+
+/* The driver's JIT logs: the error log is where ptxas explains a
+ * rejected module, and can be long; the info log is short without
+ * CU_JIT_LOG_VERBOSE. */
+enum { CU_ERROR_LOG = 1 << 20, CU_INFO_LOG = 1 << 14 };
+
+/* Launch limits of k->fn (its context current). */
+static ac_status cu_kernel_limits(cu_gpu *g, rt_gkernel *k, ac_error **err) {
+  int max_block = 0, static_smem = 0, min_grid = 0, block = 0, per_sm = 0;
+  CUresult r;
+  const char *fn = "cuFuncGetAttribute";
+  if ((r = g->cu.FuncGetAttribute(&max_block, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn)) !=
+          CUDA_SUCCESS ||
+      (r = g->cu.FuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->fn)) !=
+          CUDA_SUCCESS)
+    return CU_FAIL(g, r, fn, k->name, err);
+  /* The block size that maximises occupancy with no dynamic shared memory
+   * (the calculator accounts for registers and static shared memory). */
+  fn = "cuOccupancyMaxPotentialBlockSize";
+  if ((r = g->cu.OccupancyMaxPotentialBlockSize(&min_grid, &block, k->fn, NULL, 0, 0)) !=
+      CUDA_SUCCESS)
+    return CU_FAIL(g, r, fn, k->name, err);
+  if (block > max_block)
+    block = max_block;
+  if (block >= 32)
+    block -= block % 32;
+  if (block <= 0)
+    return cu_report(g->base.ctx, AC_ERR_INTERNAL, err,
+                     "kernel %s cannot be launched on %s (%d threads per block at most)", k->name,
+                     g->name, max_block);
+  fn = "cuOccupancyMaxActiveBlocksPerMultiprocessor";
+  if ((r = g->cu.OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k->fn, block, 0)) !=
+      CUDA_SUCCESS)
+    return CU_FAIL(g, r, fn, k->name, err);
+  /* Allow dynamic shared memory up to what the device can give a block
+   * (beyond the 48 KiB default one must opt in). Set once here so that
+   * launches never have to change the function's attributes. */
+  int dyn = g->smem_optin - static_smem;
+  if (g->smem_optin > CU_SMEM_DEFAULT_LIMIT && dyn > 0 &&
+      (r = g->cu.FuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn)) !=
+          CUDA_SUCCESS)
+    return CU_FAIL(g, r, "cuFuncSetAttribute", k->name, err);
+  k->lim.block = (unsigned)block;
+  k->lim.max_block = (unsigned)max_block;
+  k->lim.max_grid = (unsigned)(per_sm > 0 ? per_sm : 1) * (unsigned)g->sms;
+  return AC_OK;
+}
+
+/* The JIT log text, without trailing blank lines ("" if none). */
+static const char *cu_log(char *log, size_t cap) {
+  log[cap - 1] = '\0';
+  size_t n = strlen(log);
+  while (n && (log[n - 1] == '\n' || log[n - 1] == ' '))
+    log[--n] = '\0';
+  return log;
+}
+
+/* Loads ptx with g's context current; on failure *mod stays NULL. */
+static ac_status cu_load_module(cu_gpu *g, const char *ptx, CUmodule *mod, ac_error **err) {
+  ac_context *ctx = g->base.ctx;
+  char *elog = ac_alloc(ctx, CU_ERROR_LOG), *ilog = ac_alloc(ctx, CU_INFO_LOG);
+  if (!elog || !ilog) {
+    ac_free(ctx, elog);
+    ac_free(ctx, ilog);
+    return ir_report(err, NULL, AC_ERR_NOMEM);
+  }
+  elog[0] = ilog[0] = '\0';
+  CUjit_option opts[4] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                          CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void *vals[4] = {elog, (void *)(uintptr_t)CU_ERROR_LOG, ilog, (void *)(uintptr_t)CU_INFO_LOG};
+  CUresult r = g->cu.ModuleLoadDataEx(mod, ptx, 4, opts, vals);
+  ac_status st = AC_OK;
+  if (r != CUDA_SUCCESS) {
+    *mod = NULL;
+    ac_error *e = NULL;
+    st = cu_fail(ctx, &g->cu, r, "cuModuleLoadDataEx", NULL, false, &e);
+    const char *el = cu_log(elog, CU_ERROR_LOG), *il = cu_log(ilog, CU_INFO_LOG);
+    if (e && (*el || *il)) {
+      /* The log says which line of the PTX and why: append it. */
+      ac_error *full = ir_error(ctx, st, NULL, (ir_loc){0, 0}, "%s\n%s%s%s", e->message, el,
+                                *el && *il ? "\n" : "", il);
+      if (full) {
+        ac_error_destroy(e);
+        e = full;
+      }
+    }
+    st = ir_report(err, e, e ? st : AC_ERR_NOMEM);
+  }
+  ac_free(ctx, elog);
+  ac_free(ctx, ilog);
+  return st;
+}
+
+ac_status rt_cuda_load(rt_gpu *gp, const char *ptx, const char *const *syms, size_t n,
+                       rt_cuda_module **modp, rt_gkernel **out, ac_error **err) {
+  cu_gpu *g = cu_of(gp);
+  if (!gp)
+    return ir_report(err, NULL, AC_ERR_INVALID);
+  if (!g || !ptx || !modp || (n && (!syms || !out)))
+    return cu_report(gp->ctx, AC_ERR_INVALID, err, "rt_cuda_load: %s",
+                     g ? "missing argument" : "not a CUDA device");
+  *modp = NULL;
+  ac_context *ctx = g->base.ctx;
+  if (n > (SIZE_MAX - sizeof(rt_cuda_module)) / sizeof(rt_gkernel))
+    return ir_report(err, NULL, AC_ERR_NOMEM);
+  rt_cuda_module *m = ac_alloc(ctx, sizeof *m + n * sizeof(rt_gkernel));
+  if (!m)
+    return ir_report(err, NULL, AC_ERR_NOMEM);
+  memset(m, 0, sizeof *m + n * sizeof(rt_gkernel));
+  m->n = n;
+  ac_status st = cu_enter(g, err);
+  if (st != AC_OK) {
+    ac_free(ctx, m);
+    return st;
+  }
+  st = cu_load_module(g, ptx, &m->mod, err);
+  for (size_t i = 0; st == AC_OK && i < n; i++) {
+    rt_gkernel *k = &m->k[i];
+    snprintf(k->name, sizeof k->name, "%s", syms[i] ? syms[i] : "(null)");
+    CUresult r = syms[i] ? g->cu.ModuleGetFunction(&k->fn, m->mod, syms[i]) : CUDA_ERROR_NOT_FOUND;
+    st = r == CUDA_SUCCESS ? cu_kernel_limits(g, k, err)
+                           : CU_FAIL(g, r, "cuModuleGetFunction", k->name, err);
+  }
+  if (st != AC_OK && m->mod)
+    (void)g->cu.ModuleUnload(m->mod);
+  cu_leave(g);
+  if (st != AC_OK) {
+    ac_free(ctx, m);
+    return st;
+  }
+  for (size_t i = 0; i < n; i++)
+    out[i] = &m->k[i];
+  *modp = m;
+  return AC_OK;
+}
+
+void rt_cuda_module_free(rt_gpu *gp, rt_cuda_module *m) {
+  cu_gpu *g = cu_of(gp);
+  if (!g || !m)
+    return;
+  if (cu_enter(g, NULL) == AC_OK) {
+    /* Launches of its kernels may still be queued. */
+    (void)g->cu.StreamSynchronize(g->stream);
+    (void)g->cu.ModuleUnload(m->mod);
+    cu_leave(g);
+  }
+  ac_free(g->base.ctx, m);
+}

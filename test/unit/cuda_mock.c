@@ -1,0 +1,758 @@
+/* test/unit/cuda_mock.c: a fake CUDA driver, so that test_cuda runs
+ * runtime/gpu_cuda.c's every path (creation and its failures, stream-
+ * ordered and plain allocation, copies, module loading with a JIT log,
+ * launches, limits, error messages, context handling from other threads)
+ * on machines without a GPU, under the sanitizers too.
+ *
+ * It is a shared module exporting the symbols runtime/cuda_drv.h lists,
+ * with the types declared there (the compiler checks both agree). Device
+ * memory is malloc'd and a CUdeviceptr is its address; every operation
+ * runs when it is queued, but the stream remembers that work was queued
+ * until a synchronisation, so that a cuMemFree without a sync before it is
+ * caught. Every call that needs a context fails with
+ * CUDA_ERROR_INVALID_CONTEXT unless the primary context is current on the
+ * calling thread (the thread's context stack is thread-local, as in the
+ * driver). A module's kernels are its `.entry` names; launching one (all
+ * behave as test_cuda's PTX kernel) stores n in frame word 0 and adds
+ * grid * block to word 1. A kernel's maximum block is its `.maxntid`, else
+ * 1024. The state is global and locked: a driver is process state.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "cuda_mock.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Every entry point, declared with cuda_drv.h's function types under its
+ * exported name (the versioned ones through these macros, which also
+ * rename the definitions below). */
+#define cuDevicePrimaryCtxRelease cuDevicePrimaryCtxRelease_v2
+#define cuCtxPushCurrent cuCtxPushCurrent_v2
+#define cuCtxPopCurrent cuCtxPopCurrent_v2
+#define cuStreamDestroy cuStreamDestroy_v2
+#define cuMemAlloc cuMemAlloc_v2
+#define cuMemFree cuMemFree_v2
+#define cuMemcpyHtoDAsync cuMemcpyHtoDAsync_v2
+#define cuMemcpyDtoHAsync cuMemcpyDtoHAsync_v2
+#define cuMemcpyDtoDAsync cuMemcpyDtoDAsync_v2
+#define MK_DECLARE(name, sym, required) cu_##name##_fn cu##name;
+CU_DRV_API(MK_DECLARE)
+#undef MK_DECLARE
+
+struct CUctx_st {
+  int unused;
+};
+struct CUstream_st {
+  bool pending; /* work queued since the last synchronisation */
+};
+struct CUfunc_st {
+  char name[64];
+  int max_threads;
+  int max_dyn_smem;
+};
+struct CUmod_st {
+  int n;
+  struct CUfunc_st fn[8];
+};
+struct CUmemPoolHandle_st {
+  int unused;
+};
+
+enum { MK_MAX_ALLOCS = 4096, MK_MAX_STREAMS = 16, MK_MAX_DEPTH = 8, MK_SMS = 4 };
+
+static pthread_mutex_t mk_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct CUctx_st mk_ctx;
+static struct CUmemPoolHandle_st mk_pool;
+static _Thread_local CUcontext mk_stack[MK_MAX_DEPTH];
+static _Thread_local int mk_depth;
+static struct {
+  int devices, pools;
+  char fail_sym[64];
+  CUresult fail_code;
+  int fail_skip, fail_times;
+  bool inited;
+  struct {
+    unsigned char *p;
+    size_t bytes;
+  } allocs[MK_MAX_ALLOCS];
+  int nalloc;
+  CUstream streams[MK_MAX_STREAMS]; /* live streams */
+  cuda_mock_stats st;
+} mk = {.devices = 1, .pools = 1};
+
+/* ---- control ---- */
+
+void cuda_mock_reset(void) {
+  pthread_mutex_lock(&mk_lock);
+  mk.devices = 1;
+  mk.pools = 1;
+  mk.fail_sym[0] = '\0';
+  pthread_mutex_unlock(&mk_lock);
+}
+
+void cuda_mock_config(int devices, int pools) {
+  pthread_mutex_lock(&mk_lock);
+  mk.devices = devices;
+  mk.pools = pools;
+  pthread_mutex_unlock(&mk_lock);
+}
+
+void cuda_mock_fail(const char *sym, CUresult code, int skip, int times) {
+  pthread_mutex_lock(&mk_lock);
+  strncpy(mk.fail_sym, sym, sizeof mk.fail_sym - 1);
+  mk.fail_sym[sizeof mk.fail_sym - 1] = '\0';
+  mk.fail_code = code;
+  mk.fail_skip = skip;
+  mk.fail_times = times;
+  pthread_mutex_unlock(&mk_lock);
+}
+
+void cuda_mock_get_stats(cuda_mock_stats *out) {
+  pthread_mutex_lock(&mk_lock);
+  *out = mk.st;
+  out->allocs = mk.nalloc;
+  out->depth = mk_depth;
+  pthread_mutex_unlock(&mk_lock);
+}
+
+/* ---- helpers (mk_lock held) ---- */
+
+/* An injected failure for sym, or CUDA_SUCCESS. */
+static CUresult mk_injected(const char *sym) {
+  if (strcmp(mk.fail_sym, sym) != 0)
+    return CUDA_SUCCESS;
+  if (mk.fail_skip > 0) {
+    mk.fail_skip--;
+    return CUDA_SUCCESS;
+  }
+  if (mk.fail_times == 0)
+    return CUDA_SUCCESS;
+  if (mk.fail_times > 0)
+    mk.fail_times--;
+  return mk.fail_code;
+}
+
+/* The checks every context-bound call makes. */
+static CUresult mk_enter(const char *sym) {
+  if (!mk.inited)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  if (mk_depth == 0 || mk_stack[mk_depth - 1] != &mk_ctx || mk.st.retains <= 0)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  return mk_injected(sym);
+}
+
+/* Is [p, p + n) inside one live allocation? */
+static bool mk_inside(CUdeviceptr p, size_t n) {
+  for (int i = 0; i < mk.nalloc; i++) {
+    uintptr_t b = (uintptr_t)mk.allocs[i].p;
+    if (p >= b && p - b <= mk.allocs[i].bytes && n <= mk.allocs[i].bytes - (p - b))
+      return true;
+  }
+  return false;
+}
+
+static CUresult mk_alloc(CUdeviceptr *p, size_t bytes) {
+  if (!p || bytes == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (mk.nalloc == MK_MAX_ALLOCS)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  unsigned char *m = malloc(bytes);
+  if (!m)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  memset(m, 0xA5, bytes); /* device memory is not zeroed */
+  mk.allocs[mk.nalloc].p = m;
+  mk.allocs[mk.nalloc].bytes = bytes;
+  mk.nalloc++;
+  *p = (CUdeviceptr)(uintptr_t)m;
+  return CUDA_SUCCESS;
+}
+
+static CUresult mk_free(CUdeviceptr p) {
+  for (int i = 0; i < mk.nalloc; i++)
+    if ((uintptr_t)mk.allocs[i].p == p) {
+      free(mk.allocs[i].p);
+      mk.allocs[i] = mk.allocs[--mk.nalloc];
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+#define MK_LOCKED(expr)                                                                            \
+  do {                                                                                             \
+    pthread_mutex_lock(&mk_lock);                                                                  \
+    CUresult mk_r_ = (expr);                                                                       \
+    pthread_mutex_unlock(&mk_lock);                                                                \
+    return mk_r_;                                                                                  \
+  } while (0)
+
+/* ---- errors ---- */
+
+static const struct {
+  CUresult r;
+  const char *name, *desc;
+} mk_names[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
+     "an illegal memory access was encountered"},
+    {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+static CUresult mk_name(CUresult r, const char **str, bool desc) {
+  for (size_t i = 0; i < sizeof mk_names / sizeof mk_names[0]; i++)
+    if (mk_names[i].r == r) {
+      *str = desc ? mk_names[i].desc : mk_names[i].name;
+      return CUDA_SUCCESS;
+    }
+  *str = NULL;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+CUresult cuGetErrorName(CUresult error, const char **str) {
+  return mk_name(error, str, false);
+}
+CUresult cuGetErrorString(CUresult error, const char **str) {
+  return mk_name(error, str, true);
+}
+
+/* ---- initialisation and devices ---- */
+
+static CUresult mk_init(unsigned flags) {
+  CUresult r = mk_injected("cuInit");
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  mk.inited = true;
+  mk.st.inits++;
+  return CUDA_SUCCESS;
+}
+CUresult cuInit(unsigned int flags) {
+  MK_LOCKED(mk_init(flags));
+}
+
+static CUresult mk_plain(const char *sym) {
+  return mk.inited ? mk_injected(sym) : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+CUresult cuDriverGetVersion(int *version) {
+  *version = 12040; /* works before cuInit, as in the driver */
+  MK_LOCKED(mk_injected("cuDriverGetVersion"));
+}
+
+static CUresult mk_count(int *count) {
+  CUresult r = mk_plain("cuDeviceGetCount");
+  if (r == CUDA_SUCCESS)
+    *count = mk.devices;
+  return r;
+}
+CUresult cuDeviceGetCount(int *count) {
+  MK_LOCKED(mk_count(count));
+}
+
+static CUresult mk_get(CUdevice *dev, int ordinal) {
+  CUresult r = mk_plain("cuDeviceGet");
+  if (r == CUDA_SUCCESS && (ordinal < 0 || ordinal >= mk.devices))
+    r = CUDA_ERROR_INVALID_DEVICE;
+  if (r == CUDA_SUCCESS)
+    *dev = ordinal;
+  return r;
+}
+CUresult cuDeviceGet(CUdevice *dev, int ordinal) {
+  MK_LOCKED(mk_get(dev, ordinal));
+}
+
+static CUresult mk_devname(char *name, int len, CUdevice dev) {
+  CUresult r = mk_plain("cuDeviceGetName");
+  if (r == CUDA_SUCCESS && (len <= 0 || dev < 0 || dev >= mk.devices))
+    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS) {
+    strncpy(name, "arrayc mock GPU", (size_t)len - 1);
+    name[len - 1] = '\0';
+  }
+  return r;
+}
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
+  MK_LOCKED(mk_devname(name, len, dev));
+}
+
+static CUresult mk_attr(int *value, CUdevice_attribute attr, CUdevice dev) {
+  CUresult r = mk_plain("cuDeviceGetAttribute");
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (dev < 0 || dev >= mk.devices)
+    return CUDA_ERROR_INVALID_DEVICE;
+  switch (attr) {
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+    *value = 1024;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+    *value = MK_SMS;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+    *value = 2048;
+    break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+    *value = 9;
+    break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+    *value = 0;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+    *value = 227 * 1024;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+    *value = mk.pools;
+    break;
+  default:
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUdevice dev) {
+  MK_LOCKED(mk_attr(value, attr, dev));
+}
+
+/* ---- contexts ---- */
+
+static CUresult mk_retain(CUcontext *ctx, CUdevice dev) {
+  CUresult r = mk_plain("cuDevicePrimaryCtxRetain");
+  if (r == CUDA_SUCCESS && (dev < 0 || dev >= mk.devices))
+    r = CUDA_ERROR_INVALID_DEVICE;
+  if (r == CUDA_SUCCESS) {
+    mk.st.retains++;
+    *ctx = &mk_ctx;
+  }
+  return r;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) {
+  MK_LOCKED(mk_retain(ctx, dev));
+}
+
+static CUresult mk_release(CUdevice dev) {
+  CUresult r = mk_plain("cuDevicePrimaryCtxRelease_v2");
+  if (r == CUDA_SUCCESS && mk.st.retains <= 0)
+    r = CUDA_ERROR_INVALID_CONTEXT;
+  if (r == CUDA_SUCCESS)
+    mk.st.retains--;
+  return r;
+}
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  MK_LOCKED(mk_release(dev));
+}
+
+static CUresult mk_push(CUcontext ctx) {
+  CUresult r = mk_plain("cuCtxPushCurrent_v2");
+  if (r == CUDA_SUCCESS && (ctx != &mk_ctx || mk.st.retains <= 0 || mk_depth == MK_MAX_DEPTH))
+    r = CUDA_ERROR_INVALID_CONTEXT;
+  if (r == CUDA_SUCCESS)
+    mk_stack[mk_depth++] = ctx;
+  return r;
+}
+CUresult cuCtxPushCurrent(CUcontext ctx) {
+  MK_LOCKED(mk_push(ctx));
+}
+
+static CUresult mk_pop(CUcontext *ctx) {
+  CUresult r = mk_plain("cuCtxPopCurrent_v2");
+  if (r == CUDA_SUCCESS && mk_depth == 0)
+    r = CUDA_ERROR_INVALID_CONTEXT;
+  if (r == CUDA_SUCCESS)
+    *ctx = mk_stack[--mk_depth];
+  return r;
+}
+CUresult cuCtxPopCurrent(CUcontext *ctx) {
+  MK_LOCKED(mk_pop(ctx));
+}
+
+/* ---- streams ---- */
+
+static CUresult mk_stream_create(CUstream *s, unsigned flags) {
+  CUresult r = mk_enter("cuStreamCreate");
+  if (r == CUDA_SUCCESS && flags != CU_STREAM_NON_BLOCKING)
+    r = CUDA_ERROR_INVALID_VALUE; /* gpu_cuda.c's stream must not sync with stream 0 */
+  if (r == CUDA_SUCCESS && (mk.st.streams == MK_MAX_STREAMS || !(*s = calloc(1, sizeof **s))))
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (r == CUDA_SUCCESS)
+    mk.streams[mk.st.streams++] = *s;
+  return r;
+}
+CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
+  MK_LOCKED(mk_stream_create(s, flags));
+}
+
+/* The index of live stream s, or -1. */
+static int mk_stream_index(CUstream s) {
+  for (int i = 0; i < mk.st.streams; i++)
+    if (mk.streams[i] == s)
+      return i;
+  return -1;
+}
+
+static CUresult mk_stream_sync(CUstream s) {
+  CUresult r = mk_enter("cuStreamSynchronize");
+  if (r == CUDA_SUCCESS && mk_stream_index(s) < 0)
+    r = CUDA_ERROR_INVALID_HANDLE;
+  if (r == CUDA_SUCCESS)
+    s->pending = false;
+  return r;
+}
+CUresult cuStreamSynchronize(CUstream s) {
+  MK_LOCKED(mk_stream_sync(s));
+}
+
+static CUresult mk_stream_destroy(CUstream s) {
+  CUresult r = mk_enter("cuStreamDestroy_v2");
+  int i = mk_stream_index(s);
+  if (r == CUDA_SUCCESS && i < 0)
+    r = CUDA_ERROR_INVALID_HANDLE;
+  if (r == CUDA_SUCCESS) {
+    free(s);
+    mk.streams[i] = mk.streams[--mk.st.streams];
+  }
+  return r;
+}
+CUresult cuStreamDestroy(CUstream s) {
+  MK_LOCKED(mk_stream_destroy(s));
+}
+
+/* A queued operation's checks: context, stream; marks the stream busy. */
+static CUresult mk_queue(const char *sym, CUstream s) {
+  CUresult r = mk_enter(sym);
+  if (r == CUDA_SUCCESS && mk_stream_index(s) < 0)
+    r = CUDA_ERROR_INVALID_HANDLE; /* everything goes on gpu_cuda.c's own stream */
+  if (r == CUDA_SUCCESS)
+    s->pending = true;
+  return r;
+}
+
+/* ---- memory ---- */
+
+static CUresult mk_memalloc(CUdeviceptr *p, size_t bytes) {
+  CUresult r = mk_enter("cuMemAlloc_v2");
+  return r == CUDA_SUCCESS ? mk_alloc(p, bytes) : r;
+}
+CUresult cuMemAlloc(CUdeviceptr *p, size_t bytes) {
+  MK_LOCKED(mk_memalloc(p, bytes));
+}
+
+static CUresult mk_memfree(CUdeviceptr p) {
+  CUresult r = mk_enter("cuMemFree_v2");
+  if (r != CUDA_SUCCESS)
+    return r;
+  /* cuMemFree is not stream-ordered: memory that queued work may still
+   * use must not be freed. */
+  for (int i = 0; i < mk.st.streams; i++)
+    if (mk.streams[i]->pending)
+      return CUDA_ERROR_ILLEGAL_ADDRESS;
+  return mk_free(p);
+}
+CUresult cuMemFree(CUdeviceptr p) {
+  MK_LOCKED(mk_memfree(p));
+}
+
+static CUresult mk_allocasync(CUdeviceptr *p, size_t bytes, CUstream s) {
+  CUresult r = mk_queue("cuMemAllocAsync", s);
+  if (r == CUDA_SUCCESS && !mk.pools)
+    r = CUDA_ERROR_NOT_SUPPORTED;
+  if (r == CUDA_SUCCESS)
+    r = mk_alloc(p, bytes);
+  if (r == CUDA_SUCCESS)
+    mk.st.async_allocs++;
+  return r;
+}
+CUresult cuMemAllocAsync(CUdeviceptr *p, size_t bytes, CUstream s) {
+  MK_LOCKED(mk_allocasync(p, bytes, s));
+}
+
+static CUresult mk_freeasync(CUdeviceptr p, CUstream s) {
+  CUresult r = mk_queue("cuMemFreeAsync", s);
+  if (r == CUDA_SUCCESS && !mk.pools)
+    r = CUDA_ERROR_NOT_SUPPORTED;
+  return r == CUDA_SUCCESS ? mk_free(p) : r;
+}
+CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+  MK_LOCKED(mk_freeasync(p, s));
+}
+
+static CUresult mk_getpool(CUmemoryPool *pool, CUdevice dev) {
+  CUresult r = mk_plain("cuDeviceGetMemPool");
+  if (r == CUDA_SUCCESS && (!mk.pools || dev < 0 || dev >= mk.devices))
+    r = CUDA_ERROR_NOT_SUPPORTED;
+  if (r == CUDA_SUCCESS)
+    *pool = &mk_pool;
+  return r;
+}
+CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev) {
+  MK_LOCKED(mk_getpool(pool, dev));
+}
+
+static CUresult mk_poolattr(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
+  CUresult r = mk_plain("cuMemPoolSetAttribute");
+  if (r == CUDA_SUCCESS && (pool != &mk_pool || attr != CU_MEMPOOL_ATTR_RELEASE_THRESHOLD))
+    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS)
+    memcpy(&mk.st.pool_threshold, value, sizeof mk.st.pool_threshold);
+  return r;
+}
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
+  MK_LOCKED(mk_poolattr(pool, attr, value));
+}
+
+static CUresult mk_trim(CUmemoryPool pool, size_t keep) {
+  CUresult r = mk_plain("cuMemPoolTrimTo");
+  if (r == CUDA_SUCCESS && pool != &mk_pool)
+    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS)
+    mk.st.trims++;
+  return r;
+}
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
+  MK_LOCKED(mk_trim(pool, keep));
+}
+
+/* ---- copies ---- */
+
+static CUresult mk_htod(CUdeviceptr dst, const void *src, size_t bytes, CUstream s) {
+  CUresult r = mk_queue("cuMemcpyHtoDAsync_v2", s);
+  if (r == CUDA_SUCCESS && (!src || !mk_inside(dst, bytes)))
+    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS)
+    memcpy((void *)(uintptr_t)dst, src, bytes);
+  return r;
+}
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes, CUstream s) {
+  MK_LOCKED(mk_htod(dst, src, bytes, s));
+}
+
+static CUresult mk_dtoh(void *dst, CUdeviceptr src, size_t bytes, CUstream s) {
+  CUresult r = mk_queue("cuMemcpyDtoHAsync_v2", s);
+  if (r == CUDA_SUCCESS && (!dst || !mk_inside(src, bytes)))
+    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS)
+    memcpy(dst, (const void *)(uintptr_t)src, bytes);
+  return r;
+}
+CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream s) {
+  MK_LOCKED(mk_dtoh(dst, src, bytes, s));
+}
+
+static CUresult mk_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
+  CUresult r = mk_queue("cuMemcpyDtoDAsync_v2", s);
+  if (r == CUDA_SUCCESS && (!mk_inside(dst, bytes) || !mk_inside(src, bytes)))
+    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS)
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
+  return r;
+}
+CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
+  MK_LOCKED(mk_dtod(dst, src, bytes, s));
+}
+
+static CUresult mk_memset(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {
+  CUresult r = mk_queue("cuMemsetD8Async", s);
+  if (r == CUDA_SUCCESS && !mk_inside(dst, n))
+    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS)
+    memset((void *)(uintptr_t)dst, value, n);
+  return r;
+}
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {
+  MK_LOCKED(mk_memset(dst, value, n, s));
+}
+
+/* ---- modules ---- */
+
+/* The option's value, or NULL. */
+static void **mk_option(unsigned nopts, CUjit_option *opts, void **values, CUjit_option which) {
+  for (unsigned i = 0; i < nopts; i++)
+    if (opts[i] == which)
+      return &values[i];
+  return NULL;
+}
+
+/* "Compiles" the PTX: a module of its `.entry` names; text containing
+ * BADPTX is rejected with a log, as ptxas would. */
+static CUresult mk_load(CUmodule *mod, const void *image, unsigned nopts, CUjit_option *opts,
+                        void **values) {
+  CUresult r = mk_enter("cuModuleLoadDataEx");
+  if (r != CUDA_SUCCESS)
+    return r;
+  const char *ptx = image;
+  void **log = mk_option(nopts, opts, values, CU_JIT_ERROR_LOG_BUFFER);
+  void **logsize = mk_option(nopts, opts, values, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES);
+  if (strstr(ptx, "BADPTX")) {
+    static const char msg[] = "ptxas application ptx input, line 1; error   : mock: BADPTX\n"
+                              "ptxas fatal   : Ptx assembly aborted due to errors\n";
+    if (log && logsize) {
+      size_t cap = (size_t)(uintptr_t)*logsize;
+      size_t n = sizeof msg <= cap ? sizeof msg : cap;
+      if (n) {
+        memcpy(*log, msg, n);
+        ((char *)*log)[n - 1] = '\0';
+      }
+      *logsize = (void *)(uintptr_t)n; /* the driver reports the bytes written */
+    }
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  struct CUmod_st *m = calloc(1, sizeof *m);
+  if (!m)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  for (const char *p = ptx; (p = strstr(p, ".entry ")) && m->n < 8;) {
+    p += strlen(".entry ");
+    size_t len = strcspn(p, "( \t\n");
+    struct CUfunc_st *f = &m->fn[m->n++];
+    snprintf(f->name, sizeof f->name, "%.*s", (int)len, p);
+    f->max_threads = 1024;
+    f->max_dyn_smem = 48 * 1024;
+    const char *body = strchr(p, '{'), *maxntid = strstr(p, ".maxntid ");
+    if (maxntid && (!body || maxntid < body))
+      f->max_threads = atoi(maxntid + strlen(".maxntid "));
+  }
+  *mod = m;
+  mk.st.modules++;
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleLoadDataEx(CUmodule *mod, const void *image, unsigned int nopts,
+                            CUjit_option *opts, void **values) {
+  MK_LOCKED(mk_load(mod, image, nopts, opts, values));
+}
+
+static CUresult mk_getfn(CUfunction *fn, CUmodule mod, const char *name) {
+  CUresult r = mk_enter("cuModuleGetFunction");
+  if (r != CUDA_SUCCESS)
+    return r;
+  for (int i = 0; i < mod->n; i++)
+    if (strcmp(mod->fn[i].name, name) == 0) {
+      *fn = &mod->fn[i];
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+CUresult cuModuleGetFunction(CUfunction *fn, CUmodule mod, const char *name) {
+  MK_LOCKED(mk_getfn(fn, mod, name));
+}
+
+static CUresult mk_unload(CUmodule mod) {
+  CUresult r = mk_enter("cuModuleUnload");
+  if (r == CUDA_SUCCESS) {
+    free(mod);
+    mk.st.modules--;
+  }
+  return r;
+}
+CUresult cuModuleUnload(CUmodule mod) {
+  MK_LOCKED(mk_unload(mod));
+}
+
+/* ---- launches ---- */
+
+static CUresult mk_launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                          unsigned by, unsigned bz, unsigned smem, CUstream s, void **params,
+                          void **extra) {
+  CUresult r = mk_queue("cuLaunchKernel", s);
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (!fn || gx == 0 || gy != 1 || gz != 1 || bx == 0 || by != 1 || bz != 1 ||
+      bx > (unsigned)fn->max_threads || smem > (unsigned)fn->max_dyn_smem || !params || extra)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUdeviceptr frame, ctl;
+  int64_t n;
+  memcpy(&frame, params[0], sizeof frame);
+  memcpy(&ctl, params[1], sizeof ctl);
+  memcpy(&n, params[2], sizeof n);
+  if (!mk_inside(frame, 16) || (ctl && !mk_inside(ctl, 1)))
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  uint64_t *w = (uint64_t *)(uintptr_t)frame;
+  w[0] = (uint64_t)n;
+  w[1] += (uint64_t)gx * bx;
+  mk.st.launches++;
+  mk.st.grid = gx;
+  mk.st.block = bx;
+  mk.st.smem = smem;
+  return CUDA_SUCCESS;
+}
+CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
+                        unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
+                        CUstream s, void **params, void **extra) {
+  MK_LOCKED(mk_launch(fn, gx, gy, gz, bx, by, bz, smem, s, params, extra));
+}
+
+/* Occupancy as a GPU with 2048 threads per SM and a preference for 256. */
+static CUresult mk_potential(int *min_grid, int *block, CUfunction fn,
+                             CUoccupancyB2DSize smem_of_block, size_t smem, int block_limit) {
+  CUresult r = mk_enter("cuOccupancyMaxPotentialBlockSize");
+  if (r == CUDA_SUCCESS && (!fn || smem_of_block))
+    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS) {
+    int b = fn->max_threads < 256 ? fn->max_threads : 256;
+    if (block_limit > 0 && b > block_limit)
+      b = block_limit;
+    *block = b;
+    *min_grid = MK_SMS * (2048 / b);
+  }
+  return r;
+}
+CUresult cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block, CUfunction fn,
+                                          CUoccupancyB2DSize smem_of_block, size_t smem,
+                                          int block_limit) {
+  MK_LOCKED(mk_potential(min_grid, block, fn, smem_of_block, smem, block_limit));
+}
+
+static CUresult mk_active(int *blocks, CUfunction fn, int block, size_t smem) {
+  CUresult r = mk_enter("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (r == CUDA_SUCCESS && (!fn || block <= 0 || block > fn->max_threads))
+    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS)
+    *blocks = 2048 / block;
+  return r;
+}
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction fn, int block,
+                                                     size_t smem) {
+  MK_LOCKED(mk_active(blocks, fn, block, smem));
+}
+
+static CUresult mk_fnattr(int *value, CUfunction_attribute attr, CUfunction fn) {
+  CUresult r = mk_enter("cuFuncGetAttribute");
+  if (r != CUDA_SUCCESS)
+    return r;
+  switch (attr) {
+  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+    *value = fn->max_threads;
+    break;
+  case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+    *value = 0;
+    break;
+  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+    *value = fn->max_dyn_smem;
+    break;
+  default:
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attr, CUfunction fn) {
+  MK_LOCKED(mk_fnattr(value, attr, fn));
+}
+
+static CUresult mk_setattr(CUfunction fn, CUfunction_attribute attr, int value) {
+  CUresult r = mk_enter("cuFuncSetAttribute");
+  if (r == CUDA_SUCCESS &&
+      (attr != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES || value < 0 || value > 227 * 1024))
+    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS)
+    fn->max_dyn_smem = value;
+  return r;
+}
+CUresult cuFuncSetAttribute(CUfunction fn, CUfunction_attribute attr, int value) {
+  MK_LOCKED(mk_setattr(fn, attr, value));
+}

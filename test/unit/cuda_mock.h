@@ -1,0 +1,47 @@
+/* test/unit/cuda_mock.h: the control interface of the fake CUDA driver
+ * (cuda_mock.c) that test_cuda loads through ARRAYC_LIBCUDA.
+ *
+ * The fake driver implements the entry points of runtime/cuda_drv.h on the
+ * host ("device memory" is malloc'd) and checks how they are called: every
+ * call that needs a context fails with CUDA_ERROR_INVALID_CONTEXT unless
+ * the primary context is current on the calling thread, copies must stay
+ * inside live allocations, cuMemFree must not run while work is queued, and
+ * so on. The test reaches these functions with dlsym on its own dlopen
+ * handle of the same file (so it is the same instance the device uses).
+ */
+#ifndef ARRAYC_TEST_CUDA_MOCK_H
+#define ARRAYC_TEST_CUDA_MOCK_H
+
+#include "runtime/cuda_drv.h"
+
+#include <stdint.h>
+
+typedef struct cuda_mock_stats {
+  int inits;               /* successful cuInit calls */
+  int allocs;              /* live device allocations */
+  int async_allocs;        /* cuMemAllocAsync calls that succeeded (total) */
+  int streams, modules;    /* live */
+  int retains;             /* primary context references */
+  int depth;               /* context stack depth of the calling thread */
+  int launches;            /* successful launches (total) */
+  unsigned grid, block;    /* of the last launch */
+  unsigned smem;           /* of the last launch */
+  uint64_t pool_threshold; /* the pool's release threshold */
+  int trims;               /* cuMemPoolTrimTo calls */
+} cuda_mock_stats;
+
+/* Back to one device with memory pools, no failures (live objects stay). */
+typedef void cuda_mock_reset_fn(void);
+/* devices: what cuDeviceGetCount says; pools: MEMORY_POOLS_SUPPORTED. */
+typedef void cuda_mock_config_fn(int devices, int pools);
+/* The next `times` calls of the entry point exported as `sym` (after
+ * `skip` calls that succeed) return `code`; times < 0: every call. */
+typedef void cuda_mock_fail_fn(const char *sym, CUresult code, int skip, int times);
+typedef void cuda_mock_get_stats_fn(cuda_mock_stats *out);
+
+cuda_mock_reset_fn cuda_mock_reset;
+cuda_mock_config_fn cuda_mock_config;
+cuda_mock_fail_fn cuda_mock_fail;
+cuda_mock_get_stats_fn cuda_mock_get_stats;
+
+#endif
