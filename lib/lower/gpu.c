@@ -48,14 +48,40 @@ static LLVMValueRef gp_smin(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, a, b, ""), a, b, "");
 }
 
-/* Leaves the kernel at once when the call has failed (per thread). */
-static void gp_leave_if_failed(cg_fn *f) {
+void lw_gpu_leave_if_failed(cg_fn *f) {
   cg_module *M = f->M;
   LLVMBasicBlockRef out = cg_block(f, "failed"), go = cg_block(f, "go");
   LLVMBuildCondBr(M->b, cg_failed(f), out, go);
   LLVMPositionBuilderAtEnd(M->b, out);
   LLVMBuildRetVoid(M->b);
   LLVMPositionBuilderAtEnd(M->b, go);
+}
+
+LLVMValueRef lw_gloop_begin(cg_fn *f, lw_gloop *l, LLVMValueRef start, LLVMValueRef end,
+                            LLVMValueRef step) {
+  cg_module *M = f->M;
+  l->slot = cg_alloca(f, M->t_i64);
+  l->step = step;
+  LLVMBuildStore(M->b, start, l->slot);
+  l->head = cg_block(f, "gloop.head");
+  l->exit = cg_block(f, "gloop.exit");
+  LLVMBasicBlockRef body = cg_block(f, "gloop.body");
+  LLVMBuildBr(M->b, l->head);
+  LLVMPositionBuilderAtEnd(M->b, l->head);
+  LLVMValueRef i = LLVMBuildLoad2(M->b, M->t_i64, l->slot, "i");
+  LLVMBuildCondBr(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, i, end, ""), body, l->exit);
+  LLVMPositionBuilderAtEnd(M->b, body);
+  return i;
+}
+
+void lw_gloop_end(cg_fn *f, lw_gloop *l) {
+  cg_module *M = f->M;
+  if (!LLVMGetBasicBlockTerminator(LLVMGetInsertBlock(M->b))) {
+    LLVMValueRef i = LLVMBuildLoad2(M->b, M->t_i64, l->slot, "");
+    LLVMBuildStore(M->b, LLVMBuildNUWAdd(M->b, i, l->step, ""), l->slot);
+    LLVMBuildBr(M->b, l->head);
+  }
+  LLVMPositionBuilderAtEnd(M->b, l->exit);
 }
 
 /* Records kernel k's adapter word (PL_AUTO: a SIMT kernel). */
@@ -92,7 +118,7 @@ cg_fn *lw_adapt_begin(lw *L, const char *name, uint32_t kernel) {
   cg_fn *f = cg_gpu_kernel_begin(M, name, LW_ADAPT_BLOCK);
   if (kernel < L->p->nkernels)
     L->p->kernels[kernel].block = LW_ADAPT_BLOCK;
-  gp_leave_if_failed(f);
+  lw_gpu_leave_if_failed(f);
   uint32_t cw = pl_slots(L->p, 1);
   gp_note_adapt(L, kernel, cw);
   lw_val w = {ir_ty_scalar(L->ctx, AC_I64), 1, &cw};
@@ -103,15 +129,9 @@ cg_fn *lw_adapt_begin(lw *L, const char *name, uint32_t kernel) {
   LLVMValueRef n = gp_smax(M, f->hi, zero); /* n < 0 is 0 iterations (rt.h) */
   LLVMValueRef q = LLVMBuildUDiv(M->b, n, c, ""), r = LLVMBuildURem(M->b, n, c, "");
 
-  LLVMValueRef kslot = cg_alloca(f, M->t_i64);
-  LLVMBuildStore(M->b, simt_gtid(f), kslot);
-  LLVMBasicBlockRef head = cg_block(f, "chunk.head"), body = cg_block(f, "chunk.body"),
-                    exit = cg_block(f, "chunk.exit");
-  LLVMBuildBr(M->b, head);
-  LLVMPositionBuilderAtEnd(M->b, head);
-  LLVMValueRef k = LLVMBuildLoad2(M->b, M->t_i64, kslot, "chunk");
-  LLVMBuildCondBr(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, k, c, ""), body, exit);
-  LLVMPositionBuilderAtEnd(M->b, body);
+  L->open.f = f;
+  L->open.kernel = kernel;
+  LLVMValueRef k = lw_gloop_begin(f, &L->open.loop, simt_gtid(f), c, simt_gsize(f));
   /* floor(k * n / c) = q*k + floor(r*k / c): r, k < c <= 2^31 */
   LLVMValueRef k1 = LLVMBuildNUWAdd(M->b, k, one, "");
   f->lo = LLVMBuildNUWAdd(M->b, LLVMBuildNUWMul(M->b, q, k, ""),
@@ -119,7 +139,6 @@ cg_fn *lw_adapt_begin(lw *L, const char *name, uint32_t kernel) {
   f->hi = LLVMBuildNUWAdd(M->b, LLVMBuildNUWMul(M->b, q, k1, ""),
                           LLVMBuildUDiv(M->b, LLVMBuildNUWMul(M->b, r, k1, ""), c, ""), "hi");
   f->chunk = k;
-  L->open = (struct lw_adapt_loop){f, kernel, kslot, head, exit};
   return f;
 }
 
@@ -130,13 +149,7 @@ void lw_adapt_end(lw *L, cg_fn *f) {
     cg_kernel_end(f);
     return;
   }
-  LLVMBasicBlockRef bb = LLVMGetInsertBlock(M->b);
-  if (!LLVMGetBasicBlockTerminator(bb)) {
-    LLVMValueRef k = LLVMBuildLoad2(M->b, M->t_i64, L->open.kslot, "");
-    LLVMBuildStore(M->b, LLVMBuildNUWAdd(M->b, k, simt_gsize(f), ""), L->open.kslot);
-    LLVMBuildBr(M->b, L->open.head);
-  }
-  LLVMPositionBuilderAtEnd(M->b, L->open.exit);
+  lw_gloop_end(f, &L->open.loop);
   uint32_t kernel = L->open.kernel;
   memset(&L->open, 0, sizeof L->open);
   gp_finish(L, f, kernel);
@@ -240,7 +253,7 @@ bool lw_gpu_elementwise(lw *L, lw_ew *w, const lw_val *out, uint32_t total) {
   k = lw_kernel_new(L, w->at, w->kind, 1, name);
   gp_note_adapt(L, k, PL_AUTO);
   cg_fn *f = cg_gpu_kernel_begin(M, name, 0);
-  gp_leave_if_failed(f);
+  lw_gpu_leave_if_failed(f);
   lw_kernel_env(L, f, w->at, k);
   cg_val ov;
   lw_load(L, f, k, out, &ov);
@@ -251,15 +264,8 @@ bool lw_gpu_elementwise(lw *L, lw_ew *w, const lw_val *out, uint32_t total) {
     w->setup(L, f, k, w);
   bool tmp = w->code && cg_needs_tmp(L->m, w->code);
 
-  LLVMValueRef islot = cg_alloca(f, M->t_i64);
-  LLVMBuildStore(M->b, simt_gtid(f), islot);
-  LLVMBasicBlockRef head = cg_block(f, "ew.head"), body = cg_block(f, "ew.body"),
-                    exit = cg_block(f, "ew.exit");
-  LLVMBuildBr(M->b, head);
-  LLVMPositionBuilderAtEnd(M->b, head);
-  LLVMValueRef i = LLVMBuildLoad2(M->b, M->t_i64, islot, "i");
-  LLVMBuildCondBr(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, i, f->hi, ""), body, exit);
-  LLVMPositionBuilderAtEnd(M->b, body);
+  lw_gloop gl;
+  LLVMValueRef i = lw_gloop_begin(f, &gl, simt_gtid(f), f->hi, simt_gsize(f));
   LLVMValueRef rr = i;
   for (uint32_t d = rank; d-- > 1;) {
     idx[d] = LLVMBuildURem(M->b, rr, ext[d], "");
@@ -287,9 +293,7 @@ bool lw_gpu_elementwise(lw *L, lw_ew *w, const lw_val *out, uint32_t total) {
     LLVMBuildBr(M->b, join);
     LLVMPositionBuilderAtEnd(M->b, join);
   }
-  LLVMBuildStore(M->b, LLVMBuildNUWAdd(M->b, i, simt_gsize(f), ""), islot);
-  LLVMBuildBr(M->b, head);
-  LLVMPositionBuilderAtEnd(M->b, exit);
+  lw_gloop_end(f, &gl);
   gp_finish(L, f, k);
   pl_launch(L->p, k, total, PL_AUTO);
   return M->st == AC_OK;

@@ -329,11 +329,7 @@ static cg_fn *gf_begin(const gf_ctx *c, gf_k *K, const char *kind, int64_t grain
   if (guard) {
     lw_gpu_guard(f);
   } else {
-    LLVMBasicBlockRef out = cg_block(f, "failed"), go = cg_block(f, "go");
-    LLVMBuildCondBr(M->b, cg_failed(f), out, go);
-    LLVMPositionBuilderAtEnd(M->b, out);
-    LLVMBuildRetVoid(M->b);
-    LLVMPositionBuilderAtEnd(M->b, go);
+    lw_gpu_leave_if_failed(f);
   }
   lw_load(L, f, K->k, &c->s.a, &K->av);
   lw_load(L, f, K->k, &c->s.z, &K->zv);

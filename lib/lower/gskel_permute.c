@@ -89,52 +89,10 @@ typedef enum gm_mode { GM_NATIVE, GM_SUBWORD, GM_CAS, GM_LOCK } gm_mode;
 
 /* ---- kernel helpers ---- */
 
-/* Barrier-free kernels leave at once, per thread, when the call has failed
- * (an earlier kernel's output is garbage then). */
-static void gm_leave_if_failed(cg_fn *f) {
-  cg_module *M = f->M;
-  LLVMBasicBlockRef out = cg_block(f, "failed"), go = cg_block(f, "go");
-  LLVMBuildCondBr(M->b, cg_failed(f), out, go);
-  LLVMPositionBuilderAtEnd(M->b, out);
-  LLVMBuildRetVoid(M->b);
-  LLVMPositionBuilderAtEnd(M->b, go);
-}
-
-/* for (i = start; i < n; i += step): strided loops over elements (the grid
- * or the block). */
-typedef struct gm_loop {
-  LLVMValueRef slot, step;
-  LLVMBasicBlockRef head, exit;
-} gm_loop;
-
-static LLVMValueRef gm_loop_begin(cg_fn *f, gm_loop *l, LLVMValueRef start, LLVMValueRef n,
-                                  LLVMValueRef step) {
-  cg_module *M = f->M;
-  l->slot = cg_alloca(f, M->t_i64);
-  l->step = step;
-  LLVMBuildStore(M->b, start, l->slot);
-  l->head = cg_block(f, "gm.head");
-  l->exit = cg_block(f, "gm.exit");
-  LLVMBasicBlockRef body = cg_block(f, "gm.body");
-  LLVMBuildBr(M->b, l->head);
-  LLVMPositionBuilderAtEnd(M->b, l->head);
-  LLVMValueRef i = LLVMBuildLoad2(M->b, M->t_i64, l->slot, "i");
-  LLVMBuildCondBr(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, i, n, ""), body, l->exit);
-  LLVMPositionBuilderAtEnd(M->b, body);
-  return i;
-}
-
-static void gm_loop_end(cg_fn *f, gm_loop *l) {
-  cg_module *M = f->M;
-  LLVMValueRef i = LLVMBuildLoad2(M->b, M->t_i64, l->slot, "");
-  LLVMBuildStore(M->b, LLVMBuildNUWAdd(M->b, i, l->step, ""), l->slot);
-  LLVMBuildBr(M->b, l->head);
-  LLVMPositionBuilderAtEnd(M->b, l->exit);
-}
 
 /* The grid-stride loop over the launch's n. */
-static LLVMValueRef gm_grid_begin(cg_fn *f, gm_loop *l) {
-  return gm_loop_begin(f, l, simt_gtid(f), f->hi, simt_gsize(f));
+static LLVMValueRef gm_grid_begin(cg_fn *f, lw_gloop *l) {
+  return lw_gloop_begin(f, l, simt_gtid(f), f->hi, simt_gsize(f));
 }
 
 /* Pointer to element lin of a manifest leaf. */
@@ -180,11 +138,11 @@ static LLVMValueRef gm_cttz(cg_fn *f, LLVMValueRef v) {
 
 /* The grid-stride loop of a kernel with warp operations: i runs over n
  * rounded up to a multiple of 32; *valid: i < n. */
-static LLVMValueRef gm_warp_begin(cg_fn *f, gm_loop *l, LLVMValueRef *valid) {
+static LLVMValueRef gm_warp_begin(cg_fn *f, lw_gloop *l, LLVMValueRef *valid) {
   cg_module *M = f->M;
   LLVMValueRef n32 = LLVMBuildAnd(M->b, LLVMBuildAdd(M->b, f->hi, cg_i64(M, SIMT_WARP - 1), ""),
                                   cg_i64(M, -(int64_t)SIMT_WARP), "");
-  LLVMValueRef i = gm_loop_begin(f, l, simt_gtid(f), n32, simt_gsize(f));
+  LLVMValueRef i = lw_gloop_begin(f, l, simt_gtid(f), n32, simt_gsize(f));
   *valid = LLVMBuildICmp(M->b, LLVMIntSLT, i, f->hi, "");
   return i;
 }
@@ -257,7 +215,7 @@ static uint32_t gm_copy_kernel(lw *L, ir_ref e, const char *kind, const lw_val *
   cg_module *M = L->M;
   uint32_t k;
   cg_fn *f = lw_gpu_kernel_begin(L, e, kind, 1, 0, &k);
-  gm_leave_if_failed(f);
+  lw_gpu_leave_if_failed(f);
   cg_val dv, ov, av, x;
   lw_load(L, f, k, dest, &dv);
   lw_load(L, f, k, out, &ov);
@@ -268,7 +226,7 @@ static uint32_t gm_copy_kernel(lw *L, ir_ref e, const char *kind, const lw_val *
                ? LLVMBuildLShr(M->b, LLVMBuildAdd(M->b, f->hi, cg_i64(M, 31), ""), cg_i64(M, 5), "")
                : f->hi;
   }
-  gm_loop gl;
+  lw_gloop gl;
   LLVMValueRef i = gm_grid_begin(f, &gl);
   lw_pm_read_lin(f, &dv, delem, r, i, e, &x);
   sk_store(f, &ov, i, &x);
@@ -277,7 +235,7 @@ static uint32_t gm_copy_kernel(lw *L, ir_ref e, const char *kind, const lw_val *
     cg_store_elem(f, &av.l[0], i, LLVMConstInt(M->t_i32, 0, 0));
     sk_endif(f, join);
   }
-  gm_loop_end(f, &gl);
+  lw_gloop_end(f, &gl);
   lw_gpu_kernel_end(L, f, k);
   return k;
 }
@@ -355,7 +313,7 @@ static uint32_t gm_scatter_kernel(lw *L, ir_ref e, const lw_pm_scatter *s, const
   LLVMValueRef *pos = cg_new(M, s->r * sizeof *pos), ok;
   LLVMValueRef s_lin = cg_alloca(f, M->t_i64), s_ok = cg_alloca(f, M->t_i1);
   LLVMValueRef s_p0 = cg_alloca(f, M->t_i64), s_p1 = cg_alloca(f, M->t_i64);
-  gm_loop gl;
+  lw_gloop gl;
   LLVMValueRef has;
   LLVMValueRef i = gm_warp_begin(f, &gl, &has);
   LLVMBuildStore(M->b, cg_i64(M, 0), s_lin);
@@ -381,7 +339,7 @@ static uint32_t gm_scatter_kernel(lw *L, ir_ref e, const lw_pm_scatter *s, const
   sk_store(f, &ov, lin, &x);
   sk_endif(f, j3);
   sk_endif(f, j2);
-  gm_loop_end(f, &gl);
+  lw_gloop_end(f, &gl);
   lw_gpu_kernel_end(L, f, k);
   return k;
 }
@@ -609,7 +567,7 @@ static uint32_t gm_native_kernel(const gm_ctx *c) {
   lw_load(L, f, k, &c->out, &ov);
   LLVMTypeRef et = cg_mem_type(M, c->sc);
   LLVMValueRef s_lin = cg_alloca(f, M->t_i64), s_x = cg_alloca(f, et);
-  gm_loop gl;
+  lw_gloop gl;
   LLVMValueRef has, ok;
   LLVMValueRef i = gm_warp_begin(f, &gl, &has);
   LLVMBuildStore(M->b, cg_i64(M, -1), s_lin);
@@ -644,7 +602,7 @@ static uint32_t gm_native_kernel(const gm_ctx *c) {
   sk_endif(f, j4);
   LLVMBuildBr(M->b, join);
   LLVMPositionBuilderAtEnd(M->b, join);
-  gm_loop_end(f, &gl);
+  lw_gloop_end(f, &gl);
   lw_gpu_kernel_end(L, f, k);
   return k;
 }
@@ -657,13 +615,13 @@ static uint32_t gm_permute_kernel(const gm_ctx *c) {
     return gm_native_kernel(c);
   uint32_t k;
   cg_fn *f = lw_gpu_kernel_begin(L, c->e, "permute", 1, 0, &k);
-  gm_leave_if_failed(f);
+  lw_gpu_leave_if_failed(f);
   cg_val av, ov, lv, x;
   lw_load(L, f, k, &c->h.a, &av);
   lw_load(L, f, k, &c->out, &ov);
   if (c->mode == GM_LOCK)
     lw_load(L, f, k, &c->locks, &lv);
-  gm_loop gl;
+  lw_gloop gl;
   LLVMValueRef i = gm_grid_begin(f, &gl), ok;
   LLVMValueRef mark = c->h.tmp ? cg_tmp_mark(f) : NULL;
   LLVMValueRef lin = gm_target(f, c, &av, &ov, i, &ok);
@@ -678,7 +636,7 @@ static uint32_t gm_permute_kernel(const gm_ctx *c) {
   sk_endif(f, skip);
   if (c->h.tmp)
     cg_tmp_release(f, mark);
-  gm_loop_end(f, &gl);
+  lw_gloop_end(f, &gl);
   lw_gpu_kernel_end(L, f, k);
   return k;
 }
@@ -722,32 +680,32 @@ static uint32_t gm_private_kernel(const gm_ctx *c, uint32_t cap) {
   LLVMValueRef bins = simt_shared(f, et, cap, "bins"), id = gm_identity(M, c);
   LLVMValueRef nb = gm_count(f, &ov.l[0]), tid = LLVMBuildZExt(M->b, simt_tid(f), M->t_i64, "");
   LLVMValueRef bstep = cg_i64(M, GM_BLOCK);
-  gm_loop bl;
-  LLVMValueRef j = gm_loop_begin(f, &bl, tid, nb, bstep);
+  lw_gloop bl;
+  LLVMValueRef j = lw_gloop_begin(f, &bl, tid, nb, bstep);
   LLVMBuildStore(M->b, id, LLVMBuildGEP2(M->b, et, bins, &j, 1, ""));
-  gm_loop_end(f, &bl);
+  lw_gloop_end(f, &bl);
   simt_barrier(f);
 
-  gm_loop gl;
+  lw_gloop gl;
   LLVMValueRef i = gm_grid_begin(f, &gl), ok;
   LLVMValueRef lin = gm_target(f, c, &av, &ov, i, &ok);
   LLVMBasicBlockRef skip = sk_if(f, ok);
   lw_pm_read_lin(f, &av, c->h.aelem, c->h.q, i, c->e, &x);
   simt_atomic_relaxed(f, c->rmw, LLVMBuildGEP2(M->b, et, bins, &lin, 1, ""), x.l[0].v);
   sk_endif(f, skip);
-  gm_loop_end(f, &gl);
+  lw_gloop_end(f, &gl);
   simt_barrier(f);
 
   /* merge the bins that saw an element (bitwise: -0.0 is the float sum's
    * identity, 0.0 is not) */
-  j = gm_loop_begin(f, &bl, tid, nb, bstep);
+  j = lw_gloop_begin(f, &bl, tid, nb, bstep);
   LLVMValueRef v = LLVMBuildLoad2(M->b, et, LLVMBuildGEP2(M->b, et, bins, &j, 1, ""), "");
   LLVMValueRef used = LLVMBuildICmp(M->b, LLVMIntNE, LLVMBuildBitCast(M->b, v, it, ""),
                                     LLVMBuildBitCast(M->b, id, it, ""), "");
   LLVMBasicBlockRef join = sk_if(f, used);
   simt_atomic_relaxed(f, c->rmw, gm_elem_ptr(f, &ov.l[0], j), v);
   sk_endif(f, join);
-  gm_loop_end(f, &bl);
+  lw_gloop_end(f, &bl);
   lw_gpu_kernel_end(L, f, k);
   return k;
 }

@@ -288,47 +288,6 @@ static cg_fn *gr_begin(const lw_rec *c, const char *kind, unsigned block, uint32
 
 /* ---- kernel helpers ---- */
 
-/* Leaves the kernel at once when the call has failed (per thread: for
- * kernels without barriers). */
-static void gr_leave_if_failed(cg_fn *f) {
-  cg_module *M = f->M;
-  LLVMBasicBlockRef out = cg_block(f, "failed"), go = cg_block(f, "go");
-  LLVMBuildCondBr(M->b, cg_failed(f), out, go);
-  LLVMPositionBuilderAtEnd(M->b, out);
-  LLVMBuildRetVoid(M->b);
-  LLVMPositionBuilderAtEnd(M->b, go);
-}
-
-/* A strided loop: for (iv = start; iv < end; iv += step) (i64 values,
- * start >= 0, no overflow: end is at most a domain size). */
-typedef struct gr_loop {
-  LLVMValueRef slot, step;
-  LLVMBasicBlockRef head, exit;
-} gr_loop;
-
-static LLVMValueRef gr_loop_begin(cg_fn *f, gr_loop *l, LLVMValueRef start, LLVMValueRef end,
-                                  LLVMValueRef step) {
-  cg_module *M = f->M;
-  l->slot = cg_alloca(f, M->t_i64);
-  l->step = step;
-  LLVMBuildStore(M->b, start, l->slot);
-  l->head = cg_block(f, "gr.head");
-  l->exit = cg_block(f, "gr.exit");
-  LLVMBasicBlockRef body = cg_block(f, "gr.body");
-  LLVMBuildBr(M->b, l->head);
-  LLVMPositionBuilderAtEnd(M->b, l->head);
-  LLVMValueRef iv = LLVMBuildLoad2(M->b, M->t_i64, l->slot, "");
-  LLVMBuildCondBr(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, iv, end, ""), body, l->exit);
-  LLVMPositionBuilderAtEnd(M->b, body);
-  return iv;
-}
-
-static void gr_loop_end(cg_fn *f, gr_loop *l, LLVMValueRef iv) {
-  cg_module *M = f->M;
-  LLVMBuildStore(M->b, LLVMBuildNUWAdd(M->b, iv, l->step, ""), l->slot);
-  LLVMBuildBr(M->b, l->head);
-  LLVMPositionBuilderAtEnd(M->b, l->exit);
-}
 
 static LLVMValueRef gr_i64(cg_fn *f, LLVMValueRef v32) {
   return LLVMBuildZExt(f->M->b, v32, f->M->t_i64, "");
@@ -502,13 +461,13 @@ static uint32_t gr_all_kernel(const lw_rec *c) {
   gr_kernel k;
   cg_val self;
   cg_fn *f = gr_begin(c, "rec", 0, &kern, &k, &self);
-  gr_leave_if_failed(f);
+  lw_gpu_leave_if_failed(f);
   LLVMValueRef *x = cg_new(M, c->n * sizeof *x);
-  gr_loop il;
-  LLVMValueRef i = gr_loop_begin(f, &il, simt_gtid(f), f->hi, simt_gsize(f));
+  lw_gloop il;
+  LLVMValueRef i = lw_gloop_begin(f, &il, simt_gtid(f), f->hi, simt_gsize(f));
   gr_unravel(f, c, k.ext, gr_all(c->n), i, x);
   gr_point(f, &k, &self, x, cg_i64(M, 0));
-  gr_loop_end(f, &il, i);
+  lw_gloop_end(f, &il);
   lw_gpu_kernel_end(c->L, f, kern);
   return kern;
 }
@@ -521,10 +480,10 @@ static uint32_t gr_seq_kernel(const lw_rec *c, uint64_t batch, uint32_t s) {
   gr_kernel k;
   cg_val self;
   cg_fn *f = gr_begin(c, "rec.seq", 0, &kern, &k, &self);
-  gr_leave_if_failed(f);
+  lw_gpu_leave_if_failed(f);
   LLVMValueRef *x = cg_new(M, c->n * sizeof *x);
-  gr_loop pl;
-  LLVMValueRef p = gr_loop_begin(f, &pl, simt_gtid(f), f->hi, simt_gsize(f));
+  lw_gloop pl;
+  LLVMValueRef p = lw_gloop_begin(f, &pl, simt_gtid(f), f->hi, simt_gsize(f));
   gr_unravel(f, c, k.ext, batch, p, x);
   cg_loop jl;
   LLVMValueRef j = cg_loop_begin(f, &jl, cg_i64(M, 0), k.ext[s]);
@@ -532,7 +491,7 @@ static uint32_t gr_seq_kernel(const lw_rec *c, uint64_t batch, uint32_t s) {
       c->a[s] > 0 ? j : LLVMBuildSub(M->b, LLVMBuildSub(M->b, k.ext[s], cg_i64(M, 1), ""), j, "");
   gr_point(f, &k, &self, x, LLVMBuildMul(M->b, cg_i64(M, c->a[s]), x[s], ""));
   cg_loop_end(f, &jl);
-  gr_loop_end(f, &pl, p);
+  lw_gloop_end(f, &pl);
   lw_gpu_kernel_end(c->L, f, kern);
   return kern;
 }
@@ -546,17 +505,17 @@ static uint32_t gr_front_kernel(const lw_rec *c) {
   gr_kernel k;
   cg_val self;
   cg_fn *f = gr_begin(c, "rec.front", 0, &kern, &k, &self);
-  gr_leave_if_failed(f);
+  lw_gpu_leave_if_failed(f);
   LLVMValueRef t = sk_ld(L, f, kern, &c->t), kulo = sk_ld(L, f, kern, &c->kulo);
   LLVMValueRef cnt = sk_ld(L, f, kern, &c->cnt);
   LLVMValueRef *x = cg_new(M, c->n * sizeof *x);
-  gr_loop il;
-  LLVMValueRef i = gr_loop_begin(f, &il, simt_gtid(f), f->hi, simt_gsize(f));
+  lw_gloop il;
+  LLVMValueRef i = lw_gloop_begin(f, &il, simt_gtid(f), f->hi, simt_gsize(f));
   LLVMValueRef valid = gr_decode(f, c, k.ext, gr_all(c->n), c->s, c->u, i, t, kulo, cnt, x);
   LLVMBasicBlockRef skip = sk_if(f, valid);
   gr_point(f, &k, &self, x, t);
   sk_endif(f, skip);
-  gr_loop_end(f, &il, i);
+  lw_gloop_end(f, &il);
   lw_gpu_kernel_end(L, f, kern);
   return kern;
 }
@@ -637,8 +596,8 @@ static uint32_t gr_block_kernel(const lw_rec *c, uint64_t pmask, const lw_val *g
   LLVMValueRef *x = cg_new(M, c->n * sizeof *x);
 
   /* the block's first problems, uniform; then the group's own */
-  gr_loop pl;
-  LLVMValueRef pb = gr_loop_begin(f, &pl, LLVMBuildMul(M->b, gr_i64(f, simt_ctaid(f)), groups, ""),
+  lw_gloop pl;
+  LLVMValueRef pb = lw_gloop_begin(f, &pl, LLVMBuildMul(M->b, gr_i64(f, simt_ctaid(f)), groups, ""),
                                   nprob, LLVMBuildMul(M->b, gr_i64(f, simt_nctaid(f)), groups, ""));
   LLVMValueRef p = LLVMBuildAdd(M->b, pb, grp, "problem");
   LLVMValueRef active = LLVMBuildICmp(M->b, LLVMIntULT, p, nprob, "");
@@ -652,13 +611,13 @@ static uint32_t gr_block_kernel(const lw_rec *c, uint64_t pmask, const lw_val *g
   LLVMValueRef from, cnt;
   gr_urange(f, c, k.ext, u, t, rlo, rhi, &from, &cnt);
   LLVMValueRef count = LLVMBuildSelect(M->b, active, LLVMBuildMul(M->b, cnt, other, ""), zero, "");
-  gr_loop il;
-  LLVMValueRef i = gr_loop_begin(f, &il, lane, count, gsize);
+  lw_gloop il;
+  LLVMValueRef i = lw_gloop_begin(f, &il, lane, count, gsize);
   LLVMValueRef valid = gr_decode(f, c, k.ext, pmask, s, u, i, t, from, cnt, x);
   LLVMBasicBlockRef skip = sk_if(f, valid);
   gr_point(f, &k, &self, x, t);
   sk_endif(f, skip);
-  gr_loop_end(f, &il, i);
+  lw_gloop_end(f, &il);
   /* flags[step & 1]: the slot thread 0 writes next is two barriers away
    * from every read of it */
   LLVMValueRef st = LLVMBuildLoad2(M->b, M->t_i64, step, "");
@@ -677,7 +636,7 @@ static uint32_t gr_block_kernel(const lw_rec *c, uint64_t pmask, const lw_val *g
   LLVMBuildRetVoid(M->b);
   LLVMPositionBuilderAtEnd(M->b, go);
   cg_loop_end(f, &tl);
-  gr_loop_end(f, &pl, pb);
+  lw_gloop_end(f, &pl);
   lw_gpu_kernel_end(L, f, kern);
   return kern;
 }

@@ -31,6 +31,14 @@
 
 #include "codegen/cg.h"
 
+/* A strided loop in a GPU kernel: for (i = start; i < end; i += step), i64
+ * (gpu.c: lw_gloop_begin returns i inside the body; lw_gloop_end closes it
+ * and leaves the builder after the loop). */
+typedef struct lw_gloop {
+  LLVMValueRef slot, step;
+  LLVMBasicBlockRef head, exit;
+} lw_gloop;
+
 /* A plan-level value: type and the frame word of each word of its layout. */
 typedef struct lw_val {
   ir_type type;
@@ -63,8 +71,7 @@ typedef struct lw {
   struct lw_adapt_loop {
     cg_fn *f;
     uint32_t kernel;
-    LLVMValueRef kslot;
-    LLVMBasicBlockRef head, exit;
+    lw_gloop loop;
   } open;
 } lw;
 
@@ -136,6 +143,12 @@ void lw_gpu_kernel_end(lw *L, cg_fn *f, uint32_t kernel);
 void lw_gpu_scratch(lw *L, uint32_t kernel, uint64_t fixed, uint64_t per_block);
 /* Inside the kernel: the scratch pointer (ctl->scratch). */
 LLVMValueRef lw_gpu_scratch_ptr(cg_fn *f);
+/* Per-thread early exit when the call has already failed: for kernels
+ * without barriers or warp operations. */
+void lw_gpu_leave_if_failed(cg_fn *f);
+LLVMValueRef lw_gloop_begin(cg_fn *f, lw_gloop *l, LLVMValueRef start, LLVMValueRef end,
+                            LLVMValueRef step);
+void lw_gloop_end(cg_fn *f, lw_gloop *l);
 /* Block-uniform early exit when the call has already failed (an earlier
  * kernel reported an error: later kernels must not run on its garbage).
  * Uses two barriers; call it first, in code all threads of the block run. */

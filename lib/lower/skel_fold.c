@@ -472,8 +472,8 @@ bool lw_skel_fold(lw *L, ir_ref e, lw_val *out) {
   sk_fold s;
   if (!sk_fold_operands(L, e, &s))
     return false;
-  fd_ctx c = {.L = L, .e = e, .fn = s.fn, .elem = s.elem, .rank = s.rank, .tmp = s.tmp,
-              .a = s.a, .z = s.z};
+  fd_ctx c = {
+      .L = L, .e = e, .fn = s.fn, .elem = s.elem, .rank = s.rank, .tmp = s.tmp, .a = s.a, .z = s.z};
   uint32_t n_x = s.n_x, rows_x = s.rows_x;
   lw_val multi;
   sk_word(L, sk_pieces(L, rows_x, n_x, FD_GRAIN), &c.Cw);
@@ -540,8 +540,8 @@ bool lw_skel_fold_seg(lw *L, ir_ref e, lw_val *out) {
   lw_val offs;
   if (!sk_fold_seg_operands(L, e, &s, &offs))
     return false;
-  fd_ctx c = {.L = L, .e = e, .fn = s.fn, .elem = s.elem, .rank = s.rank, .tmp = s.tmp,
-              .a = s.a, .z = s.z};
+  fd_ctx c = {
+      .L = L, .e = e, .fn = s.fn, .elem = s.elem, .rank = s.rank, .tmp = s.tmp, .a = s.a, .z = s.z};
   uint32_t n_x = s.n_x, nseg_x = s.rows_x;
   sk_fold_result(L, e, &s, out);
   c.out = *out;

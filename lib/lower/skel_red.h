@@ -51,8 +51,8 @@ bool lw_gpu_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, 
  * makes the result's words and allocates its arrays (nothing for the scalar
  * of a rank-1 fold). */
 typedef struct sk_fold {
-  ir_ref fn;    /* the combining function */
-  ir_type elem; /* the element type */
+  ir_ref fn;     /* the combining function */
+  ir_type elem;  /* the element type */
   uint32_t rank; /* of a */
   bool tmp;      /* fn allocates temporary memory: bracket each application */
   bool seg;      /* fold_seg */
