@@ -1,7 +1,7 @@
 /* tools/arrayc-run: call one function of a program from the command line.
  *
  *   arrayc-run [--backend=interp|cpu|gpu|simt-emu|auto] FILE.ac --fn NAME [ARG ...]
- *              [-o OUT.npy ...] [--repeat N] [--stats]
+ *              [-o OUT.npy ...] [--repeat N] [--stats] [-O0..-O3 | --passes=LIST]
  *
  * This is how the end-to-end tests and benchmarks run programs without a C
  * driver of their own: the module is parsed and verified, the function is
@@ -9,6 +9,12 @@
  * leaves (one ARG per leaf, in order), the call is made and each result leaf
  * is printed on its own line in the language's literal syntax (or written to
  * a .npy file with -o).
+ *
+ * Optimisation: the compiled backends apply the runtime's default pipeline
+ * (-O2) and the interpreter runs the program as written, unless -O0..-O3 or
+ * --passes=LIST is given: then those passes transform the module itself
+ * before any backend sees it, so `--backend=interp --passes=fuse` runs the
+ * fused program on the reference interpreter (how passes are checked).
  *
  * ARG is a literal typed by the parameter (see tools/args.c) or @FILE.npy.
  * Errors are reported before anything runs and name the argument and the
@@ -48,6 +54,9 @@ static void usage(FILE *f) {
           "                  give one -o per result leaf\n"
           "  --repeat N      call N times and print 'time: median X ms, min Y ms' to stderr\n"
           "  --stats         print 'kernels: N' (kernels in the compiled plan) to stderr\n"
+          "  -O0 .. -O3      optimise at this level (compiled backends default to -O2;\n"
+          "                  the interpreter to none)\n"
+          "  --passes=LIST   run these passes (docs/passes.md) on every backend\n"
           "  --              everything after is a positional argument\n"
           "  -h, --help      show this help\n"
           "exit status: 0 success, 1 program/argument/runtime error, 2 usage error\n");
@@ -62,6 +71,7 @@ typedef struct options {
   size_t nouts;
   long repeat;
   bool stats;
+  const char *passes; /* NULL: each backend's default */
 } options;
 
 /* A word that starts with '-' is a value, not an option, when it is a
@@ -101,7 +111,7 @@ static int parse_options(int argc, char **argv, options *o) {
       continue;
     }
     const char *eq, *val = NULL;
-    int id = valued_option(a, &eq);
+    int id = valued_option(a, &eq), po;
     if (id != OPT_NONE) {
       if (eq) {
         val = eq + 1;
@@ -119,6 +129,9 @@ static int parse_options(int argc, char **argv, options *o) {
       only_positional = true;
     } else if (strcmp(a, "--stats") == 0) {
       o->stats = true;
+    } else if ((po = tool_pass_option(PROG, a, &o->passes)) != 0) {
+      if (po < 0)
+        return 2;
     } else if (id == OPT_OUT) {
       o->outs[o->nouts++] = val;
     } else if (id == OPT_FN) {
@@ -458,14 +471,34 @@ static int call_and_report(ac_function *f, const options *o, const ac_datum *arg
 }
 
 /* Everything after the module is loaded: prepare, convert, call. */
-static int run_function(ac_context *ctx, ac_module *m, const options *o) {
+/* Prepares the function: with o->passes, the module is optimised in place
+ * and compiled on a runtime that runs no further passes. */
+static ac_function *prepare(ac_module *m, const options *o) {
   ac_function *f = NULL;
+  ac_runtime *rt = NULL;
   ac_error *err = NULL;
-  if (ac_function_create(m, o->fn, o->backend, &f, &err) != AC_OK) {
+  ac_status st = AC_OK;
+  if (o->passes) {
+    if ((st = ac_module_run_passes(m, o->passes, &err)) == AC_OK &&
+        (st = ac_runtime_create(ac_module_context(m), o->backend, &rt, &err)) == AC_OK &&
+        (st = ac_runtime_set_passes(rt, "", &err)) == AC_OK)
+      st = ac_runtime_compile(rt, m, o->fn, &f, &err);
+    ac_runtime_destroy(rt); /* the function keeps it alive */
+  } else {
+    st = ac_function_create(m, o->fn, o->backend, &f, &err);
+  }
+  if (st != AC_OK) {
     tool_print_error(err);
     ac_error_destroy(err);
-    return 1;
+    return NULL;
   }
+  return f;
+}
+
+static int run_function(ac_context *ctx, ac_module *m, const options *o) {
+  ac_function *f = prepare(m, o);
+  if (!f)
+    return 1;
   size_t nargs = ac_function_num_args(f), nres = ac_function_num_results(f);
   signature g;
   signature_of(m, o->fn, nargs, &g);

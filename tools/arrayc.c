@@ -1,7 +1,7 @@
 /* tools/arrayc: the ahead-of-time compiler driver.
  *
  *   arrayc --emit=plan|llvm|ptx [--target=cpu|gpu] [--gpu=sm_XY] [--fn NAME]
- *          [-o OUT] FILE.ac
+ *          [-O0..-O3 | --passes=LIST] [-o OUT] FILE.ac
  *   arrayc --read-plan [-o OUT] FILE.plan
  *
  * Compiles the functions of FILE ("-" for standard input; all functions
@@ -11,7 +11,8 @@
  * its GPU kernels for architecture sm_XY (default sm_75). --target=gpu
  * makes plans and LLVM IR for the GPU (the plan is the one the GPU and the
  * SIMT emulator run; the LLVM IR is NVPTX's); the default is the host CPU.
- * No GPU is needed for any of it. Writing a .ptx file plus a C header for
+ * The optimisation passes run first: -O2 unless -O0..-O3 or --passes=LIST
+ * (docs/passes.md) says otherwise. No GPU is needed for any of it. Writing a .ptx file plus a C header for
  * the runtime library (DESIGN.md's ahead-of-time mode) comes with that
  * library; asking for it now is a clear error rather than a silent no-op.
  *
@@ -44,6 +45,9 @@ static void usage(FILE *f) {
              "  --gpu=sm_XY    GPU architecture for --target=gpu (default sm_75, at least sm_75)\n"
              "  --read-plan    parse a plan's text, check it and print it canonically\n"
              "  --fn NAME      only function NAME\n"
+             "  -O0 .. -O3     optimisation level (default -O2; docs/passes.md)\n"
+             "  --passes=LIST  run these passes instead (comma-separated, see arrayc-opt\n"
+             "                 --list-passes)\n"
              "  -o OUT         write to OUT instead of standard output\n"
              "  -h, --help     show this help\n"
              "Ahead-of-time output (.ptx plus a C header for the runtime library) is not built "
@@ -51,6 +55,7 @@ static void usage(FILE *f) {
 }
 
 typedef struct gpu_emit {
+  const char *passes;
   unsigned sm;
   bool llvm;
   FILE *out;
@@ -64,7 +69,7 @@ static bool emit_gpu_one(ac_module *m, size_t index, const char *name, void *ud)
   ac_error *err = NULL;
   char *text = NULL;
   if (ac_module_verify(m, &err) != AC_OK ||
-      api_emit_ptx(m, (uint32_t)index, G->sm, G->llvm, &text, &err) != AC_OK) {
+      api_emit_ptx(m, (uint32_t)index, G->passes, G->sm, G->llvm, &text, &err) != AC_OK) {
     tool_print_error(err);
     ac_error_destroy(err);
     return false;
@@ -111,13 +116,18 @@ static int read_plan_file(const char *file, const char *out) {
 
 int main(int argc, char **argv) {
   const char *file = NULL, *out = NULL, *fn = NULL, *emit = NULL, *target = "cpu";
+  const char *passes = "O2";
   unsigned sm = NV_SM_DEFAULT;
   bool read_plan = false;
+  int po;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage(stdout);
       return 0;
+    } else if ((po = tool_pass_option("arrayc", a, &passes)) != 0) {
+      if (po < 0)
+        return 2;
     } else if (strncmp(a, "--emit=", 7) == 0) {
       emit = a + 7;
     } else if (strncmp(a, "--target=", 9) == 0) {
@@ -190,12 +200,13 @@ int main(int argc, char **argv) {
     if (!f) {
       fprintf(stderr, "arrayc: cannot write %s\n", out);
     } else {
-      gpu_emit G = {sm, kind == TOOL_EMIT_LLVM, f, true};
+      gpu_emit G = {passes, sm, kind == TOOL_EMIT_LLVM, f, true};
       /* a GPU plan is the same for the GPU and the SIMT emulator, which
        * needs no device */
       bool ok = gpu && (ptx || kind == TOOL_EMIT_LLVM)
                     ? tool_each_function("arrayc", m, fn, emit_gpu_one, &G)
-                    : tool_emit("arrayc", m, fn, kind, gpu ? AC_BACKEND_SIMT_EMU : AC_BACKEND_CPU, f);
+                    : tool_emit("arrayc", m, fn, kind, gpu ? AC_BACKEND_SIMT_EMU : AC_BACKEND_CPU,
+                                passes, f);
       int closed = f != stdout ? fclose(f) : fflush(f);
       rc = ok && closed == 0 ? 0 : 1;
     }

@@ -99,7 +99,7 @@ bool tool_each_function(const char *prog, ac_module *m, const char *name,
 
 typedef struct tool_emit_state {
   tool_emit_kind kind;
-  ac_backend be;
+  ac_runtime *rt;
   FILE *out;
   bool first;
 } tool_emit_state;
@@ -111,7 +111,7 @@ static bool tool_emit_one(ac_module *m, size_t index, const char *name, void *ud
   ac_error *err = NULL;
   ac_function *f = NULL;
   char *text = NULL;
-  if (ac_function_create(m, name, S->be, &f, &err) != AC_OK ||
+  if (ac_runtime_compile(S->rt, m, name, &f, &err) != AC_OK ||
       (S->kind == TOOL_EMIT_PLAN ? ac_function_print_plan(f, &text, &err)
                                  : ac_function_print_llvm(f, &text, &err)) != AC_OK) {
     tool_print_error(err);
@@ -127,7 +127,34 @@ static bool tool_emit_one(ac_module *m, size_t index, const char *name, void *ud
 }
 
 bool tool_emit(const char *prog, ac_module *m, const char *fn, tool_emit_kind kind, ac_backend be,
-               FILE *out) {
-  tool_emit_state S = {kind, be, out, true};
-  return tool_each_function(prog, m, fn, tool_emit_one, &S);
+               const char *passes, FILE *out) {
+  ac_error *err = NULL;
+  tool_emit_state S = {kind, NULL, out, true};
+  if (ac_runtime_create(ac_module_context(m), be, &S.rt, &err) != AC_OK ||
+      (passes && ac_runtime_set_passes(S.rt, passes, &err) != AC_OK)) {
+    tool_print_error(err);
+    ac_error_destroy(err);
+    ac_runtime_destroy(S.rt);
+    return false;
+  }
+  bool ok = tool_each_function(prog, m, fn, tool_emit_one, &S);
+  ac_runtime_destroy(S.rt);
+  return ok;
+}
+
+int tool_pass_option(const char *prog, const char *a, const char **passes) {
+  static const char *const levels[4] = {"O0", "O1", "O2", "O3"};
+  if (strncmp(a, "--passes=", 9) == 0) {
+    *passes = a + 9;
+    return 1;
+  }
+  if (a[0] == '-' && a[1] == 'O') {
+    if (a[2] >= '0' && a[2] <= '3' && a[3] == 0) {
+      *passes = levels[a[2] - '0'];
+      return 1;
+    }
+    fprintf(stderr, "%s: unknown optimisation level '%s' (-O0, -O1, -O2 or -O3)\n", prog, a);
+    return -1;
+  }
+  return 0;
 }

@@ -28,16 +28,22 @@ void tool_print_error(const ac_error *e);
 typedef enum tool_emit_kind { TOOL_EMIT_PLAN, TOOL_EMIT_LLVM } tool_emit_kind;
 
 /* Compiles function `fn` of m (every function with a body when fn is NULL)
- * on backend `be` (CPU, SIMT_EMU or GPU) and writes its kernel plan or its
- * optimised LLVM IR to out, functions separated by a blank line. Prints
- * diagnostics to stderr and returns false on failure. */
+ * on backend `be` (CPU, SIMT_EMU or GPU) after the optimisation pipeline
+ * `passes` (ac_runtime_set_passes; NULL: the runtime's default) and writes
+ * its kernel plan or its optimised LLVM IR to out, functions separated by a
+ * blank line. Prints diagnostics to stderr and returns false on failure. */
 bool tool_emit(const char *prog, ac_module *m, const char *fn, tool_emit_kind kind, ac_backend be,
-               FILE *out);
+               const char *passes, FILE *out);
 /* Calls fn(m, index, name, ud) for function `name` of m, or for every
  * function with a body when name is NULL; false (with a message) when
  * there is no such function or fn returns false. */
 bool tool_each_function(const char *prog, ac_module *m, const char *name,
                         bool (*fn)(ac_module *m, size_t index, const char *name, void *ud),
                         void *ud);
+
+/* The optimisation options every tool takes: --passes=LIST and -O0..-O3
+ * (which mean the pipelines "O0".."O3"). Returns 1 and sets *passes if `a`
+ * is one, 0 if it is another option, -1 (message printed) for a bad level. */
+int tool_pass_option(const char *prog, const char *a, const char **passes);
 
 #endif

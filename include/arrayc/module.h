@@ -32,6 +32,13 @@ AC_API ac_context *ac_module_context(const ac_module *m);
  * call it; it is cheap. */
 AC_API ac_status ac_module_verify(ac_module *m, ac_error **err);
 
+/* Runs an optimisation pipeline (as ac_runtime_set_passes takes it, e.g.
+ * "simplify,cse" or "O2") over every function of m, in place: m's functions
+ * then hold the transformed program, which prints, verifies and runs like
+ * any other (docs/passes.md). m must be verified. On failure the error names
+ * the pass and m holds a valid program, possibly partly transformed. */
+AC_API ac_status ac_module_run_passes(ac_module *m, const char *passes, ac_error **err);
+
 /* Canonical text of the module: parsing it gives a module that prints the
  * same text. Returns a string to free with ac_string_destroy, or NULL with
  * *err set. */

@@ -46,6 +46,7 @@
  */
 #include "api/function_impl.h"
 #include "lower/lower.h"
+#include "passes/pass.h"
 #include "runtime/kcache.h"
 #include "runtime/simt_emu.h"
 #include "target/nvptx.h"
@@ -157,6 +158,7 @@ static ac_status make_key(ac_runtime *rt, ac_module *m, uint32_t fn, char **key,
     else
       ir_buf_printf(&b, "target %s\nhost %s %s\n", ac_backend_name(rt->backend),
                     nat_cpu_name(rt->jit), nat_cpu_features(rt->jit));
+    ir_buf_printf(&b, "passes %s\n", rt->passes ? rt->passes : "");
     ir_buf_printf(&b, "fn %s\ntext\n", ir_sym_str(ctx, m->funcs[fn].name));
     ac_error *e = NULL;
     st = ir_print_functions(m, fns, nfns, &b, &e);
@@ -218,11 +220,26 @@ static cg_target target_of(ac_backend be) {
 
 /* Runs the pipeline up to an LLVM module holding every kernel of the plan:
  * *plan and *M are set up (the caller disposes of M, and destroys *plan on
- * failure). */
+ * failure). With a non-empty `passes`, the passes transform a copy of m,
+ * returned in *opt (the caller destroys it after M: the kernels were
+ * lowered from it), so the caller's module stays as written. */
 static ac_status generate(nat_jit *jit, cg_target target, ac_module *m, uint32_t fn,
-                          pl_plan **plan, cg_module *M, ac_error **err) {
+                          const char *passes, pl_plan **plan, cg_module *M, ac_module **opt,
+                          ac_error **err) {
   ac_context *ctx = m->ctx;
   memset(M, 0, sizeof *M);
+  *opt = NULL;
+  if (passes && passes[0]) {
+    if (!(*opt = ir_module_clone(m)))
+      return ir_report(err, NULL, AC_ERR_NOMEM);
+    ps_options o;
+    memset(&o, 0, sizeof o);
+    o.target = target == CG_TARGET_CPU ? PS_TARGET_CPU : PS_TARGET_GPU;
+    ac_status st = ps_run_pipeline(*opt, passes, &o, NULL, err);
+    if (st != AC_OK)
+      return st;
+    m = *opt;
+  }
   *plan = pl_create(ctx, ir_sym_str(ctx, m->funcs[fn].name), m->name);
   if (!*plan)
     return ir_report(err, NULL, AC_ERR_NOMEM);
@@ -317,7 +334,9 @@ static ac_status compile_entry(ac_runtime *rt, ac_module *m, uint32_t fn, api_co
     return ir_report(err, NULL, AC_ERR_NOMEM);
   memset(c, 0, sizeof *c);
   cg_module M;
-  ac_status st = generate(rt->jit, target_of(rt->backend), m, fn, &c->plan, &M, err);
+  ac_module *opt = NULL;
+  ac_status st =
+      generate(rt->jit, target_of(rt->backend), m, fn, rt->passes, &c->plan, &M, &opt, err);
   uint32_t n = c->plan ? c->plan->nkernels : 0;
   const char **symbols = NULL;
   void **addrs = NULL;
@@ -359,6 +378,7 @@ static ac_status compile_entry(ac_runtime *rt, ac_module *m, uint32_t fn, api_co
     }
   }
   cg_module_dispose(&M);
+  ac_module_destroy(opt);
   ac_free(ctx, (void *)symbols);
   ac_free(ctx, addrs);
   if (st != AC_OK) {
@@ -413,7 +433,9 @@ ac_status api_print_llvm(ac_runtime *rt, ac_module *m, uint32_t fn, char **out, 
   cg_module M;
   /* generation touches only its own plan and module; the JIT serialises
    * the optimiser itself */
-  ac_status st = generate(rt->jit, target_of(rt->backend), m, fn, &plan, &M, err);
+  ac_module *opt = NULL;
+  ac_status st =
+      generate(rt->jit, target_of(rt->backend), m, fn, rt->passes, &plan, &M, &opt, err);
   if (st == AC_OK && rt->backend == AC_BACKEND_GPU) {
     char *ptx = NULL, *ir = NULL;
     size_t len;
@@ -431,23 +453,26 @@ ac_status api_print_llvm(ac_runtime *rt, ac_module *m, uint32_t fn, char **out, 
     }
   }
   cg_module_dispose(&M);
+  ac_module_destroy(opt);
   pl_destroy(plan);
   return st;
 }
 
-ac_status api_emit_ptx(ac_module *m, uint32_t fn, unsigned sm, bool llvm, char **out,
-                       ac_error **err) {
+ac_status api_emit_ptx(ac_module *m, uint32_t fn, const char *passes, unsigned sm, bool llvm,
+                       char **out, ac_error **err) {
   *out = NULL;
   pl_plan *plan = NULL;
   cg_module M;
   size_t len;
   char *ptx = NULL, *ir = NULL;
-  ac_status st = generate(NULL, CG_TARGET_NVPTX, m, fn, &plan, &M, err);
+  ac_module *opt = NULL;
+  ac_status st = generate(NULL, CG_TARGET_NVPTX, m, fn, passes, &plan, &M, &opt, err);
   if (st == AC_OK)
     st = nv_emit(&M, sm, 0, &ptx, &len, llvm ? &ir : NULL, err);
   *out = llvm ? ir : ptx;
   ac_free(m->ctx, llvm ? ptx : ir);
   cg_module_dispose(&M);
+  ac_module_destroy(opt);
   pl_destroy(plan);
   return st;
 }

@@ -61,6 +61,10 @@ struct ac_runtime {
    * the cache needs no lock. Calls only read entries already made. */
   api_code *cache;
   atomic_size_t ncompiled; /* cache misses that generated code; read from any thread */
+  /* The optimisation pipeline applied before lowering (lib/passes/pass.h;
+   * ac_runtime_set_passes): "O2" unless set; "" runs none. Part of the
+   * compile cache's key. Owned. */
+  char *passes;
 };
 
 struct ac_function {
@@ -103,10 +107,10 @@ ac_status api_print_llvm(ac_runtime *rt, ac_module *m, uint32_t fn, char **out, 
 /* Frees every entry of rt's cache. */
 void api_cache_free(ac_runtime *rt);
 /* PTX text (or, with `llvm`, the optimised NVPTX LLVM IR) of function fn
- * of m for architecture sm, without a device (arrayc --emit=ptx): *out is
- * ac_alloc'd. */
-ac_status api_emit_ptx(ac_module *m, uint32_t fn, unsigned sm, bool llvm, char **out,
-                       ac_error **err);
+ * of m for architecture sm after the pipeline `passes`, without a device
+ * (arrayc --emit=ptx): *out is ac_alloc'd. */
+ac_status api_emit_ptx(ac_module *m, uint32_t fn, const char *passes, unsigned sm, bool llvm,
+                       char **out, ac_error **err);
 
 /* ---- fnptr.c ---- */
 void api_fnptr_free(ac_context *ctx, api_fnptr *p);

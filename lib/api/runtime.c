@@ -25,6 +25,7 @@
  * on several threads may be destroyed at once.
  */
 #include "api/function_impl.h"
+#include "passes/pass.h"
 
 #include "target/nvptx.h"
 
@@ -46,6 +47,7 @@ static void runtime_free(ac_runtime *rt) {
   nat_jit_destroy(rt->jit);
   rt_pool_destroy(rt->pool);
   rt_gpu_release(rt->gpu); /* arrays with device copies may keep it alive */
+  ac_free(ctx, rt->passes);
   ac_free(ctx, rt);
 }
 
@@ -109,7 +111,10 @@ ac_status ac_runtime_create(ac_context *ctx, ac_backend be, ac_runtime **out, ac
   atomic_init(&rt->refs, 1);
   atomic_init(&rt->ncompiled, 0);
   ac_status st = AC_OK;
-  if (be == AC_BACKEND_CPU) {
+  char level[3] = {'O', (char)('0' + PS_DEFAULT_LEVEL), 0};
+  if (!(rt->passes = ac_strdup(ctx, level)))
+    st = ir_report(err, NULL, AC_ERR_NOMEM);
+  if (st == AC_OK && be == AC_BACKEND_CPU) {
     rt->pool = rt_pool_create(ctx, 0);
     if (!rt->pool)
       st = api_fail(ctx, err, AC_ERR_NOMEM, "cannot create the CPU thread pool");
@@ -142,6 +147,27 @@ unsigned ac_runtime_num_threads(const ac_runtime *rt) {
 
 size_t ac_runtime_num_compilations(const ac_runtime *rt) {
   return atomic_load(&rt->ncompiled);
+}
+
+ac_status ac_runtime_set_passes(ac_runtime *rt, const char *passes, ac_error **err) {
+  if (err)
+    *err = NULL;
+  if (!rt)
+    return AC_ERR_INVALID;
+  const char *p = passes ? passes : "";
+  ac_status st = ps_check_pipeline(rt->ctx, p, err);
+  if (st != AC_OK)
+    return st;
+  char *copy = ac_strdup(rt->ctx, p);
+  if (!copy)
+    return ir_report(err, NULL, AC_ERR_NOMEM);
+  ac_free(rt->ctx, rt->passes);
+  rt->passes = copy;
+  return AC_OK;
+}
+
+const char *ac_runtime_passes(const ac_runtime *rt) {
+  return rt && rt->passes ? rt->passes : "";
 }
 
 ac_status ac_runtime_compile(ac_runtime *rt, ac_module *m, const char *name, ac_function **out,

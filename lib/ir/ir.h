@@ -254,6 +254,11 @@ uint32_t ir_binders(const ac_module *m, ir_ref r, uint32_t i);
  * child i of node r; IR_SYM_NONE if none. */
 ir_sym ir_binder_name(const ac_module *m, ir_ref r, uint32_t i, uint32_t j);
 
+/* A copy of m (same node refs, function indices, locations and source
+ * text; the context, its types and names are shared): what the optimiser
+ * transforms when the caller's module must stay as written. NULL on OOM. */
+ac_module *ir_module_clone(const ac_module *m);
+
 /* Convenience constructors. */
 ir_ref ir_var(ac_module *m, ir_loc loc, uint32_t index);
 ir_ref ir_lit_typed(ac_module *m, ir_loc loc, ir_type t, ir_litval v); /* sets IR_F_SUFFIX */

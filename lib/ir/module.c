@@ -66,6 +66,58 @@ void ac_module_destroy(ac_module *m) {
 
 ac_context *ac_module_context(const ac_module *m) { return m->ctx; }
 
+/* Copies one of the module's vectors (n elements of size sz, at least one:
+ * index 0 is the dummy). */
+static bool clone_vec(ac_context *ctx, void **dst, size_t *cap, const void *src, size_t n,
+                      size_t sz) {
+  *dst = NULL;
+  *cap = 0;
+  if (!ac_grow(ctx, dst, cap, n ? n : 1, sz))
+    return false;
+  if (n)
+    memcpy(*dst, src, n * sz);
+  return true;
+}
+
+ac_module *ir_module_clone(const ac_module *m) {
+  ac_context *ctx = m->ctx;
+  if (m->oom)
+    return NULL;
+  ac_module *c = ac_alloc(ctx, sizeof *c);
+  if (!c)
+    return NULL;
+  memset(c, 0, sizeof *c);
+  c->ctx = ctx;
+  c->name = ac_strdup(ctx, m->name ? m->name : "<api>");
+  c->srclen = m->srclen;
+  bool ok = c->name != NULL;
+  if (ok && m->src) {
+    c->src = ac_alloc(ctx, m->srclen + 1);
+    ok = c->src != NULL;
+    if (ok) {
+      memcpy(c->src, m->src, m->srclen);
+      c->src[m->srclen] = 0;
+    }
+  }
+  ok = ok &&
+       clone_vec(ctx, (void **)&c->nodes, &c->capnodes, m->nodes, m->nnodes, sizeof *m->nodes) &&
+       clone_vec(ctx, (void **)&c->kids, &c->capkids, m->kids, m->nkids, sizeof *m->kids) &&
+       clone_vec(ctx, (void **)&c->syms, &c->capsyms, m->syms, m->nsyms, sizeof *m->syms) &&
+       clone_vec(ctx, (void **)&c->ints, &c->capints, m->ints, m->nints, sizeof *m->ints) &&
+       clone_vec(ctx, (void **)&c->funcs, &c->capfuncs, m->funcs, m->nfuncs, sizeof *m->funcs);
+  if (!ok) {
+    ac_module_destroy(c);
+    return NULL;
+  }
+  c->nnodes = m->nnodes;
+  c->nkids = m->nkids;
+  c->nsyms = m->nsyms;
+  c->nints = m->nints;
+  c->nfuncs = m->nfuncs;
+  return c;
+}
+
+
 size_t ac_module_num_functions(const ac_module *m) { return m->nfuncs; }
 
 const char *ac_module_function_name(const ac_module *m, size_t i) {

@@ -656,7 +656,7 @@ static void print_rec(printer *pr, ir_ref e, unsigned ind, ir_sym self, bool let
     bool named = *ir_sym_str(pr->ctx, h) || occurs(pr, body, dims, 0);
     self = named ? choose(pr, h, &sc) : IR_SYM_NONE;
   }
-  ir_sym hints[PARSE_MAX_RANK], idx[PARSE_MAX_RANK];
+  ir_sym hints[PARSE_MAX_RANK] = {0}, idx[PARSE_MAX_RANK];
   for (uint32_t k = 0; k < dims; k++)
     hints[k] = hint_at(pr, n->names, k + 1);
   choose_group(pr, hints, dims, &sc, self, idx);

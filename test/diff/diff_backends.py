@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Differential testing: runs programs on two backends and compares them.
 
-    diff_backends.py --run ARRAYC_RUN [--backends interp,cpu] [--rtol R]
-                     [--atol A] [--jobs N] PATH...
+    diff_backends.py --run ARRAYC_RUN [--backends interp,cpu] [--passes LIST]
+                     [--rtol R] [--atol A] [--jobs N] PATH...
 
 Each PATH is a .ac file or a directory (searched recursively for .ac files).
 The invocations come from the file itself:
@@ -17,7 +17,10 @@ test/docs/check_docs.py (an `arrayc` block followed by `<!-- run: ARGS -->`
 or `<!-- run-error: ARGS -->` directives) are compared as well.
 
 Every invocation runs on both backends (the first is the reference, the
-interpreter by default). They must agree:
+interpreter by default), each with its default optimisation (none on the
+interpreter, -O2 on compiled backends). --passes LIST gives the second one
+`--passes=LIST` instead, so `--backends interp,interp --passes fuse` checks
+that the fuse pass keeps every program's meaning. They must agree:
 
   * on the exit status;
   * on success, on every printed result: the same shapes, integers and bools
@@ -130,8 +133,9 @@ def doc_programs(md_path, outdir):
     return files
 
 
-def run(arrayc_run, backend, path, args):
-    p = subprocess.run([arrayc_run, "--backend=" + backend, path] + args,
+def run(arrayc_run, backend, path, args, passes=None):
+    opt = [] if passes is None else ["--passes=" + passes]
+    p = subprocess.run([arrayc_run, "--backend=" + backend] + opt + [path] + args,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
@@ -176,7 +180,7 @@ def check_one(opts, path, args):
     """Returns None when the backends agree, else a report."""
     ref_be, test_be = opts.backends
     r = run(opts.run, ref_be, path, args)
-    t = run(opts.run, test_be, path, args)
+    t = run(opts.run, test_be, path, args, opts.passes)
     problems = []
     if r[0] != t[0]:
         problems.append("exit status %d on %s, %d on %s" % (r[0], ref_be, t[0], test_be))
@@ -203,6 +207,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--run", required=True, help="the arrayc-run executable")
     ap.add_argument("--backends", default="interp,cpu")
+    ap.add_argument("--passes", default=None,
+                    help="the pass list the second backend runs (arrayc-run --passes)")
     ap.add_argument("--rtol", type=float, default=1e-5)
     ap.add_argument("--atol", type=float, default=1e-9)
     ap.add_argument("--jobs", type=int, default=2)
@@ -235,8 +241,9 @@ def main():
             if rep:
                 failures += 1
                 print(rep)
+    test_name = opts.backends[1] + ("" if opts.passes is None else " --passes=" + opts.passes)
     print("diff_backends: %d invocations of %d programs, %d mismatches (%s vs %s)"
-          % (len(cases), len(files), failures, opts.backends[0], opts.backends[1]))
+          % (len(cases), len(files), failures, opts.backends[0], test_name))
     return 1 if failures else 0
 
 
