@@ -1,0 +1,111 @@
+/* bench/gpu/kernels.cu: the hand-written CUDA references of arrayc-gpubench.
+ *
+ * Where the CUDA toolkit has no library routine for a benchmark, the
+ * reference is the kernel a careful CUDA programmer writes first, as
+ * the textbooks and the CUDA samples give it:
+ *   - Black-Scholes: one option per thread, the formula of
+ *     bench/programs/blackscholes.ac and bench/ref/ref.c in float (expf,
+ *     logf, sqrtf and IEEE division, nvcc's defaults: no fast math, as
+ *     arrayc, which uses libdevice's precise functions);
+ *   - SpMV in CSR: the "vector" kernel (Bell and Garland, "Efficient Sparse
+ *     Matrix-Vector Multiplication on CUDA", 2008): one warp per row, the
+ *     lanes stride over the row's entries, a shuffle reduction;
+ *   - the small kernel of the iterate micro-benchmark: x * 0.5 + 1 over a
+ *     few thousand elements, launched once per step with two buffers in
+ *     turn, which is what a CUDA loop costs per iteration.
+ * Each launcher queues on the given stream and checks the launch; errors
+ * during execution surface at the caller's next synchronisation.
+ */
+#include "gpubench.h"
+
+namespace {
+
+constexpr int kBlock = 256;
+
+__device__ __forceinline__ float cndf(float d) {
+  const float k = 1.0f / (1.0f + 0.2316419f * fabsf(d));
+  const float w = 0.3989422804f * expf(-0.5f * d * d) * k *
+                  (0.31938153f +
+                   k * (-0.356563782f + k * (1.781477937f + k * (-1.821255978f + k * 1.330274429f))));
+  return d > 0.0f ? 1.0f - w : w;
+}
+
+__global__ void blackscholes_kernel(int64_t n, const float *__restrict__ S,
+                                    const float *__restrict__ X, const float *__restrict__ T,
+                                    float r, float v, float *__restrict__ call,
+                                    float *__restrict__ put) {
+  const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  const float s = S[i], x = X[i], t = T[i];
+  const float sq = sqrtf(t);
+  const float d1 = (logf(s / x) + (r + 0.5f * v * v) * t) / (v * sq);
+  const float d2 = d1 - v * sq;
+  const float e = expf(-r * t);
+  const float c1 = cndf(d1), c2 = cndf(d2);
+  call[i] = s * c1 - x * e * c2;
+  put[i] = x * e * (1.0f - c2) - s * (1.0f - c1);
+}
+
+__global__ void spmv_csr_vector_kernel(int64_t rows, const int64_t *__restrict__ rowptr,
+                                       const int32_t *__restrict__ cols,
+                                       const float *__restrict__ vals,
+                                       const float *__restrict__ x, float *__restrict__ y) {
+  const int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x & 31;
+  /* whole warps leave together: the shuffles below need every lane */
+  if (row >= rows)
+    return;
+  const int64_t lo = rowptr[row], hi = rowptr[row + 1];
+  float sum = 0.0f;
+  for (int64_t k = lo + lane; k < hi; k += 32)
+    sum += vals[k] * __ldg(&x[cols[k]]);
+  for (int off = 16; off > 0; off /= 2)
+    sum += __shfl_down_sync(0xffffffffu, sum, off);
+  if (lane == 0)
+    y[row] = sum;
+}
+
+__global__ void iterate_step_kernel(int n, const float *__restrict__ x, float *__restrict__ y) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    y[i] = x[i] * 0.5f + 1.0f;
+}
+
+unsigned blocks_for(int64_t threads) {
+  int64_t b = (threads + kBlock - 1) / kBlock;
+  if (b < 1)
+    b = 1;
+  if (b > 0x7fffffff)
+    throw Failure("grid too large for a one-dimensional launch");
+  return (unsigned)b;
+}
+
+} // namespace
+
+void ref_blackscholes(cudaStream_t s, int64_t n, const float *S, const float *X, const float *T,
+                      float r, float v, float *call, float *put) {
+  blackscholes_kernel<<<blocks_for(n), kBlock, 0, s>>>(n, S, X, T, r, v, call, put);
+  CK_LAUNCH();
+}
+
+void ref_spmv_csr_vector(cudaStream_t s, int64_t rows, const int64_t *rowptr, const int32_t *cols,
+                         const float *vals, const float *x, float *y) {
+  spmv_csr_vector_kernel<<<blocks_for(rows * 32), kBlock, 0, s>>>(rows, rowptr, cols, vals, x, y);
+  CK_LAUNCH();
+}
+
+/* steps applications of the step kernel, alternating between a and b
+ * (a holds the input); *result is the buffer holding the last step's
+ * output (a itself for no steps). */
+void ref_iterate_map(cudaStream_t s, int n, int steps, float *a, float *b, float **result) {
+  float *src = a, *dst = b;
+  for (int i = 0; i < steps; i++) {
+    iterate_step_kernel<<<blocks_for(n), kBlock, 0, s>>>(n, src, dst);
+    CK_LAUNCH();
+    float *tmp = src;
+    src = dst;
+    dst = tmp;
+  }
+  *result = src;
+}
