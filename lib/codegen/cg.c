@@ -418,6 +418,10 @@ static LLVMValueRef cg_word_ptr(cg_fn *f, uint32_t slot) {
   return LLVMBuildInBoundsGEP2(M->b, M->t_i64, f->frame, &i, 1, "");
 }
 
+LLVMValueRef cg_frame_word(cg_fn *f, uint32_t slot) {
+  return cg_word_ptr(f, slot);
+}
+
 /* Loads a scalar of type sc from memory: bool is a byte 0/1 in memory and
  * i1 in registers (any nonzero byte reads as true). */
 static LLVMValueRef cg_load_scalar(cg_fn *f, ac_scalar sc, LLVMValueRef p) {

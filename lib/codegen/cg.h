@@ -162,6 +162,8 @@ void cg_load_frame(cg_fn *f, ir_type t, const uint32_t *words, cg_val *out);
 /* Stores the scalar leaves of v into frame words (array leaves: data and
  * extents are stored too). */
 void cg_store_frame(cg_fn *f, const uint32_t *words, const cg_val *v);
+/* Address of frame word `slot` (an i64; for atomics on plan words). */
+LLVMValueRef cg_frame_word(cg_fn *f, uint32_t slot);
 /* Number of frame words of a value of type t. */
 uint32_t cg_frame_words(ac_context *ctx, ir_type t);
 
@@ -258,6 +260,39 @@ LLVMValueRef cg_scalar_op(cg_fn *f, ir_op op, ac_scalar sc, LLVMValueRef *ops);
 LLVMValueRef cg_cast(cg_fn *f, LLVMValueRef v, ac_scalar from, ac_scalar to);
 /* Scalar constant of type sc from an IR literal value. */
 LLVMValueRef cg_const(cg_module *M, ac_scalar sc, ir_litval v);
+
+/* ---- delayed arrays: fusion (seq_delay.c) ----
+ * delay(p) in an operand position (docs/language.md §7.15; written by the
+ * fuse pass, lib/passes/fuse.c) hands the consumer the producer p itself
+ * rather than its array: CL_FUNC leaves whose reader computes p's element
+ * at the index asked for, from p's own operands (which may be delayed in
+ * turn), inside the consumer's code. p's checks that do not depend on its
+ * elements (shapes, bounds, extents, sizes) are made by whoever prepares
+ * the cg_delayed (lib/lower/delay.c at plan level, cg_seq_operand in
+ * element code) before the consumer runs; the element checks of gather
+ * and backpermute (an index out of range) are made by the reader, at p's
+ * site. Producers: generate iota fill map gather backpermute slice reshape
+ * transpose reverse replicate (cg_delay_producer). */
+typedef struct cg_delayed {
+  ir_ref at;     /* the producer node: its operation, function and error sites */
+  uint32_t nenv; /* depth of the environment the producer's function sees */
+  uint32_t nops;
+  cg_val *ops;   /* array operands in argument order (gather: idx, a); fill: the value */
+  uint32_t rank;
+  LLVMValueRef *ext;            /* the result's extents (safe: 0 after a failed check) */
+  LLVMValueRef *sext;           /* extents of the source ops[last] (index-space changes) */
+  LLVMValueRef *start, *stride; /* slice: one per dimension of the source */
+  /* The element last computed and where: the reads of the other leaves at
+   * the same index in the same block reuse it. */
+  LLVMBasicBlockRef cblock;
+  LLVMValueRef *cidx;
+  cg_val cval;
+} cg_delayed;
+/* True if op can be a delayed producer. */
+bool cg_delay_producer(ir_op op);
+/* The value of d (the producer's type): one CL_FUNC leaf per leaf, with
+ * d->ext as extents. d must stay alive (arena) while code is generated. */
+void cg_delayed_value(cg_fn *f, cg_delayed *d, cg_val *out);
 
 /* ---- nested array operations, sequential (seq_*.c) ----
  * Value of array operation e (GENERATE .. WHILE, REC, ARRLIT, ...) computed

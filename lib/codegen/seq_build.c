@@ -110,7 +110,7 @@ void cg_seq_map(cg_fn *f, ir_ref e, cg_val *out) {
   cg_val *args = cg_new(M, (na + 1) * sizeof *args);
   uint32_t total = 0;
   for (uint32_t i = 0; i < na; i++) {
-    cg_expr(f, ir_kid(M->m, e, i + 1), &args[i]);
+    cg_seq_operand(f, ir_kid(M->m, e, i + 1), &args[i]);
     total += args[i].n;
   }
   cg_leaf *all = cg_seq_leaves(M, total);
@@ -140,7 +140,7 @@ void cg_seq_filter(cg_fn *f, ir_ref e, cg_val *out) {
   LLVMBuilderRef B = M->b;
   ir_ref lam = ir_kid(M->m, e, 0);
   cg_val av;
-  cg_expr(f, ir_kid(M->m, e, 1), &av);
+  cg_seq_operand(f, ir_kid(M->m, e, 1), &av);
   seq_arr a, o;
   cg_seq_view(f, e, "filter", &av, &a);
   if (M->st != AC_OK)
@@ -264,7 +264,7 @@ void cg_seq_stencil(cg_fn *f, ir_ref e, cg_val *out) {
   if (cst)
     cg_expr(f, ir_kid(M->m, e, 2), &w->cval);
   cg_val av;
-  cg_expr(f, ir_kid(M->m, e, 1), &av);
+  cg_seq_operand(f, ir_kid(M->m, e, 1), &av);
   seq_arr o;
   cg_seq_view(f, e, "stencil", &av, &w->a);
   if (M->st != AC_OK)

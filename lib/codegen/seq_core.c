@@ -497,6 +497,9 @@ void cg_array_op(cg_fn *f, ir_ref e, cg_val *out) {
   case IR_REC:
     cg_seq_rec(f, e, out);
     break;
+  case IR_DELAY: /* not an operand of an operation (cg_seq_operand): p itself */
+    cg_expr(f, ir_kid(M->m, e, 0), out);
+    break;
   default:
     cg_error(M, AC_ERR_INTERNAL, e, "%s is not an array operation",
              ir_ops[ir_node_get(M->m, e)->op].name);

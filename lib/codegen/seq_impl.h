@@ -16,7 +16,11 @@
  * Results are always manifest (CL_ARRAY) leaves: in temporary memory, or
  * views of a manifest input (reshape, rank-1 slice); CL_FUNC leaves are
  * only made for stencil windows and the array a rec defines, which the
- * verifier allows to be indexed and nothing else.
+ * verifier allows to be indexed and nothing else, and for delayed
+ * operands (cg_seq_operand), which only the operation they are an operand
+ * of ever sees: every operation reads its array operands through cg_read /
+ * cg_seq_load, so that a delayed producer is computed where it is read and
+ * no temporary array is built for it.
  */
 #ifndef ARRAYC_LIB_CODEGEN_SEQ_IMPL_H
 #define ARRAYC_LIB_CODEGEN_SEQ_IMPL_H
@@ -120,6 +124,21 @@ LLVMValueRef cg_seq_smax(cg_fn *f, LLVMValueRef a, LLVMValueRef b);
 /* The multi-index of row-major offset lin in extents ext. */
 void cg_seq_unravel(cg_fn *f, uint32_t rank, LLVMValueRef *ext, LLVMValueRef lin,
                     LLVMValueRef *idx);
+
+/* ---- delayed operands (seq_delay.c) ----
+ * Array operand e of an operation: when e is delay(p) with p a producer
+ * (cg_delay_producer), p's operands are evaluated and its checks made now,
+ * in the interpreter's order, and *out gets p as CL_FUNC leaves (cg.h,
+ * cg_delayed); otherwise e's value. */
+void cg_seq_operand(cg_fn *f, ir_ref e, cg_val *out);
+/* slice's bounds (kids 1.. of slice node e, evaluated here) against the
+ * source A, checked in the interpreter's order: start and stride (one per
+ * dimension) and the result's extents, all safe after a failed check. */
+void cg_seq_slice_bounds(cg_fn *f, ir_ref e, const seq_arr *A, LLVMValueRef *start,
+                         LLVMValueRef *stride, LLVMValueRef *ext);
+/* reshape's check that the q extents ext hold as many elements as A (as
+ * rt_array_count counts them); the extents become 0 when it fails. */
+void cg_seq_reshape_check(cg_fn *f, ir_ref e, const seq_arr *A, uint32_t q, LLVMValueRef *ext);
 
 /* ---- the operations (seq_build.c, seq_reduce.c, seq_permute.c, seq_loop.c) ----
  * Each computes node e into *out. */

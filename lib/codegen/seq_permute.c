@@ -85,8 +85,8 @@ static void index_fn(cg_fn *f, ir_ref lam, uint32_t q, LLVMValueRef *idx, uint32
 void cg_seq_gather(cg_fn *f, ir_ref e, cg_val *out) {
   cg_module *M = f->M;
   cg_val iv, av, ix;
-  cg_expr(f, ir_kid(M->m, e, 0), &iv);
-  cg_expr(f, ir_kid(M->m, e, 1), &av);
+  cg_seq_operand(f, ir_kid(M->m, e, 0), &iv);
+  cg_seq_operand(f, ir_kid(M->m, e, 1), &av);
   seq_arr I, A, o;
   cg_seq_view(f, e, "gather", &iv, &I);
   cg_seq_view(f, e, "gather", &av, &A);
@@ -116,7 +116,7 @@ void cg_seq_backpermute(cg_fn *f, ir_ref e, cg_val *out) {
   LLVMValueRef *ext = cg_new(M, (q + 1) * sizeof *ext);
   cg_seq_shape(f, e, ir_kid(M->m, e, 0), q, ext);
   cg_val av;
-  cg_expr(f, ir_kid(M->m, e, 2), &av);
+  cg_seq_operand(f, ir_kid(M->m, e, 2), &av);
   seq_arr A, o;
   cg_seq_view(f, e, "backpermute", &av, &A);
   if (M->st != AC_OK)
@@ -144,9 +144,9 @@ void cg_seq_scatter(cg_fn *f, ir_ref e, cg_val *out) {
   cg_module *M = f->M;
   LLVMBuilderRef B = M->b;
   cg_val iv, vv, dv, ix;
-  cg_expr(f, ir_kid(M->m, e, 0), &iv);
-  cg_expr(f, ir_kid(M->m, e, 1), &vv);
-  cg_expr(f, ir_kid(M->m, e, 2), &dv);
+  cg_seq_operand(f, ir_kid(M->m, e, 0), &iv);
+  cg_seq_operand(f, ir_kid(M->m, e, 1), &vv);
+  cg_seq_operand(f, ir_kid(M->m, e, 2), &dv);
   /* idx and vals side by side: one view checks that all their arrays agree */
   cg_leaf *iv_l = cg_seq_leaves(M, iv.n + vv.n);
   for (uint32_t i = 0; i < iv.n + vv.n; i++)
@@ -203,8 +203,8 @@ void cg_seq_permute(cg_fn *f, ir_ref e, cg_val *out) {
   cg_module *M = f->M;
   ir_ref comb = ir_kid(M->m, e, 0), dst = ir_kid(M->m, e, 2);
   cg_val dv, av, cur, x, res;
-  cg_expr(f, ir_kid(M->m, e, 1), &dv);
-  cg_expr(f, ir_kid(M->m, e, 3), &av);
+  cg_seq_operand(f, ir_kid(M->m, e, 1), &dv);
+  cg_seq_operand(f, ir_kid(M->m, e, 3), &av);
   seq_arr D, A, o;
   cg_seq_view(f, e, "permute", &dv, &D);
   cg_seq_view(f, e, "permute", &av, &A);
@@ -286,32 +286,19 @@ static void view_of(cg_fn *f, const seq_arr *a, ir_type t, uint32_t rank, LLVMVa
   }
 }
 
-/* slice(a, start, stop[, stride]): per dimension 0 <= start <= stop <=
- * extent and stride >= 1; extent ceil((stop - start) / stride). */
-void cg_seq_slice(cg_fn *f, ir_ref e, cg_val *out) {
+void cg_seq_slice_bounds(cg_fn *f, ir_ref e, const seq_arr *A, LLVMValueRef *start,
+                         LLVMValueRef *stride, LLVMValueRef *ext) {
   cg_module *M = f->M;
   LLVMBuilderRef B = M->b;
-  const ir_node *nd = ir_node_get(M->m, e);
-  uint32_t nk = nd->nkids;
-  ir_type t = nd->type;
-  cg_val av;
-  cg_expr(f, ir_kid(M->m, e, 0), &av);
-  seq_arr A, o;
-  cg_seq_view(f, e, "slice", &av, &A);
-  if (M->st != AC_OK || (nk != 3 && nk != 4)) {
-    if (M->st == AC_OK)
-      cg_error(M, AC_ERR_INTERNAL, e, "slice with %u children", nk);
-    return;
-  }
-  uint32_t r = A.rank;
-  LLVMValueRef *v = cg_new(M, (3 * (size_t)r + 1) * sizeof *v);
-  LLVMValueRef *start = v, *stop = v + r, *stride = v + 2 * r;
-  for (uint32_t i = 1; i < nk; i++) {
+  uint32_t nk = ir_node_get(M->m, e)->nkids, r = A->rank;
+  LLVMValueRef *stop = cg_new(M, (r + 1) * sizeof *stop);
+  LLVMValueRef *dst[3] = {start, stop, stride};
+  for (uint32_t i = 1; i < nk && i <= 3; i++) {
     cg_val b;
     cg_expr(f, ir_kid(M->m, e, i), &b);
-    cg_seq_ints(f, &b, r, v + (i - 1) * (size_t)r);
+    cg_seq_ints(f, &b, r, dst[i - 1]);
   }
-  LLVMValueRef *ext = cg_new(M, (r + 1) * sizeof *ext), zero = cg_i64(M, 0), one = cg_i64(M, 1);
+  LLVMValueRef zero = cg_i64(M, 0), one = cg_i64(M, 1);
   for (uint32_t d = 0; d < r; d++) {
     char dim[48] = "", msg[160];
     if (r > 1)
@@ -322,9 +309,10 @@ void cg_seq_slice(cg_fn *f, ir_ref e, cg_val *out) {
      * the values that explain it */
     LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, start[d], zero, "");
     LLVMValueRef cross = LLVMBuildICmp(B, LLVMIntSGT, start[d], stop[d], "");
-    LLVMValueRef past = LLVMBuildICmp(B, LLVMIntSGT, stop[d], A.ext[d], "");
+    LLVMValueRef past = LLVMBuildICmp(B, LLVMIntSGT, stop[d], A->ext[d], "");
     LLVMValueRef bad = LLVMBuildOr(B, neg, LLVMBuildOr(B, cross, past, ""), "");
-    LLVMValueRef early[3] = {start[d], stop[d], A.ext[d]}, late[3] = {stop[d], A.ext[d], start[d]};
+    LLVMValueRef early[3] = {start[d], stop[d], A->ext[d]},
+                 late[3] = {stop[d], A->ext[d], start[d]};
     snprintf(msg, sizeof msg, "slice: bounds {0}..{1} out of range for extent {2}%s", dim);
     cg_seq_check(f, e, LLVMBuildNot(B, LLVMBuildOr(B, neg, cross, ""), ""), msg, 3, early);
     snprintf(msg, sizeof msg, "slice: bounds {2}..{0} out of range for extent {1}%s", dim);
@@ -343,6 +331,29 @@ void cg_seq_slice(cg_fn *f, ir_ref e, cg_val *out) {
         LLVMBuildAdd(B, LLVMBuildSDiv(B, LLVMBuildSub(B, span, one, ""), stride[d], ""), one, "");
     ext[d] = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, span, zero, ""), zero, q, "");
   }
+}
+
+/* slice(a, start, stop[, stride]): per dimension 0 <= start <= stop <=
+ * extent and stride >= 1; extent ceil((stop - start) / stride). */
+void cg_seq_slice(cg_fn *f, ir_ref e, cg_val *out) {
+  cg_module *M = f->M;
+  const ir_node *nd = ir_node_get(M->m, e);
+  uint32_t nk = nd->nkids;
+  ir_type t = nd->type;
+  cg_val av;
+  cg_seq_operand(f, ir_kid(M->m, e, 0), &av);
+  seq_arr A, o;
+  cg_seq_view(f, e, "slice", &av, &A);
+  if (M->st != AC_OK || (nk != 3 && nk != 4)) {
+    if (M->st == AC_OK)
+      cg_error(M, AC_ERR_INTERNAL, e, "slice with %u children", nk);
+    return;
+  }
+  uint32_t r = A.rank;
+  LLVMValueRef *start = cg_new(M, (r + 1) * sizeof *start);
+  LLVMValueRef *stride = cg_new(M, (r + 1) * sizeof *stride);
+  LLVMValueRef *ext = cg_new(M, (r + 1) * sizeof *ext);
+  cg_seq_slice_bounds(f, e, &A, start, stride, ext);
   if (nk == 3 && r == 1 && all_manifest(&A)) {
     view_of(f, &A, t, 1, ext, start[0], out);
     return;
@@ -351,25 +362,13 @@ void cg_seq_slice(cg_fn *f, ir_ref e, cg_val *out) {
   remap(f, RM_SLICE, &A, &o, start, stride);
 }
 
-/* reshape(shape, a): the same elements in row-major order; a view of
- * manifest arrays. The element count is checked as rt_array_count does. */
-void cg_seq_reshape(cg_fn *f, ir_ref e, cg_val *out) {
+void cg_seq_reshape_check(cg_fn *f, ir_ref e, const seq_arr *A, uint32_t q, LLVMValueRef *ext) {
   cg_module *M = f->M;
   LLVMBuilderRef B = M->b;
-  ir_type t = ir_node_get(M->m, e)->type;
-  uint32_t q = cg_seq_rank(M, t);
-  LLVMValueRef *ext = cg_new(M, (q + 2) * sizeof *ext);
-  cg_seq_shape(f, e, ir_kid(M->m, e, 0), q, ext + 1);
-  cg_val av;
-  cg_expr(f, ir_kid(M->m, e, 1), &av);
-  seq_arr A, o;
-  cg_seq_view(f, e, "reshape", &av, &A);
-  if (M->st != AC_OK)
-    return;
   LLVMValueRef zero = cg_i64(M, 0), fls = LLVMConstInt(M->t_i1, 0, 0);
   LLVMValueRef limit = cg_i64(M, RT_ARRAY_MAX_BYTES);
   LLVMValueRef big = fls, anyzero = fls, count = cg_i64(M, 1);
-  for (uint32_t d = 1; d <= q; d++) {
+  for (uint32_t d = 0; d < q; d++) {
     big = LLVMBuildOr(B, big, LLVMBuildICmp(B, LLVMIntSGT, ext[d], limit, ""), "");
     anyzero = LLVMBuildOr(B, anyzero, LLVMBuildICmp(B, LLVMIntEQ, ext[d], zero, ""), "");
     /* count * ext > limit, tested without overflowing (ext >= 1 here) */
@@ -381,25 +380,46 @@ void cg_seq_reshape(cg_fn *f, ir_ref e, cg_val *out) {
   /* an empty dimension makes the count 0 whatever the others are, but
    * every extent must still be below the limit */
   LLVMValueRef anybig = fls;
-  for (uint32_t d = 1; d <= q; d++)
+  for (uint32_t d = 0; d < q; d++)
     anybig = LLVMBuildOr(B, anybig, LLVMBuildICmp(B, LLVMIntSGT, ext[d], limit, ""), "");
   LLVMValueRef valid = LLVMBuildAnd(B, LLVMBuildNot(B, anybig, ""),
                                     LLVMBuildOr(B, anyzero, LLVMBuildNot(B, big, ""), ""), "");
   count = LLVMBuildSelect(B, anyzero, zero, count, "");
-  ext[0] = cg_seq_size(f, A.rank, A.ext);
-  LLVMValueRef ok = LLVMBuildAnd(B, valid, LLVMBuildICmp(B, LLVMIntEQ, count, ext[0], ""), "");
+  /* the message's values: the element count, then the extents */
+  LLVMValueRef *vals = cg_new(M, (q + 1) * sizeof *vals);
+  vals[0] = cg_seq_size(f, A->rank, A->ext);
+  for (uint32_t d = 0; d < q; d++)
+    vals[d + 1] = ext[d];
+  LLVMValueRef ok = LLVMBuildAnd(B, valid, LLVMBuildICmp(B, LLVMIntEQ, count, vals[0], ""), "");
   ir_buf b;
   ir_buf_init(&b, M->ctx);
   ir_buf_puts(&b, "reshape: cannot reshape {0} elements to ");
   cg_seq_put_list(&b, '[', ']', q, UINT32_MAX, 0, 1);
-  cg_seq_check_buf(f, e, ok, &b, q + 1, ext);
-  for (uint32_t d = 1; d <= q; d++)
+  cg_seq_check_buf(f, e, ok, &b, q + 1, vals);
+  for (uint32_t d = 0; d < q; d++)
     ext[d] = LLVMBuildSelect(B, ok, ext[d], zero, "");
+}
+
+/* reshape(shape, a): the same elements in row-major order; a view of
+ * manifest arrays. The element count is checked as rt_array_count does. */
+void cg_seq_reshape(cg_fn *f, ir_ref e, cg_val *out) {
+  cg_module *M = f->M;
+  ir_type t = ir_node_get(M->m, e)->type;
+  uint32_t q = cg_seq_rank(M, t);
+  LLVMValueRef *ext = cg_new(M, (q + 1) * sizeof *ext);
+  cg_seq_shape(f, e, ir_kid(M->m, e, 0), q, ext);
+  cg_val av;
+  cg_seq_operand(f, ir_kid(M->m, e, 1), &av);
+  seq_arr A, o;
+  cg_seq_view(f, e, "reshape", &av, &A);
+  if (M->st != AC_OK)
+    return;
+  cg_seq_reshape_check(f, e, &A, q, ext);
   if (all_manifest(&A)) {
-    view_of(f, &A, t, q, ext + 1, NULL, out);
+    view_of(f, &A, t, q, ext, NULL, out);
     return;
   }
-  cg_seq_alloc(f, e, t, q, ext + 1, out, &o);
+  cg_seq_alloc(f, e, t, q, ext, out, &o);
   for (uint32_t i = 0; i < A.n && i < o.n; i++)
     cg_seq_copy(f, &A.l[i], &o.l[i]);
 }
@@ -413,7 +433,7 @@ void cg_seq_reorder(cg_fn *f, ir_ref e, cg_val *out) {
   if (op == IR_REPLICATE)
     cg_seq_shape(f, e, ir_kid(M->m, e, 0), 1, &n);
   cg_val av;
-  cg_expr(f, ir_kid(M->m, e, op == IR_REPLICATE ? 1 : 0), &av);
+  cg_seq_operand(f, ir_kid(M->m, e, op == IR_REPLICATE ? 1 : 0), &av);
   seq_arr A, o;
   cg_seq_view(f, e, ir_ops[op].spelling, &av, &A);
   if (M->st == AC_OK && op == IR_TRANSPOSE && A.rank < 2)

@@ -107,7 +107,7 @@ void cg_seq_fold(cg_fn *f, ir_ref e, cg_val *out) {
   ir_ref lam = ir_kid(M->m, e, 0);
   cg_val z, av, res;
   cg_expr(f, ir_kid(M->m, e, 1), &z);
-  cg_expr(f, ir_kid(M->m, e, 2), &av);
+  cg_seq_operand(f, ir_kid(M->m, e, 2), &av);
   seq_arr a, o = {0, NULL, 0, NULL};
   cg_seq_view(f, e, "fold", &av, &a);
   if (M->st != AC_OK)
@@ -150,7 +150,7 @@ void cg_seq_fold_seg(cg_fn *f, ir_ref e, cg_val *out) {
   ir_ref lam = ir_kid(M->m, e, 0);
   cg_val z, av, lv, res;
   cg_expr(f, ir_kid(M->m, e, 1), &z);
-  cg_expr(f, ir_kid(M->m, e, 2), &av);
+  cg_seq_operand(f, ir_kid(M->m, e, 2), &av);
   cg_expr(f, ir_kid(M->m, e, 3), &lv);
   seq_arr a, lens, o;
   cg_seq_view(f, e, what, &av, &a);
@@ -221,7 +221,7 @@ void cg_seq_scan(cg_fn *f, ir_ref e, cg_val *out) {
   cg_val z = {0, 0, NULL}, av;
   if (excl)
     cg_expr(f, ir_kid(M->m, e, 1), &z);
-  cg_expr(f, ir_kid(M->m, e, excl ? 2 : 1), &av);
+  cg_seq_operand(f, ir_kid(M->m, e, excl ? 2 : 1), &av);
   seq_arr a, o;
   cg_seq_view(f, e, ir_ops[op].spelling, &av, &a);
   if (M->st != AC_OK)
@@ -251,7 +251,7 @@ void cg_seq_scan_seg(cg_fn *f, ir_ref e, cg_val *out) {
   cg_val z = {0, 0, NULL}, av, lv;
   if (excl)
     cg_expr(f, ir_kid(M->m, e, 1), &z);
-  cg_expr(f, ir_kid(M->m, e, excl ? 2 : 1), &av);
+  cg_seq_operand(f, ir_kid(M->m, e, excl ? 2 : 1), &av);
   cg_expr(f, ir_kid(M->m, e, excl ? 3 : 2), &lv);
   seq_arr a, lens, o;
   cg_seq_view(f, e, what, &av, &a);

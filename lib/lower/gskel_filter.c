@@ -324,7 +324,7 @@ bool lw_gskel_filter(lw *L, ir_ref e, lw_val *out) {
   if (cg_needs_tmp(m, c.pred))
     return lw_skel_filter(L, e, out);
   /* host side as skel_filter.c's */
-  if (!lw_expr(L, ir_kid(m, e, 1), &c.a))
+  if (!lw_operand(L, e, 1, &c.a))
     return false;
   if (!ir_ty_array_view(L->ctx, c.a.type, &c.elem, &rank) || rank != 1) {
     cg_error(M, AC_ERR_INTERNAL, e, "filter of a value that is not a rank-1 array");

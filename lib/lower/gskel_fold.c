@@ -33,7 +33,9 @@
  *     values in shared memory and warp 0 combines them by the same tree.
  * Three kernels, chosen by the plan on the row length n (fold) or the mean
  * segment length (fold_seg), as Accelerate and CUB's segmented reduction
- * choose between thread-, warp- and block-per-segment:
+ * choose between thread-, warp- and block-per-segment (a rank-1 fold, one
+ * row, has fold.block alone, which also computes a scalar epilogue of the
+ * result, lw_epilogue, in the thread that stores it):
  *   fold.thread  n < 16: a thread per row (grid-stride over rows), folding
  *                from z in order: the interpreter's own association;
  *   fold.warp    n < 1024: a warp per row (grid-stride over rows);
@@ -325,7 +327,7 @@ static cg_fn *gf_begin(const gf_ctx *c, gf_k *K, const char *kind, int64_t grain
   lw *L = c->L;
   cg_module *M = L->M;
   *K = (gf_k){.c = c, .L = L, .M = M};
-  cg_fn *f = K->f = lw_gpu_kernel_begin(L, c->e, kind, grain, 0, &K->k);
+  cg_fn *f = K->f = lw_gpu_kernel_begin(L, lw_epilogue_at(L, c->e), kind, grain, 0, &K->k);
   if (guard) {
     lw_gpu_guard(f);
   } else {
@@ -397,6 +399,9 @@ static void gf_finish_row(gf_k *K, LLVMValueRef row, cg_var *tot, LLVMValueRef v
   sk_endif(f, j);
   cg_var_load(f, &res, &x);
   gf_store(K, row, &x);
+  /* a full reduction's scalar epilogue (fold.block only, see gf_lower) */
+  if (!K->c->s.seg && K->c->s.rank == 1 && lw_epilogue_wanted(K->L, K->c->e))
+    lw_epilogue(K->L, f, K->k, &x);
 }
 
 /* "fold.warp": warp w of W folds rows w, w + W, .. by warp tiles. */
@@ -596,6 +601,12 @@ static int64_t gf_items(lw *L, ir_type elem) {
 static bool gf_lower(gf_ctx *c, uint32_t len_x, uint32_t total_x) {
   lw *L = c->L;
   c->items = gf_items(L, c->s.elem);
+  if (!c->s.seg && c->s.rank == 1) {
+    /* one row (a full reduction): fold.block handles every length, one
+     * block for a short row, and it is the one kernel of the plan */
+    lw_launch(L, gf_block_kernel(c), total_x, PL_AUTO);
+    return L->M->st == AC_OK;
+  }
   uint32_t kt = gf_thread_kernel(c), kw = gf_warp_kernel(c), kb = gf_block_kernel(c);
   uint32_t rows_x = c->s.rows_x;
   lw_val wt, ww;

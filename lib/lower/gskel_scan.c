@@ -524,7 +524,7 @@ static bool gsc_rows(gsc_ctx *c, lw_val *out) {
   ir_ref e = c->e;
   if (c->excl && !lw_expr(L, ir_kid(m, e, 1), &c->z))
     return false;
-  if (!lw_expr(L, ir_kid(m, e, c->excl ? 2 : 1), &c->a))
+  if (!lw_operand(L, e, c->excl ? 2 : 1, &c->a))
     return false;
   if (!ir_ty_array_view(L->ctx, c->a.type, &c->elem, &c->rank)) {
     cg_error(M, AC_ERR_INTERNAL, e, "scan of a value that is not an array");
@@ -556,7 +556,7 @@ static bool gsc_segments(gsc_ctx *c, lw_val *out) {
   uint32_t ka = c->excl ? 2 : 1;
   if (c->excl && !lw_expr(L, ir_kid(m, e, 1), &c->z))
     return false;
-  if (!lw_expr(L, ir_kid(m, e, ka), &c->a) || !lw_expr(L, ir_kid(m, e, ka + 1), &lens))
+  if (!lw_operand(L, e, ka, &c->a) || !lw_expr(L, ir_kid(m, e, ka + 1), &lens))
     return false;
   if (!ir_ty_array_view(L->ctx, c->a.type, &c->elem, &c->rank) || c->rank != 1) {
     cg_error(M, AC_ERR_INTERNAL, e, "%s of a value that is not a rank-1 array", what);

@@ -32,10 +32,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Nesting of lw_expr allowed (the parser bounds a function's depth by
- * 2000; inlined calls add to it). */
-#define LW_MAX_DEPTH 4000u
-
 /* ---- leaves and words ---- */
 
 typedef struct leaf_acc {
@@ -289,6 +285,8 @@ static void note_uses(lw *L, uint32_t kernel, const lw_val *v) {
 }
 
 void lw_load(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, cg_val *out) {
+  if (lw_load_delayed(L, f, kernel, v, out))
+    return;
   cg_load_frame(f, v->type, v->words, out);
   note_uses(L, kernel, v);
 }
@@ -540,6 +538,8 @@ static bool lower_node(lw *L, ir_ref e, lw_val *out) {
   case IR_LEN:
   case IR_SHAPE:
     return lower_len_shape(L, e, out);
+  case IR_DELAY: /* not an operand (lw_operand): p, made manifest */
+    return lw_expr(L, ir_kid(L->m, e, 0), out);
   default:
     break;
   }
@@ -670,6 +670,7 @@ ac_status lw_function(cg_module *M, uint32_t fn, ac_error **err) {
   ac_free(L.ctx, L.fwork);
   ac_free(L.ctx, L.xdepth);
   ac_free(L.ctx, L.adapt);
+  ac_free(L.ctx, L.dwords);
   if (M->st == AC_OK && L.p->oom)
     cg_error(M, AC_ERR_NOMEM, 0, "out of memory");
   if (M->st == AC_OK)

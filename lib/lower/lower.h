@@ -10,8 +10,9 @@
  * lw_val. There:
  *   - an array operation (GENERATE .. WHILE, REC, ARRLIT) becomes plan
  *     instructions plus one or more kernels made by its skeleton
- *     (skel_*.c), one kernel per operation for now (fusion, issue 5, will
- *     hand producers to skeletons as CL_FUNC leaves, see cg.h);
+ *     (skel_*.c); an array operand written delay(p) (the fuse pass) is not
+ *     an array but p itself, computed inside the consumer's kernels where
+ *     they read it (delay.c: lw_operand; CL_FUNC leaves, cg.h);
  *   - LET, LETTUP, TUPLE, PROJ, VAR and CALL only move words around;
  *   - IF (array type) and && / || with plan-level work in the right
  *     operand become plan `if` blocks;
@@ -38,6 +39,10 @@ typedef struct lw_gloop {
   LLVMValueRef slot, step;
   LLVMBasicBlockRef head, exit;
 } lw_gloop;
+
+/* Nesting of lw_expr (and of delayed producers, lw_operand) allowed: the
+ * parser bounds a function's depth by 2000; inlined calls add to it. */
+#define LW_MAX_DEPTH 4000u
 
 /* A plan-level value: type and the frame word of each word of its layout. */
 typedef struct lw_val {
@@ -73,6 +78,20 @@ typedef struct lw {
     uint32_t kernel;
     lw_gloop loop;
   } open;
+  /* lower_scalar.c and the fold skeletons: a scalar expression whose only
+   * plan-level work is one fold of a rank-1 array (RMSE's sqrt(s / n)) is
+   * computed by that fold's kernel once the fold's value is known, rather
+   * than by a kernel of its own (lw_epilogue). */
+  struct lw_epi {
+    ir_ref fold, expr; /* fold == 0: nothing asked for */
+    lw_val out;        /* expr's words */
+    bool done;         /* the fold's kernel computed expr */
+  } epi;
+  /* delay.c: the data word of every array leaf of a delayed operand (a
+   * word never set: lw_load makes the leaf a CL_FUNC reader instead), with
+   * its producer. Owned by lw_function. */
+  struct lw_dword *dwords;
+  uint32_t ndwords, capdwords;
 } lw;
 
 /* Lowers function fn of m for target t: creates *plan and fills M (which
@@ -111,6 +130,18 @@ void lw_kernel_end(lw *L, cg_fn *f);
  * name), and the environment pushed into f (loading what `at` uses). */
 uint32_t lw_kernel_new(lw *L, ir_ref at, const char *kind, int64_t grain, char name[80]);
 void lw_kernel_env(lw *L, cg_fn *f, ir_ref at, uint32_t kernel);
+/* Array operand k of array operation e (delay.c): when it is delay(p)
+ * with p a producer (cg_delay_producer), p's operands are lowered (as
+ * operands of p: producers nest) and its host-side checks emitted, in the
+ * interpreter's order, but nothing is allocated and no kernel made: *out
+ * has p's type and extents, and lw_load in a kernel of e gives CL_FUNC
+ * leaves that compute p's elements. Otherwise lw_expr. Only skeletons
+ * that read the operand solely through lw_load / lw_extent / cg_read may
+ * call it (a delayed value has no buffer). */
+bool lw_operand(lw *L, ir_ref e, uint32_t k, lw_val *out);
+/* For lw_load (delay.c): false if no leaf of v is delayed; otherwise *out
+ * is v in kernel f, delayed leaves as readers. */
+bool lw_load_delayed(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, cg_val *out);
 /* Loads / stores a plan-level value inside a kernel. */
 void lw_load(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, cg_val *out);
 void lw_store(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, const cg_val *val);

@@ -566,6 +566,84 @@ bool lw_scalar(lw *L, ir_ref e, lw_val *out) {
   return scalar_kernel(L, e, false, out);
 }
 
+/* ---- epilogues ---- */
+
+/* The one plan-level subterm lw_pre_collect would lower for e (the same
+ * walk), or 0 when there are none or several. */
+static void epi_find(lw *L, ir_ref e, ir_ref *found, uint32_t *n, unsigned depth) {
+  uint32_t nk = pre_kids(L, e);
+  if (depth > LW_MAX_DEPTH || ir_node_get(L->m, e)->op == IR_ITERATE ||
+      ir_node_get(L->m, e)->op == IR_WHILE) {
+    *n = 2;
+    return;
+  }
+  for (uint32_t i = 0; i < nk && *n < 2; i++) {
+    ir_ref c = ir_kid(L->m, e, i);
+    if (!lw_has_work(L, c))
+      continue;
+    if (pre_descend(L, c)) {
+      epi_find(L, c, found, n, depth + 1);
+    } else {
+      *found = c;
+      (*n)++;
+    }
+  }
+}
+
+/* No array operation in e outside `skip` (so that the epilogue is plain
+ * scalar code: no temporary memory, nothing sequential). */
+static bool epi_plain(lw *L, ir_ref e, ir_ref skip, unsigned depth) {
+  if (e == skip)
+    return true;
+  const ir_node *n = ir_node_get(L->m, e);
+  ir_op op = (ir_op)n->op;
+  if (depth > LW_MAX_DEPTH || op == IR_ARRLIT || op == IR_REC || op == IR_DELAY ||
+      (op >= IR_GENERATE && op <= IR_WHILE) || (op == IR_CALL && lw_has_work(L, e)))
+    return false;
+  for (uint32_t i = 0; i < n->nkids; i++)
+    if (!epi_plain(L, ir_kid(L->m, e, i), skip, depth + 1))
+      return false;
+  return true;
+}
+
+/* The fold whose kernel can compute scalar expression e, or 0. */
+static ir_ref epi_fold(lw *L, ir_ref e) {
+  ir_ref c = IR_NONE;
+  uint32_t n = 0;
+  epi_find(L, e, &c, &n, 0);
+  if (n != 1 || ir_node_get(L->m, c)->op != IR_FOLD || lw_has_array(L, ir_node_get(L->m, c)->type))
+    return IR_NONE;
+  return epi_plain(L, e, c, 0) ? c : IR_NONE;
+}
+
+ir_ref lw_epilogue_at(lw *L, ir_ref e) {
+  return L->epi.fold == e && !L->epi.done ? L->epi.expr : e;
+}
+
+bool lw_epilogue_wanted(lw *L, ir_ref e) {
+  return L->epi.fold == e && !L->epi.done;
+}
+
+void lw_epilogue(lw *L, cg_fn *f, uint32_t kernel, const cg_val *v) {
+  ir_ref *ref = cg_new(L->M, sizeof *ref);
+  cg_val *val = cg_new(L->M, sizeof *val);
+  *ref = L->epi.fold;
+  *val = *v;
+  ir_ref *oref = f->pre_ref;
+  cg_val *oval = f->pre_val;
+  uint32_t on = f->npre;
+  f->pre_ref = ref;
+  f->pre_val = val;
+  f->npre = 1;
+  cg_val r;
+  cg_expr(f, L->epi.expr, &r);
+  lw_store(L, f, kernel, &L->epi.out, &r);
+  f->pre_ref = oref;
+  f->pre_val = oval;
+  f->npre = on;
+  L->epi.done = true;
+}
+
 /* A word for literal e: `set` to its bits (rt.h layout: the value in the
  * low bytes), so constants need no kernel. */
 static void literal(lw *L, ir_ref e, lw_val *out) {
@@ -605,6 +683,32 @@ static bool scalar_kernel(lw *L, ir_ref e, bool to_i64, lw_val *out) {
       lw_fresh(L, t, out);
       pl_set(L->p, out->words[0], x);
     }
+    return L->M->st == AC_OK;
+  }
+  /* one fold and scalar code around it: the fold's kernel finishes it */
+  ir_ref fold = to_i64 ? IR_NONE : epi_fold(L, e);
+  if (fold) {
+    struct lw_epi saved = L->epi;
+    L->epi = (struct lw_epi){fold, e, {0, 0, NULL}, false};
+    lw_fresh(L, t, &L->epi.out);
+    lw_val fv;
+    bool ok = lw_expr(L, fold, &fv);
+    bool done = L->epi.done;
+    *out = L->epi.out;
+    L->epi = saved;
+    if (!ok || done)
+      return ok && L->M->st == AC_OK;
+    /* the fold's skeleton had no epilogue: a kernel of its own, as below */
+    lw_pre P = {NULL, NULL, 0, 0};
+    pre_add(L, &P, fold, &fv);
+    uint32_t k;
+    cg_fn *f = lw_kernel_begin(L, e, "scalar", 1, &k);
+    lw_pre_install(L, f, k, &P);
+    cg_val v;
+    cg_expr(f, e, &v);
+    lw_store(L, f, k, out, &v);
+    lw_kernel_end(L, f);
+    lw_launch(L, k, lw_x_const(L, 1), lw_x_const(L, 1));
     return L->M->st == AC_OK;
   }
   lw_pre P = {NULL, NULL, 0, 0};

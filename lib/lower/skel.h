@@ -46,6 +46,14 @@ typedef struct lw_pre {
 void lw_pre_collect(lw *L, ir_ref e, lw_pre *P);
 void lw_pre_install(lw *L, cg_fn *f, uint32_t kernel, const lw_pre *P);
 
+/* The epilogue of fold e (struct lw_epi): the node its kernels must be
+ * begun at (the scalar expression, whose variables the epilogue uses, or e
+ * itself), whether one is asked for, and the code that computes it from
+ * the fold's value v inside the kernel, in the one thread that has v last. */
+ir_ref lw_epilogue_at(lw *L, ir_ref e);
+bool lw_epilogue_wanted(lw *L, ir_ref e);
+void lw_epilogue(lw *L, cg_fn *f, uint32_t kernel, const cg_val *v);
+
 /* Plan expressions (lower_scalar.c), folded when their operands are
  * constants (with the plan's, i.e. the language's, i64 semantics). */
 uint32_t lw_x_const(lw *L, int64_t k);
@@ -146,6 +154,14 @@ bool lw_skel_transpose(lw *L, ir_ref e, lw_val *out);
 bool lw_skel_reverse(lw *L, ir_ref e, lw_val *out);
 bool lw_skel_replicate(lw *L, ir_ref e, lw_val *out);
 bool lw_skel_arrlit(lw *L, ir_ref e, lw_val *out);
+
+/* slice's bounds (kids 1.. of e) against the rank-r source a: the
+ * interpreter's checks per dimension and the plan expressions of start,
+ * stride and the result's extents (r each). */
+void lw_slice_bounds(lw *L, ir_ref e, const lw_val *a, uint32_t r, uint32_t *start,
+                     uint32_t *stride, uint32_t *ext);
+/* reshape's check that the q extents ext hold a's number of elements. */
+void lw_reshape_check(lw *L, ir_ref e, const lw_val *a, uint32_t q, const uint32_t *ext);
 
 /* skel_stencil.c */
 bool lw_skel_stencil(lw *L, ir_ref e, lw_val *out);

@@ -143,7 +143,7 @@ bool lw_skel_filter(lw *L, ir_ref e, lw_val *out) {
   ac_module *m = L->m;
   fl_ctx c = {.L = L, .e = e, .pred = ir_kid(m, e, 0)};
   uint32_t rank;
-  if (!lw_expr(L, ir_kid(m, e, 1), &c.a))
+  if (!lw_operand(L, e, 1, &c.a))
     return false;
   if (!ir_ty_array_view(L->ctx, c.a.type, &c.elem, &rank) || rank != 1) {
     cg_error(M, AC_ERR_INTERNAL, e, "filter of a value that is not a rank-1 array");

@@ -9,11 +9,15 @@
  *   - rows are cut into C pieces (skel_red.h): the plan computes C from the
  *     row count and length, so many short rows give C = 1 and few long rows
  *     (the important case: rank 1, sum and dot products) give several;
- *   - when C > 1, "fold.partial" reduces each piece on its own, starting from
- *     the piece's FIRST element rather than from z: z need not be an
- *     identity, and the interpreter applies f to it exactly once per row;
- *   - "fold" then runs over rows: it starts from z and either folds the row
- *     directly (C = 1) or combines the row's partials in piece order.
+ *   - one kernel, "fold": with C = 1 each iteration folds a row from z;
+ *     with C > 1 each iteration reduces one piece on its own, starting from
+ *     the piece's FIRST element rather than from z (z need not be an
+ *     identity, and the interpreter applies f to it exactly once per row),
+ *     and the chunk that finishes last (a ticket on a frame word, as the
+ *     GPU fold's last block) combines each row's partials in piece order
+ *     from z. One launch, so a fold over a fused map (a dot product) is
+ *     one kernel, and a scalar epilogue of a full reduction (RMSE's
+ *     sqrt(s / n), lw_epilogue) runs in that last chunk too.
  * The combining loops carry LLVM's `reassoc` flag on float + - * (cg.h), so
  * a float sum vectorises; results then differ from the interpreter's only
  * by reassociation.
@@ -323,7 +327,7 @@ typedef struct fd_ctx {
   ir_type elem;
   uint32_t rank;
   bool tmp; /* f allocates temporary memory: bracket each application */
-  lw_val a, z, part, Cw, out;
+  lw_val a, z, part, Cw, rows, out;
 } fd_ctx;
 
 /* acc = f(acc, x) with the reassociation flag (fold and scan loops). */
@@ -336,86 +340,112 @@ static void fd_combine(cg_fn *f, const fd_ctx *c, cg_var *acc, const cg_val *x) 
   cg_var_store(f, acc, &next);
 }
 
-/* "fold.partial": iteration i is piece i % C of row i / C; part[i] is the
- * piece folded from its first element. */
-static uint32_t fd_partial_kernel(const fd_ctx *c) {
+/* Row `row` folded from z, its partials part[row*C ..) combined in piece
+ * order, its result stored (out[row], or the frame for rank 1) and
+ * returned in *res. */
+static void fd_combine_row(cg_fn *f, const fd_ctx *c, uint32_t k, cg_var *acc, const cg_val *pv,
+                           const cg_val *zv, const cg_val *ov, LLVMValueRef row, LLVMValueRef C,
+                           cg_val *res) {
+  cg_module *M = f->M;
+  cg_val x;
+  cg_var_store(f, acc, zv);
+  cg_loop pl;
+  LLVMValueRef first = LLVMBuildMul(M->b, row, C, "");
+  LLVMValueRef p = cg_loop_begin(f, &pl, cg_i64(M, 0), C);
+  sk_load(f, pv, c->elem, LLVMBuildAdd(M->b, first, p, ""), &x);
+  fd_combine(f, c, acc, &x);
+  cg_loop_end(f, &pl);
+  cg_var_load(f, acc, res);
+  if (c->rank > 1)
+    sk_store(f, ov, row, res);
+  else
+    lw_store(c->L, f, k, &c->out, res);
+}
+
+/* "fold", one kernel. With C == 1, iteration r folds row r from z and
+ * stores it. With C > 1, iteration i folds piece i % C of row i / C from
+ * its first element into part[i]; then every chunk takes a ticket (an
+ * atomic add on a frame word, release and acquire), and the chunk that
+ * takes the last one, when every piece is done, combines each row's
+ * partials in piece order from z (the GPU fold's last-block ticket, on the
+ * CPU's chunks): deterministic, and no second launch. A scalar epilogue
+ * (lw_epilogue) runs after the rank-1 result, in the thread that made it. */
+static uint32_t fd_kernel(const fd_ctx *c, const lw_val *ticket, const lw_val *nchunks) {
   lw *L = c->L;
   cg_module *M = L->M;
   uint32_t k;
-  cg_fn *f = lw_kernel_begin(L, c->e, "fold.partial", 1, &k);
-  cg_val av, pv, x;
+  bool epi = c->rank == 1 && lw_epilogue_wanted(L, c->e);
+  cg_fn *f = lw_kernel_begin(L, lw_epilogue_at(L, c->e), "fold", 1, &k);
+  cg_val av, pv, zv, ov = {0, 0, NULL}, x, res;
   lw_load(L, f, k, &c->a, &av);
   lw_load(L, f, k, &c->part, &pv);
+  lw_load(L, f, k, &c->z, &zv);
+  if (c->rank > 1)
+    lw_load(L, f, k, &c->out, &ov);
   LLVMValueRef C = sk_ld(L, f, k, &c->Cw), one = cg_i64(M, 1);
+  LLVMValueRef multi = LLVMBuildICmp(M->b, LLVMIntNE, C, one, "");
   sk_row r;
   sk_row_init(f, &av, c->elem, c->rank, &r);
   cg_var acc;
   cg_var_new(f, c->elem, &acc);
   cg_loop il, jl;
   LLVMValueRef i = cg_loop_begin(f, &il, f->lo, f->hi);
+  LLVMBasicBlockRef whole = cg_block(f, "fold.row"), piece = cg_block(f, "fold.piece"),
+                    next = cg_block(f, "fold.next");
+  LLVMBuildCondBr(M->b, multi, piece, whole);
+  /* C == 1: the row from z */
+  LLVMPositionBuilderAtEnd(M->b, whole);
+  sk_row_at(f, &r, i);
+  cg_var_store(f, &acc, &zv);
+  LLVMValueRef j = cg_loop_begin(f, &jl, cg_i64(M, 0), r.n);
+  sk_row_read(f, &r, j, c->e, &x);
+  fd_combine(f, c, &acc, &x);
+  cg_loop_end(f, &jl);
+  cg_var_load(f, &acc, &res);
+  if (c->rank > 1)
+    sk_store(f, &ov, i, &res);
+  else
+    lw_store(L, f, k, &c->out, &res);
+  if (epi) /* rank 1, C == 1: one row, one iteration, one chunk */
+    lw_epilogue(L, f, k, &res);
+  LLVMBuildBr(M->b, next);
+  /* C > 1: a piece from its first element */
+  LLVMPositionBuilderAtEnd(M->b, piece);
   LLVMValueRef p = LLVMBuildURem(M->b, i, C, "");
   sk_row_at(f, &r, LLVMBuildUDiv(M->b, i, C, ""));
   LLVMValueRef lo = sk_piece_start(f, p, r.n, C);
   LLVMValueRef hi = sk_piece_start(f, LLVMBuildAdd(M->b, p, one, ""), r.n, C);
   sk_row_read(f, &r, lo, c->e, &x);
   cg_var_store(f, &acc, &x);
-  LLVMValueRef j = cg_loop_begin(f, &jl, LLVMBuildAdd(M->b, lo, one, ""), hi);
+  j = cg_loop_begin(f, &jl, LLVMBuildAdd(M->b, lo, one, ""), hi);
   sk_row_read(f, &r, j, c->e, &x);
   fd_combine(f, c, &acc, &x);
   cg_loop_end(f, &jl);
   cg_var_load(f, &acc, &x);
   sk_store(f, &pv, i, &x);
+  LLVMBuildBr(M->b, next);
+  LLVMPositionBuilderAtEnd(M->b, next);
   cg_loop_end(f, &il);
-  lw_kernel_end(L, f);
-  return k;
-}
-
-/* "fold": one iteration per row, from z: the row itself when C = 1, its
- * partials in piece order otherwise. Rank 1 stores the scalar result into
- * the frame (one chunk, one row). */
-static uint32_t fd_final_kernel(const fd_ctx *c) {
-  lw *L = c->L;
-  cg_module *M = L->M;
-  uint32_t k;
-  cg_fn *f = lw_kernel_begin(L, c->e, "fold", FD_GRAIN, &k);
-  cg_val av, pv, zv, ov, x;
-  lw_load(L, f, k, &c->a, &av);
-  lw_load(L, f, k, &c->part, &pv);
-  lw_load(L, f, k, &c->z, &zv);
-  if (c->rank > 1)
-    lw_load(L, f, k, &c->out, &ov);
-  LLVMValueRef C = sk_ld(L, f, k, &c->Cw);
-  sk_row r;
-  sk_row_init(f, &av, c->elem, c->rank, &r);
-  cg_var acc;
-  cg_var_new(f, c->elem, &acc);
-  cg_loop rl, jl;
-  LLVMValueRef row = cg_loop_begin(f, &rl, f->lo, f->hi);
-  cg_var_store(f, &acc, &zv);
-  LLVMBasicBlockRef direct = cg_block(f, "fold.row"), parts = cg_block(f, "fold.parts"),
-                    join = cg_block(f, "fold.done");
-  LLVMBuildCondBr(M->b, LLVMBuildICmp(M->b, LLVMIntEQ, C, cg_i64(M, 1), ""), direct, parts);
-  LLVMPositionBuilderAtEnd(M->b, direct);
-  sk_row_at(f, &r, row);
-  LLVMValueRef j = cg_loop_begin(f, &jl, cg_i64(M, 0), r.n);
-  sk_row_read(f, &r, j, c->e, &x);
-  fd_combine(f, c, &acc, &x);
-  cg_loop_end(f, &jl);
-  LLVMBuildBr(M->b, join);
-  LLVMPositionBuilderAtEnd(M->b, parts);
-  LLVMValueRef first = LLVMBuildMul(M->b, row, C, "");
-  LLVMValueRef p = cg_loop_begin(f, &jl, cg_i64(M, 0), C);
-  sk_load(f, &pv, c->elem, LLVMBuildAdd(M->b, first, p, ""), &x);
-  fd_combine(f, c, &acc, &x);
-  cg_loop_end(f, &jl);
-  LLVMBuildBr(M->b, join);
-  LLVMPositionBuilderAtEnd(M->b, join);
-  cg_var_load(f, &acc, &x);
-  if (c->rank > 1)
-    sk_store(f, &ov, row, &x);
-  else
-    lw_store(L, f, k, &c->out, &x);
+  /* C > 1: the last chunk to finish combines */
+  LLVMBasicBlockRef join = sk_if(f, multi);
+  LLVMValueRef tp = cg_frame_word(f, ticket->words[0]);
+  pl_kernel_use(L->p, k, ticket->words[0]);
+  pl_kernel_write(L->p, k, ticket->words[0]);
+  LLVMValueRef old =
+      LLVMBuildAtomicRMW(M->b, LLVMAtomicRMWBinOpAdd, tp, one, LLVMAtomicOrderingAcquireRelease, 0);
+  LLVMValueRef last =
+      LLVMBuildICmp(M->b, LLVMIntEQ, old, LLVMBuildSub(M->b, sk_ld(L, f, k, nchunks), one, ""), "");
+  LLVMBasicBlockRef lj = sk_if(f, last);
+  cg_loop rl;
+  LLVMValueRef row = cg_loop_begin(f, &rl, cg_i64(M, 0), sk_ld(L, f, k, &c->rows));
+  fd_combine_row(f, c, k, &acc, &pv, &zv, &ov, row, C, &res);
   cg_loop_end(f, &rl);
+  if (epi) { /* the one row's value, left in the accumulator */
+    cg_var_load(f, &acc, &res);
+    lw_epilogue(L, f, k, &res);
+  }
+  sk_endif(f, lj);
+  sk_endif(f, join);
   lw_kernel_end(L, f);
   return k;
 }
@@ -425,7 +455,7 @@ static uint32_t fd_final_kernel(const fd_ctx *c) {
 bool sk_fold_operands(lw *L, ir_ref e, sk_fold *s) {
   ac_module *m = L->m;
   *s = (sk_fold){.fn = ir_kid(m, e, 0)};
-  if (!lw_expr(L, ir_kid(m, e, 1), &s->z) || !lw_expr(L, ir_kid(m, e, 2), &s->a))
+  if (!lw_expr(L, ir_kid(m, e, 1), &s->z) || !lw_operand(L, e, 2, &s->a))
     return false;
   if (!ir_ty_array_view(L->ctx, s->a.type, &s->elem, &s->rank)) {
     cg_error(L->M, AC_ERR_INTERNAL, e, "fold of a value that is not an array");
@@ -441,7 +471,7 @@ bool sk_fold_operands(lw *L, ir_ref e, sk_fold *s) {
 bool sk_fold_seg_operands(lw *L, ir_ref e, sk_fold *s, lw_val *offs) {
   ac_module *m = L->m;
   *s = (sk_fold){.fn = ir_kid(m, e, 0), .seg = true};
-  if (!lw_expr(L, ir_kid(m, e, 1), &s->z) || !lw_expr(L, ir_kid(m, e, 2), &s->a) ||
+  if (!lw_expr(L, ir_kid(m, e, 1), &s->z) || !lw_operand(L, e, 2, &s->a) ||
       !lw_expr(L, ir_kid(m, e, 3), &s->lens))
     return false;
   if (!ir_ty_array_view(L->ctx, s->a.type, &s->elem, &s->rank) || s->rank != 1) {
@@ -475,27 +505,25 @@ bool lw_skel_fold(lw *L, ir_ref e, lw_val *out) {
   fd_ctx c = {
       .L = L, .e = e, .fn = s.fn, .elem = s.elem, .rank = s.rank, .tmp = s.tmp, .a = s.a, .z = s.z};
   uint32_t n_x = s.n_x, rows_x = s.rows_x;
-  lw_val multi;
+  lw_val multi, ticket, nchunks;
   sk_word(L, sk_pieces(L, rows_x, n_x, FD_GRAIN), &c.Cw);
   sk_word(L, lw_x_bin(L, PX_NE, sk_xw(L, &c.Cw), lw_x_const(L, 1)), &multi);
+  sk_word(L, rows_x, &c.rows);
   /* partials only when C > 1 (an empty scratch otherwise) */
-  uint32_t npart =
-      lw_x_bin(L, PX_MUL, lw_x_bin(L, PX_MUL, rows_x, sk_xw(L, &c.Cw)), sk_xw(L, &multi));
-  sk_scratch(L, c.elem, npart, e, &c.part);
+  uint32_t iters = lw_x_bin(L, PX_MUL, rows_x, sk_xw(L, &c.Cw));
+  sk_scratch(L, c.elem, lw_x_bin(L, PX_MUL, iters, sk_xw(L, &multi)), e, &c.part);
   sk_fold_result(L, e, &s, out);
   c.out = *out;
-  uint32_t kp = fd_partial_kernel(&c), kf = fd_final_kernel(&c);
-  pl_if(L->p, multi.words[0]);
-  lw_launch(L, kp, npart, PL_AUTO);
-  pl_end(L->p);
-  /* rows in parallel only when they are folded directly; combining a few
-   * rows' partials is too little work to wake the pool for */
-  uint32_t single = lw_x_bin(L, PX_SUB, lw_x_const(L, 1), sk_xw(L, &multi));
-  uint32_t chunks =
-      lw_x_bin(L, PX_MIN, rows_x,
-               lw_x_bin(L, PX_CHUNKS, lw_x_bin(L, PX_MUL, rows_x, n_x), lw_x_const(L, FD_GRAIN)));
-  chunks = lw_x_bin(L, PX_MAX, lw_x_const(L, 1), lw_x_bin(L, PX_MUL, single, chunks));
-  lw_launch(L, kf, rows_x, chunks);
+  /* as many chunks as the elements justify, at most one per iteration: C
+   * pieces of a long row in parallel, or many short rows */
+  uint32_t chunks = lw_x_bin(
+      L, PX_MAX, lw_x_const(L, 1),
+      lw_x_bin(L, PX_MIN, iters,
+               lw_x_bin(L, PX_CHUNKS, lw_x_bin(L, PX_MUL, rows_x, n_x), lw_x_const(L, FD_GRAIN))));
+  sk_word(L, chunks, &nchunks);
+  sk_word(L, lw_x_const(L, 0), &ticket);
+  uint32_t k = fd_kernel(&c, &ticket, &nchunks);
+  lw_launch(L, k, iters, sk_xw(L, &nchunks));
   sk_free(L, &c.part);
   return M->st == AC_OK;
 }

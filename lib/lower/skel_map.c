@@ -297,7 +297,7 @@ bool lw_skel_map(lw *L, ir_ref e, lw_val *out) {
   ir_type t = nd->type;
   sm_fn *s = sm_new_fn(L, ir_kid(L->m, e, 0), n);
   for (uint32_t i = 0; i < n; i++) {
-    if (!lw_expr(L, ir_kid(L->m, e, i + 1), &s->ops[i]))
+    if (!lw_operand(L, e, i + 1, &s->ops[i]))
       return false;
     s->elems[i] = sm_elem(L, s->ops[i].type);
   }
@@ -407,7 +407,7 @@ static sm_src *sm_new_src(lw *L, ir_op op) {
 
 /* Lowers the source array (kid k of e) and checks that its arrays agree. */
 static bool src_array(lw *L, ir_ref e, uint32_t k, sm_src *s) {
-  if (!lw_expr(L, ir_kid(L->m, e, k), &s->a))
+  if (!lw_operand(L, e, k, &s->a))
     return false;
   lw_check_shapes(L, e, ir_ops[s->op].spelling, 1, &s->a);
   s->elem = sm_elem(L, s->a.type);
@@ -424,10 +424,10 @@ static bool src_run(lw *L, ir_ref e, sm_src *s, uint32_t rank, const uint32_t *e
 
 bool lw_skel_gather(lw *L, ir_ref e, lw_val *out) {
   sm_src *s = sm_new_src(L, IR_GATHER);
-  if (!lw_expr(L, ir_kid(L->m, e, 0), &s->idx))
+  if (!lw_operand(L, e, 0, &s->idx))
     return false;
   /* the interpreter evaluates both operands, then checks idx, then a */
-  if (!lw_expr(L, ir_kid(L->m, e, 1), &s->a))
+  if (!lw_operand(L, e, 1, &s->a))
     return false;
   lw_check_shapes(L, e, "gather", 1, &s->idx);
   lw_check_shapes(L, e, "gather", 1, &s->a);
@@ -485,27 +485,20 @@ bool lw_skel_replicate(lw *L, ir_ref e, lw_val *out) {
   return src_run(L, e, s, s->arank + 1, ext, out);
 }
 
-/* slice(a, start, stop[, stride]): the interpreter's checks per dimension
- * (bounds, then stride), then ceil((stop - start) / stride) elements. */
-bool lw_skel_slice(lw *L, ir_ref e, lw_val *out) {
+void lw_slice_bounds(lw *L, ir_ref e, const lw_val *a, uint32_t r, uint32_t *start,
+                     uint32_t *stride, uint32_t *ext) {
   const ir_node *nd = ir_node_get(L->m, e);
-  sm_src *s = sm_new_src(L, IR_SLICE);
-  if (!src_array(L, e, 0, s))
-    return false;
-  uint32_t r = s->arank;
-  uint32_t *v = cg_new(L->M, 3 * r * sizeof *v), *ext = cg_new(L->M, r * sizeof *ext);
-  s->start = v;
-  s->stride = v + 2 * r;
-  uint32_t *stop = v + r;
+  uint32_t *stop = cg_new(L->M, (r ? r : 1) * sizeof *stop);
+  uint32_t *dst[3] = {start, stop, stride};
   for (uint32_t i = 1; i < nd->nkids && i <= 3; i++)
-    lw_ints(L, ir_kid(L->m, e, i), r, v + (i - 1) * r);
+    lw_ints(L, ir_kid(L->m, e, i), r, dst[i - 1]);
   for (uint32_t d = 0; d < r; d++) {
     if (nd->nkids < 4)
-      s->stride[d] = lw_x_const(L, 1);
+      stride[d] = lw_x_const(L, 1);
     char dim[48] = "";
     if (r > 1)
       snprintf(dim, sizeof dim, " in dimension %u", d);
-    uint32_t st = s->start[d], sp = stop[d], ex = lw_extent(L, &s->a, 0, d);
+    uint32_t st = start[d], sp = stop[d], ex = lw_extent(L, a, 0, d);
     uint32_t ok = lw_x_bin(L, PX_MIN, lw_x_bin(L, PX_LE, lw_x_const(L, 0), st),
                            lw_x_bin(L, PX_MIN, lw_x_bin(L, PX_LE, st, sp),
                                     lw_x_bin(L, PX_LE, sp, ex)));
@@ -521,44 +514,44 @@ bool lw_skel_slice(lw *L, ir_ref e, lw_val *out) {
     }
     lw_check(L, ok, e, 7, pc, 5, fb);
     if (nd->nkids >= 4) {
-      lw_piece sc[3] = {LW_TEXT("slice: stride "), LW_VAL(s->stride[d]),
+      lw_piece sc[3] = {LW_TEXT("slice: stride "), LW_VAL(stride[d]),
                         LW_TEXT(" is not positive")};
       lw_piece sd[4] = {sc[0], sc[1], sc[2], LW_TEXT(dim)};
-      lw_check(L, lw_x_bin(L, PX_LE, lw_x_const(L, 1), s->stride[d]), e, 4, sd, 0, NULL);
+      lw_check(L, lw_x_bin(L, PX_LE, lw_x_const(L, 1), stride[d]), e, 4, sd, 0, NULL);
     }
     /* d = stop - start >= 0 here: (d - 1) / stride + 1 elements, 0 if d == 0 */
     uint32_t len = lw_x_bin(L, PX_SUB, sp, st);
     int64_t k1;
-    if (lw_x_is_const(L, s->stride[d], &k1) && k1 == 1)
+    if (lw_x_is_const(L, stride[d], &k1) && k1 == 1)
       ext[d] = len;
     else
       ext[d] = lw_x_bin(
           L, PX_MUL, lw_x_bin(L, PX_MIN, len, lw_x_const(L, 1)),
           lw_x_bin(L, PX_ADD,
-                   lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_SUB, len, lw_x_const(L, 1)), s->stride[d]),
+                   lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_SUB, len, lw_x_const(L, 1)), stride[d]),
                    lw_x_const(L, 1)));
   }
+}
+
+/* slice(a, start, stop[, stride]): the interpreter's checks per dimension
+ * (bounds, then stride), then ceil((stop - start) / stride) elements. */
+bool lw_skel_slice(lw *L, ir_ref e, lw_val *out) {
+  sm_src *s = sm_new_src(L, IR_SLICE);
+  if (!src_array(L, e, 0, s))
+    return false;
+  uint32_t r = s->arank;
+  s->start = cg_new(L->M, (r ? r : 1) * sizeof *s->start);
+  s->stride = cg_new(L->M, (r ? r : 1) * sizeof *s->stride);
+  uint32_t *ext = cg_new(L->M, (r ? r : 1) * sizeof *ext);
+  lw_slice_bounds(L, e, &s->a, r, s->start, s->stride, ext);
   return src_run(L, e, s, r, ext, out);
 }
 
-/* reshape(shape, a): a view of a's buffers with the new extents, after the
- * interpreter's check that the counts agree (rt_array_count semantics:
- * each extent at most the size limit, the product equal to a's size). The
- * product is checked by division, which cannot overflow: with size > 0,
- * e1 * .. * eq == size iff each e divides what is left and 1 remains. */
-bool lw_skel_reshape(lw *L, ir_ref e, lw_val *out) {
-  ir_type t = ir_node_get(L->m, e)->type;
-  uint32_t q = sm_rank(L, t);
-  uint32_t *ext = cg_new(L->M, (q ? q : 1) * sizeof *ext);
-  lw_shape(L, ir_kid(L->m, e, 0), q, ext, e, true);
-  lw_val a;
-  if (!lw_expr(L, ir_kid(L->m, e, 1), &a))
-    return false;
-  lw_check_shapes(L, e, "reshape", 1, &a);
-  uint32_t ar = sm_rank(L, a.type);
-  uint32_t size = lw_extent(L, &a, 0, 0);
+void lw_reshape_check(lw *L, ir_ref e, const lw_val *a, uint32_t q, const uint32_t *ext) {
+  uint32_t ar = sm_rank(L, a->type);
+  uint32_t size = lw_extent(L, a, 0, 0);
   for (uint32_t d = 1; d < ar; d++)
-    size = lw_x_bin(L, PX_MUL, size, lw_extent(L, &a, 0, d));
+    size = lw_x_bin(L, PX_MUL, size, lw_extent(L, a, 0, d));
   uint32_t ok;
   if (q == 1) {
     ok = lw_x_bin(L, PX_EQ, ext[0], size);
@@ -595,6 +588,24 @@ bool lw_skel_reshape(lw *L, ir_ref e, lw_val *out) {
   lw_piece fb[3] = {LW_TEXT("reshape: cannot reshape "), LW_VAL(size),
                     LW_TEXT(" elements to the shape asked for")};
   lw_check(L, ok, e, np, pc, 3, fb);
+}
+
+/* reshape(shape, a): a view of a's buffers with the new extents, after the
+ * interpreter's check that the counts agree (rt_array_count semantics:
+ * each extent at most the size limit, the product equal to a's size). The
+ * product is checked by division, which cannot overflow: with size > 0,
+ * e1 * .. * eq == size iff each e divides what is left and 1 remains. */
+bool lw_skel_reshape(lw *L, ir_ref e, lw_val *out) {
+  ir_type t = ir_node_get(L->m, e)->type;
+  uint32_t q = sm_rank(L, t);
+  uint32_t *ext = cg_new(L->M, (q ? q : 1) * sizeof *ext);
+  lw_shape(L, ir_kid(L->m, e, 0), q, ext, e, true);
+  lw_val a;
+  /* a view needs a's buffers: a delayed operand is made manifest */
+  if (!lw_expr(L, ir_kid(L->m, e, 1), &a))
+    return false;
+  lw_check_shapes(L, e, "reshape", 1, &a);
+  lw_reshape_check(L, e, &a, q, ext);
   lw_fresh(L, t, out);
   const lw_leaf *lv;
   uint32_t n = lw_leaves(L, t, &lv);

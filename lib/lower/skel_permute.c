@@ -187,7 +187,7 @@ bool lw_pm_scatter_begin(lw *L, ir_ref e, lw_pm_scatter *s, lw_val *out) {
   ac_module *m = L->m;
   lw_val *v = s->v; /* idx, vals, dest */
   for (uint32_t i = 0; i < 3; i++)
-    if (!lw_expr(L, ir_kid(m, e, i), &v[i]))
+    if (!lw_operand(L, e, i, &v[i]))
       return false;
   uint32_t qv;
   if (!ir_ty_array_view(L->ctx, v[0].type, &s->ielem, &s->q) ||
@@ -413,7 +413,7 @@ bool lw_pm_permute_begin(lw *L, ir_ref e, lw_pm_permute *p, lw_val *out) {
   ac_module *m = L->m;
   p->comb = ir_kid(m, e, 0);
   p->dst = ir_kid(m, e, 2);
-  if (!lw_expr(L, ir_kid(m, e, 1), &p->dest) || !lw_expr(L, ir_kid(m, e, 3), &p->a))
+  if (!lw_operand(L, e, 1, &p->dest) || !lw_operand(L, e, 3, &p->a))
     return false;
   if (!ir_ty_array_view(L->ctx, p->dest.type, &p->delem, &p->r) ||
       !ir_ty_array_view(L->ctx, p->a.type, &p->aelem, &p->q)) {

@@ -214,7 +214,7 @@ bool lw_skel_stencil(lw *L, ir_ref e, lw_val *out) {
   /* the boundary value comes before the array in the text: evaluated first */
   if (cst && !lw_expr(L, ir_kid(L->m, e, 2), &s->cval))
     return false;
-  if (!lw_expr(L, ir_kid(L->m, e, 1), &s->a))
+  if (!lw_operand(L, e, 1, &s->a))
     return false;
   lw_check_shapes(L, e, "stencil", 1, &s->a);
   if (!ir_ty_array_view(L->ctx, s->a.type, &s->elem, &s->rank) || s->rank == 0) {

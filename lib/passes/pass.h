@@ -137,4 +137,12 @@ bool ps_may_fail(const ac_module *m, ir_ref r);
  * ops.def order; lowering makes kernels of these at plan level). */
 bool ps_is_array_op(const ac_module *m, ir_ref r);
 
+/* True if the function body r prints as text that parses again: at most
+ * PARSE_MAX_DEPTH nested operations as the printer counts them, and at most
+ * PARSE_MAX_NEST levels of syntax as the parser counts them (rounded up).
+ * Passes that deepen trees (a let opening a block in expression position
+ * adds to both) keep the old body when the new one fails this. False when
+ * memory runs out. Defined in inline.c. */
+bool ps_printable(const ac_module *m, ir_ref r);
+
 #endif

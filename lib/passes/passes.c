@@ -44,9 +44,9 @@ const ps_pass *ps_find(const char *name, size_t len) {
 const char *ps_level_pipeline(int level) {
   static const char *const levels[4] = {
       "",
-      "",
-      "",
-      "",
+      "simplify,inline,cse,simplify",
+      "simplify,inline,simplify,cse,fuse,hoist,simplify,sequentialise",
+      "simplify,inline,simplify,cse,fuse,hoist,simplify,cse,fuse,sequentialise",
   };
   if (level < 0)
     level = 0;

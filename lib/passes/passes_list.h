@@ -8,3 +8,18 @@
  * rows is the order of `arrayc-opt --list-passes`. passes.c includes this
  * file twice (declarations, then the table); nothing else includes it.
  */
+PS_PASS(ps_simplify, "simplify",
+        "constant folding, exact algebraic identities, dead lets, let floating", "folded",
+        "identities", "lets-removed", "lets-floated")
+PS_PASS(ps_cse, "cse",
+        "common subexpressions (scalar and array) computed once, bound by a let", "eliminated")
+PS_PASS(ps_inline, "inline",
+        "calls of small or once-called functions replaced by their bodies", "inlined")
+PS_PASS(ps_hoist, "hoist",
+        "array operations in lambdas that do not depend on them computed once, outside",
+        "hoisted", "guarded")
+PS_PASS(ps_sequentialise, "sequentialise",
+        "warn about array operations that run as sequential loops inside a kernel", "sequential")
+PS_PASS(ps_fuse, "fuse",
+        "producers computed inside their consumers (delay), maps over the same arrays merged",
+        "fused", "horizontal", "duplicated")

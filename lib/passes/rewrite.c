@@ -117,8 +117,12 @@ static bool node_may_fail(const ac_module *m, ir_ref x) {
   /* x/0 == 0 and x%0 == x (docs/language.md §6): integer division cannot
    * trap, and float division never does */
   case IR_DIV: case IR_REM:
-  case IR_LEN: case IR_SHAPE:
     return false;
+  case IR_LEN: case IR_SHAPE: {
+    /* of a tuple of arrays, they check that the arrays agree (§8) */
+    ir_type t = ir_node_get(m, ir_kid(m, x, 0))->type;
+    return t == IR_TY_NONE || ir_ty_info(m->ctx, t).kind != TK_ARRAY;
+  }
   default:
     /* math builtins are total on their domain (NaN results, no errors) */
     if (n->op >= IR_ABS && n->op <= IR_ISFINITE)

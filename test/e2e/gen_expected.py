@@ -1239,6 +1239,163 @@ def _(x):
 SUFFIX = re.compile(r"(i8|i16|i32|i64|u8|u16|u32|u64|f32|f64)$")
 
 
+# ---- fusion.ac: the same functions, written without fusion ------------------
+
+@impl("fusion.map_fold")
+def _(xs, ys):
+    return [Leaf(wrap(sum(x * y for x, y in zip(xs, ys)), I64), I64)]
+
+
+@impl("fusion.chain")
+def _(xs):
+    return [Leaf([x * 2.0 + 1.0 for x in reversed(xs)], F64)]
+
+
+@impl("fusion.scans")
+def _(xs):
+    return [Leaf(scan_incl(add, [x * x for x in xs]), I32),
+            Leaf(scanr_incl(max, [x - 3 for x in xs]), I32),
+            Leaf(scan_excl(add, 0, list(range(len(xs)))), I64)]
+
+
+@impl("fusion.gen_fold")
+def _(n):
+    return [Leaf(sum(i * i for i in range(n)), I64),
+            Leaf(fold_left(add, 0.0, [i * 0.5 for i in range(n)]), F64)]
+
+
+@impl("fusion.fill_scatter")
+def _(n, idx, vs):
+    out = [-1] * n
+    for i, v in zip(idx, vs):
+        out[i] = v * 2
+    return [Leaf(out, I32)]
+
+
+@impl("fusion.hist")
+def _(bins, k):
+    out = [0] * k
+    for b in bins:
+        out[b] += 1
+    return [Leaf(out, I32)]
+
+
+@impl("fusion.gathered")
+def _(xs, idx):
+    x = np.array(xs, F32)
+    return [Leaf(fold_left(add, F32(0.0), [x[i] for i in idx]), F32),
+            Leaf([(x[i] + F32(1.0)) * F32(2.0) for i in idx], F32)]
+
+
+@impl("fusion.gather2d")
+def _(m, idx, jdx):
+    t = np.array(m).T
+    return [Leaf(int(sum(t[i][j] for i, j in zip(idx, jdx))), I64)]
+
+
+@impl("fusion.backperm")
+def _(xs):
+    return [Leaf([(x + 1) * 10 for x in reversed(xs)], I64)]
+
+
+@impl("fusion.slices")
+def _(xs):
+    x = np.array(xs, F32)
+    n = len(x)
+    return [Leaf(x[2:] - F32(2.0) * x[1:n - 1] + x[:n - 2], F32),
+            Leaf(x[1::2] - x[0:n - 1:2], F32)]
+
+
+@impl("fusion.stencil_slice")
+def _(xs):
+    a = xs[1:]
+    return [Leaf(stencil1(lambda w: w(-1) + 2 * w(0) + w(1), "clamp", a), I32)]
+
+
+@impl("fusion.stencil_2d")
+def _(m):
+    t = np.array(m, F64).T.tolist()
+    return [Leaf(stencil2(lambda w: w(0, -1) + w(0, 1) - w(-1, 0), "wrap", t), F64)]
+
+
+@impl("fusion.reshape_fold")
+def _(xs):
+    return [Leaf(np.array(xs).reshape(2, 3).sum(axis=1), I64)]
+
+
+@impl("fusion.replicate_map")
+def _(xs, n):
+    return [Leaf([[x * x + 1 for x in xs]] * n, I64)]
+
+
+@impl("fusion.filter_map")
+def _(xs):
+    return [Leaf([x - 2 for x in xs if x - 2 > 0], I32)]
+
+
+@impl("fusion.segmented")
+def _(xs, lens):
+    folds, scans, pos = [], [], 0
+    for n in lens:
+        seg = xs[pos:pos + n]
+        folds.append(sum(x * x for x in seg))
+        scans += scan_incl(add, [x + 1 for x in seg])
+        pos += n
+    return [Leaf(folds, I64), Leaf(scans, I64)]
+
+
+@impl("fusion.matvec")
+def _(m, v):
+    return [Leaf([fold_left(add, 0.0, [a * b for a, b in zip(row, v)]) for row in m], F64)]
+
+
+@impl("fusion.tuple_fold")
+def _(xs):
+    return [Leaf(sum(xs), I32), Leaf(max([-2147483648] + [2 * x for x in xs]), I32)]
+
+
+@impl("fusion.horizontal")
+def _(s, x):
+    return [Leaf([max(a - b, 0.0) for a, b in zip(s, x)], F64),
+            Leaf([max(b - a, 0.0) for a, b in zip(s, x)], F64)]
+
+
+@impl("fusion.twice")
+def _(xs):
+    return [Leaf(sum(3 * x for x in xs), I64), Leaf(max([-100] + [3 * x for x in xs]), I64)]
+
+
+@impl("fusion.matmul")
+def _(a, b):
+    k = len(b)
+    return [Leaf([[fold_left(add, 0.0, [a[i][l] * b[l][j] for l in range(k)])
+                   for j in range(len(b[0]))] for i in range(len(a))], F64)]
+
+
+@impl("fusion.nested_map")
+def _(xs, ys):
+    return [Leaf([x + sum(y * x for y in ys) for x in xs], I64)]
+
+
+@impl("fusion.nested_slices")
+def _(xs):
+    return [Leaf([sum(a * b for a, b in zip(xs[:i + 1], reversed(xs[:i + 1])))
+                  for i in range(len(xs))], I64)]
+
+
+@impl("fusion.by_hand")
+def _(xs):
+    sq = np.array([x * x for x in xs]).reshape(3, 2)
+    g = np.array([[10 * i + j for j in range(3)] for i in range(2)]).T
+    return [Leaf(sq.sum(axis=1), I64), Leaf(g.sum(axis=1), I64)]
+
+
+@impl("fusion.rows_and_scan")
+def _(m):
+    return [Leaf([sum(2 * x for x in row) for row in m], I64),
+            Leaf([scan_incl(lambda a, b: a * b, [x + 1 for x in row]) for row in m], I64)]
+
+
 def parse_arg(text):
     """Parses an arrayc-run ARG (literal syntax) into Python values."""
     toks = re.findall(r"\[|\]|,|[^\s\[\],]+", text)

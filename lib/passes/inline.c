@@ -1,0 +1,479 @@
+/* lib/passes/inline.c: inlining of calls (the `inline` pass).
+ *
+ * What: a call f(a1, .., an) of a function whose body is small (ps_size
+ * under INL_SIZE nodes), or that is called from one place only in the
+ * module (and is not huge: INL_ONCE_SIZE), becomes
+ * `let p1 = a1; ..; let pn = an; body`: the arguments are still
+ * evaluated once each, in order, before the body, exactly as a call does,
+ * so results and errors (positions included: the body keeps the callee's
+ * locations) do not change. An argument that is a variable is substituted
+ * instead of bound (it evaluates nothing). Other calls stay calls, and a
+ * function named as a lambda argument (`map(sq, xs)`) stays a function
+ * reference: Nikola's lambda-sharing, a function compiled once however
+ * often it is used. Every function stays in the module (others, or the
+ * host, may call it).
+ *
+ * Why: a call is a boundary for the other passes (cse does not see through
+ * it; fuse cannot fuse a producer inside a callee) and, in element code, a
+ * function call per element. Nikola and Barracuda discuss the other side,
+ * the code growth of inlining everything (Barracuda's function application
+ * is macro expansion, which its `slet` tames); the size threshold and the
+ * once-called rule (with its cap) keep growth linear.
+ *
+ * How: functions are processed callees first (the call graph is acyclic:
+ * the verifier rejects recursion, docs/language.md §3), so a callee's body
+ * already has its own calls inlined when it is copied, and the size test
+ * sees that body. A function body is a closed term over its parameters
+ * (the last parameter is variable 0), which is exactly the scope the lets
+ * make, so the body needs no shifting; argument k is shifted past the k-1
+ * lets before it. Rewriting is memoised per node, so shared subtrees are
+ * rewritten once and stay shared.
+ *
+ * Requires a verified module. Preserves meaning, errors and the IR's
+ * invariants: the literals of a moved argument or body get fixed types
+ * (IR_F_SUFFIX), since a let's value is synthesised where an argument was
+ * checked against its parameter's type, and the body no longer has the
+ * declared result type as context (language.md §5). A function whose new
+ * body would print deeper or more nested than the parser accepts
+ * (ps_printable, defined here) keeps its calls.
+ */
+#include "passes/pass.h"
+
+#include "lex.h" /* PARSE_MAX_DEPTH, PARSE_MAX_NEST: what the text format holds */
+
+#include <string.h>
+
+/* Callees whose body has fewer nodes are inlined at every call. */
+#define INL_SIZE 40
+/* A callee called once is inlined up to this size: it stays in the module,
+ * so a chain of once-called functions would otherwise copy the whole chain
+ * into each of its members (quadratic growth). */
+#define INL_ONCE_SIZE 1000
+/* Recursion bound of the rewrites (verified trees are at most CHK_MAX_DEPTH
+ * deep; an inlined body adds its own depth). */
+#define INL_MAX_NEST 6000u
+
+typedef struct inl {
+  ac_module *m;
+  uint32_t *sites;  /* per function: calls of it in the module */
+  uint32_t *estart; /* per function: its callees are edges[estart[f] .. estart[f+1]) */
+  uint32_t *edges;
+  size_t nedges, capedges;
+  ir_ref *memo; /* rewritten node, for nodes older than the pass */
+  size_t nmemo;
+  /* per-node memo of the literal fix, valid where its stamp is current; it
+   * covers nodes the pass makes too */
+  uint32_t *fstamp;
+  ir_ref *fres;
+  size_t capf, capfres;
+  uint32_t fcur;
+  ir_ref *stk;
+  size_t capstk;
+  uint64_t inlined;
+  bool oom;
+} inl;
+
+static bool inl_grow(inl *S, void *vec, size_t *cap, size_t need, size_t size) {
+  if (need <= *cap)
+    return true;
+  size_t old = *cap;
+  if (!ac_grow(S->m->ctx, (void **)vec, cap, need, size)) {
+    S->oom = true;
+    return false;
+  }
+  memset((char *)*(void **)vec + old * size, 0, (*cap - old) * size);
+  return true;
+}
+
+/* ---- the call graph ---- */
+
+/* Appends the callees of function f (one edge per call node) and counts
+ * its calls in sites[]. Nodes shared inside the body are visited once:
+ * a shared call is rewritten once, so it counts once. */
+static bool inl_calls(inl *S, uint32_t f, uint32_t *seen) {
+  const ac_module *m = S->m;
+  ir_ref body = m->funcs[f].body;
+  size_t n = 0;
+  if (!body)
+    return true;
+  if (!inl_grow(S, &S->stk, &S->capstk, 1, sizeof *S->stk))
+    return false;
+  S->stk[n++] = body;
+  seen[body] = f + 1;
+  while (n) {
+    ir_ref r = S->stk[--n];
+    const ir_node *nd = ir_node_get(m, r);
+    if (nd->op == IR_CALL && nd->attr >= 0 && (uint64_t)nd->attr < m->nfuncs) {
+      if (!inl_grow(S, &S->edges, &S->capedges, S->nedges + 1, sizeof *S->edges))
+        return false;
+      S->edges[S->nedges++] = (uint32_t)nd->attr;
+      S->sites[nd->attr]++;
+    }
+    if (!inl_grow(S, &S->stk, &S->capstk, n + nd->nkids, sizeof *S->stk))
+      return false;
+    nd = ir_node_get(m, r);
+    for (uint32_t j = 0; j < nd->nkids; j++) {
+      ir_ref k = ir_kid(m, r, j);
+      if (k && seen[k] != f + 1) {
+        seen[k] = f + 1;
+        S->stk[n++] = k;
+      }
+    }
+  }
+  return true;
+}
+
+/* Functions in post-order of the call graph (callees before callers). A
+ * cycle cannot occur in verified IR; were there one, its back edge would
+ * simply be ignored. */
+static bool inl_order(inl *S, uint32_t *order) {
+  size_t nf = S->m->nfuncs, no = 0, n = 0;
+  uint32_t *state = NULL, *next = NULL, *stk = NULL;
+  ac_context *ctx = S->m->ctx;
+  state = ac_alloc(ctx, nf * sizeof *state);
+  next = ac_alloc(ctx, nf * sizeof *next);
+  stk = ac_alloc(ctx, nf * sizeof *stk);
+  bool ok = state && next && stk;
+  if (ok)
+    memset(state, 0, nf * sizeof *state);
+  for (uint32_t f0 = 0; ok && f0 < nf; f0++) {
+    if (state[f0])
+      continue;
+    state[f0] = 1;
+    next[f0] = S->estart[f0];
+    stk[n++] = f0;
+    while (n) {
+      uint32_t f = stk[n - 1];
+      if (next[f] < S->estart[f + 1]) {
+        uint32_t g = S->edges[next[f]++];
+        if (!state[g]) {
+          state[g] = 1;
+          next[g] = S->estart[g];
+          stk[n++] = g;
+        }
+      } else {
+        state[f] = 2;
+        order[no++] = f;
+        n--;
+      }
+    }
+  }
+  ac_free(ctx, state);
+  ac_free(ctx, next);
+  ac_free(ctx, stk);
+  if (!ok)
+    S->oom = true;
+  return ok;
+}
+
+/* ---- rewriting ---- */
+
+/* A copy of r whose unsuffixed literals have their type fixed, sharing
+ * every subtree without such literals. */
+static ir_ref inl_fix(inl *S, ir_ref r, unsigned nest) {
+  ac_module *m = S->m;
+  if (nest > INL_MAX_NEST)
+    return IR_NONE;
+  if (!inl_grow(S, &S->fstamp, &S->capf, (size_t)r + 1, sizeof *S->fstamp) ||
+      !inl_grow(S, &S->fres, &S->capfres, (size_t)r + 1, sizeof *S->fres))
+    return IR_NONE;
+  if (S->fstamp[r] == S->fcur)
+    return S->fres[r];
+  ir_node n = *ir_node_get(m, r);
+  ir_ref res = r;
+  if (n.op == IR_LIT) {
+    if (!(n.flags & IR_F_SUFFIX)) {
+      res = ps_rebuild(m, r, 0, NULL);
+      if (res)
+        ir_node_get(m, res)->flags = (uint16_t)((n.flags | IR_F_SUFFIX) & ~IR_F_CTX);
+    }
+  } else if (n.nkids) {
+    ir_ref small[8];
+    ir_ref *kids = n.nkids <= 8 ? small : ac_alloc(m->ctx, n.nkids * sizeof *kids);
+    if (!kids) {
+      S->oom = true;
+      return IR_NONE;
+    }
+    for (uint32_t j = 0; j < n.nkids && res; j++) {
+      ir_ref k = ir_kid(m, r, j);
+      kids[j] = k ? inl_fix(S, k, nest + 1) : IR_NONE;
+      if (k && !kids[j])
+        res = IR_NONE;
+    }
+    if (res)
+      res = ps_rebuild_if_changed(m, r, kids);
+    if (kids != small)
+      ac_free(m->ctx, kids);
+  }
+  if (res) {
+    S->fstamp[r] = S->fcur;
+    S->fres[r] = res;
+  }
+  return res;
+}
+
+/* `let p1 = a1; ..; let pn = an; body` for the call (whose arguments are
+ * already rewritten) of function g; IR_NONE if it cannot be made. */
+static ir_ref inl_expand(inl *S, ir_ref call, uint32_t g) {
+  ac_module *m = S->m;
+  const ir_func *fn = &m->funcs[g];
+  uint32_t np = fn->nparams;
+  if (ir_node_get(m, call)->nkids != np)
+    return IR_NONE;
+  ir_loc loc = ir_node_get(m, call)->loc;
+  S->fcur++;
+  ir_ref body = inl_fix(S, m->funcs[g].body, 0);
+  for (uint32_t k = np; body && k-- > 0;) {
+    /* here body sees p1 .. p(k+1), the last as 0; argument k+1 is
+     * evaluated under the k lets before it */
+    ir_ref a = ir_shift(m, ir_kid(m, call, k), (int32_t)k, 0);
+    if (!a)
+      return IR_NONE;
+    if (ir_node_get(m, a)->op == IR_VAR) {
+      body = ir_subst(m, body, 0, a);
+      continue;
+    }
+    S->fcur++;
+    ir_ref kids[2] = {inl_fix(S, a, 0), body};
+    if (!kids[0])
+      return IR_NONE;
+    body = ir_node_new(m, IR_LET, loc, 2, kids);
+    if (body)
+      ir_node_get(m, body)->names = m->funcs[g].pnames + k;
+  }
+  return body;
+}
+
+static bool inl_wanted(const inl *S, uint32_t g) {
+  const ir_func *fn = &S->m->funcs[g];
+  if (fn->is_extern || fn->body == IR_NONE)
+    return false;
+  uint32_t size = ps_size(S->m, fn->body, INL_ONCE_SIZE + 1);
+  return size < INL_SIZE || (S->sites[g] == 1 && size <= INL_ONCE_SIZE);
+}
+
+/* The body at r with the chosen calls inlined (r itself if none). */
+static ir_ref inl_rewrite(inl *S, ir_ref r, unsigned nest) {
+  ac_module *m = S->m;
+  if (nest > INL_MAX_NEST)
+    return r; /* too deep to look into: left as it is */
+  if (r < S->nmemo && S->memo[r])
+    return S->memo[r];
+  ir_node n = *ir_node_get(m, r);
+  ir_ref res = r;
+  if (n.nkids) {
+    ir_ref small[8];
+    ir_ref *kids = n.nkids <= 8 ? small : ac_alloc(m->ctx, n.nkids * sizeof *kids);
+    if (!kids) {
+      S->oom = true;
+      return IR_NONE;
+    }
+    for (uint32_t j = 0; j < n.nkids && res; j++) {
+      ir_ref k = ir_kid(m, r, j);
+      kids[j] = k ? inl_rewrite(S, k, nest + 1) : IR_NONE;
+      if (k && !kids[j])
+        res = IR_NONE;
+    }
+    if (res)
+      res = ps_rebuild_if_changed(m, r, kids);
+    if (kids != small)
+      ac_free(m->ctx, kids);
+  }
+  if (res && n.op == IR_CALL && n.attr >= 0 && (uint64_t)n.attr < m->nfuncs &&
+      inl_wanted(S, (uint32_t)n.attr)) {
+    ir_ref e = inl_expand(S, res, (uint32_t)n.attr);
+    if (m->oom)
+      return IR_NONE;
+    if (e) {
+      res = e;
+      S->inlined++;
+    }
+  }
+  if (res && r < S->nmemo)
+    S->memo[r] = res;
+  return res;
+}
+
+/* ---- what the text format can hold (shared: pass.h) ---- */
+
+static bool pf_is_let(ir_op op) {
+  return op == IR_LET || op == IR_LETTUP;
+}
+
+/* The printer's precedence level of a node (print.c, level()), the
+ * literal's sign aside: a literal counts as a prefix expression here. */
+static int pf_level(ir_op op) {
+  if (ir_ops[op].syntax == SX_INFIX)
+    return ir_ops[op].prec;
+  if (ir_ops[op].syntax == SX_PREFIX || op == IR_LIT)
+    return 10;
+  if (op == IR_IF || op == IR_LOOP || op == IR_REC || op == IR_LAM)
+    return 0;
+  return 11;
+}
+
+/* Levels of syntax nesting the parser counts (parse.c, enter(): one per
+ * parse_expr and per prefix operator) between node r and its child j
+ * printed inside it: statements and results of blocks, arguments,
+ * conditions and bounds are each parsed as an expression; operands of
+ * operators only when parenthesised. Rounded up where the printer's choice
+ * depends on more than the two nodes. */
+static uint32_t pf_nest(const ac_module *m, ir_ref r, uint32_t j, ir_ref k) {
+  const ir_node *n = ir_node_get(m, r);
+  ir_op op = (ir_op)n->op, kop = (ir_op)ir_node_get(m, k)->op;
+  switch (ir_ops[op].syntax) {
+  case SX_INFIX: {
+    int prec = ir_ops[op].prec;
+    bool cmp = ir_ops[op].typing == TC_CMP || ir_ops[op].typing == TC_ORD;
+    int need = j == 0 && !cmp ? prec : prec + 1;
+    return pf_level(kop) < need;
+  }
+  case SX_PREFIX: /* `-(5)` is the negation of a literal, `-5` is one */
+    return 1 + (kop == IR_LIT || pf_level(kop) < 10);
+  default:
+    break;
+  }
+  switch (op) {
+  case IR_LET:
+  case IR_LETTUP:
+    return j == 1 && pf_is_let(kop) ? 0 : 1; /* a chain's lets are one block */
+  case IR_IF:
+    /* `else if` continues the chain; a branch's lets are its block's */
+    return j > 0 && (pf_is_let(kop) || (j == 2 && kop == IR_IF)) ? 0 : 1;
+  case IR_PROJ:
+  case IR_INDEX:
+    return j > 0 || pf_level(kop) < 11;
+  case IR_ARRLIT:
+    return (uint32_t)n->attr + (kop == IR_ARRLIT);
+  case IR_LOOP:
+    return kop == IR_LAM ? 0 : 1; /* the lambda's body counts its own */
+  default:
+    return 1;
+  }
+}
+
+/* Whether the printer counts child j of r one level deeper than the tree
+ * (print.c, deeper()): a let opening a block in expression position
+ * (`a + { let x = ..; x }`, what inlining makes) counts once for the
+ * expression and once as a statement; the lets of a chain, and blocks of
+ * branches, lambda and rec bodies, once. */
+static bool pf_extra(const ac_module *m, ir_ref r, uint32_t j, ir_ref k) {
+  const ir_node *n = ir_node_get(m, r);
+  if (!pf_is_let((ir_op)ir_node_get(m, k)->op))
+    return false;
+  switch ((ir_op)n->op) {
+  case IR_LET:
+  case IR_LETTUP:
+    return j != 1;
+  case IR_IF:
+    return j == 0;
+  case IR_LAM:
+    return false;
+  case IR_REC:
+    return j + 1 != n->nkids;
+  default:
+    return true;
+  }
+}
+
+typedef struct pf_frame {
+  ir_ref r;
+  uint32_t depth, nest;
+} pf_frame;
+
+bool ps_printable(const ac_module *m, ir_ref body) {
+  ac_context *ctx = m->ctx;
+  pf_frame small[64], *stk = small;
+  size_t n = 0, cap = 64;
+  bool ok = true;
+  stk[n++] = (pf_frame){body, 1, 1};
+  while (n && ok) {
+    pf_frame f = stk[--n];
+    if (f.depth > PARSE_MAX_DEPTH || f.nest > PARSE_MAX_NEST) {
+      ok = false;
+      break;
+    }
+    uint32_t nk = ir_node_get(m, f.r)->nkids;
+    if (n + nk > cap) {
+      size_t ncap = (n + nk) * 2;
+      pf_frame *v = ac_alloc(ctx, ncap * sizeof *v);
+      if (!v) {
+        ok = false;
+        break;
+      }
+      memcpy(v, stk, n * sizeof *v);
+      if (stk != small)
+        ac_free(ctx, stk);
+      stk = v;
+      cap = ncap;
+    }
+    for (uint32_t j = 0; j < nk; j++) {
+      ir_ref k = ir_kid(m, f.r, j);
+      if (k)
+        stk[n++] =
+            (pf_frame){k, f.depth + 1 + pf_extra(m, f.r, j, k), f.nest + pf_nest(m, f.r, j, k)};
+    }
+  }
+  if (stk != small)
+    ac_free(ctx, stk);
+  return ok;
+}
+
+static void inl_free(inl *S) {
+  ac_context *ctx = S->m->ctx;
+  void *vs[] = {S->sites, S->estart, S->edges, S->memo, S->fstamp, S->fres, S->stk};
+  for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++)
+    ac_free(ctx, vs[i]);
+}
+
+/* The entry point (registered in passes_list.h). */
+ac_status ps_inline(ps_ctx *c);
+ac_status ps_inline(ps_ctx *c) {
+  ac_module *m = c->m;
+  ac_context *ctx = m->ctx;
+  inl S;
+  memset(&S, 0, sizeof S);
+  S.m = m;
+  size_t nf = m->nfuncs;
+  if (nf == 0)
+    return AC_OK;
+  S.nmemo = m->nnodes;
+  uint32_t *seen = ac_alloc(ctx, S.nmemo * sizeof *seen);
+  uint32_t *order = ac_alloc(ctx, nf * sizeof *order);
+  S.sites = ac_alloc(ctx, nf * sizeof *S.sites);
+  S.estart = ac_alloc(ctx, (nf + 1) * sizeof *S.estart);
+  S.memo = ac_alloc(ctx, S.nmemo * sizeof *S.memo);
+  S.oom = !seen || !order || !S.sites || !S.estart || !S.memo;
+  if (!S.oom) {
+    memset(seen, 0, S.nmemo * sizeof *seen);
+    memset(S.sites, 0, nf * sizeof *S.sites);
+    memset(S.memo, 0, S.nmemo * sizeof *S.memo);
+  }
+  for (uint32_t f = 0; f < nf && !S.oom; f++) {
+    S.estart[f] = (uint32_t)S.nedges;
+    inl_calls(&S, f, seen);
+  }
+  if (!S.oom) {
+    S.estart[nf] = (uint32_t)S.nedges;
+    inl_order(&S, order);
+  }
+  for (size_t i = 0; i < nf && !S.oom; i++) {
+    ir_func *f = &m->funcs[order[i]];
+    if (f->is_extern || f->body == IR_NONE)
+      continue;
+    uint64_t before = S.inlined;
+    ir_ref body = inl_rewrite(&S, f->body, 0);
+    if (!body || body == f->body)
+      continue;
+    if (ps_printable(m, body))
+      m->funcs[order[i]].body = body;
+    else
+      S.inlined = before; /* too deep to print: this function keeps its calls */
+  }
+  c->counters[0] += S.inlined;
+  ac_free(ctx, seen);
+  ac_free(ctx, order);
+  bool oom = S.oom || m->oom;
+  inl_free(&S);
+  return oom ? ir_report(c->err, NULL, AC_ERR_NOMEM) : AC_OK;
+}
