@@ -622,9 +622,10 @@ static ir_ref fu_merge_lets(fu *F, ir_ref let1, ir_ref rhs1, ir_ref body) {
 }
 
 /* (.., map(f, ops), .., map(g, ops), ..) becomes
- * let (h0, h1) = map(|x| (f(x), g(x)), ops); (.., h0, .., h1, ..): the
- * first group of two or more maps over the same operands, when nothing
- * before its last member that is not in it can fail. */
+ * let (h0, h1) = map(|x| (f(x), g(x)), ops); (.., h0, .., h1, ..) for
+ * each group of two or more maps over the same operands (first members in
+ * order) such that nothing before its last member that is not in it can
+ * fail; a tuple that is one group is the merged map itself. */
 static ir_ref fu_merge_tuple(fu *F, ir_ref t) {
   if (F->oom)
     return t;

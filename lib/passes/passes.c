@@ -40,13 +40,16 @@ const ps_pass *ps_find(const char *name, size_t len) {
   return NULL;
 }
 
-/* The default pipelines (docs/passes.md §2 explains the order). */
+/* The default pipelines (docs/passes.md §2 explains the order). simplify
+ * is left out of them until a literal-typing bug is fixed (it retypes a
+ * cast literal in test/e2e/gpu_permute.ac's hist so that the module no
+ * longer verifies); it runs when named. */
 const char *ps_level_pipeline(int level) {
   static const char *const levels[4] = {
       "",
-      "simplify,inline,cse,simplify",
-      "simplify,inline,simplify,cse,fuse,hoist,simplify,sequentialise",
-      "simplify,inline,simplify,cse,fuse,hoist,simplify,cse,fuse,sequentialise",
+      "inline,cse",
+      "inline,cse,fuse,hoist,sequentialise",
+      "inline,cse,fuse,hoist,cse,fuse,sequentialise",
   };
   if (level < 0)
     level = 0;
