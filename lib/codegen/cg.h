@@ -293,6 +293,10 @@ bool cg_delay_producer(ir_op op);
 /* The value of d (the producer's type): one CL_FUNC leaf per leaf, with
  * d->ext as extents. d must stay alive (arena) while code is generated. */
 void cg_delayed_value(cg_fn *f, cg_delayed *d, cg_val *out);
+/* The producer a leaf of cg_delayed_value reads, or NULL for any other
+ * leaf. Its operands may be replaced before the first read (shared-memory
+ * tiles hand a slice its source through a tile, lib/lower/gskel_tile.c). */
+cg_delayed *cg_delayed_of(const cg_leaf *a);
 
 /* ---- nested array operations, sequential (seq_*.c) ----
  * Value of array operation e (GENERATE .. WHILE, REC, ARRLIT, ...) computed

@@ -249,6 +249,10 @@ static LLVMValueRef dl_read(cg_fn *f, const cg_leaf *a, LLVMValueRef *idx, ir_re
   return d->cval.l[l->leaf].v;
 }
 
+cg_delayed *cg_delayed_of(const cg_leaf *a) {
+  return a->kind == CL_FUNC && a->read == dl_read ? ((const dl_leaf *)a->env)->d : NULL;
+}
+
 void cg_delayed_value(cg_fn *f, cg_delayed *d, cg_val *out) {
   cg_module *M = f->M;
   cg_val_alloc(M, ir_node_get(M->m, d->at)->type, out);

@@ -761,7 +761,8 @@ static bool eval_node(interp *I, ir_ref r) {
     return interp_iterate(I, r);
   case IR_WHILE:
     return interp_while(I, r);
-  case IR_DELAY: /* an optimisation hint: its operand's value */
+  case IR_DELAY: /* optimisation hints: their operand's value */
+  case IR_TILED:
     return interp_eval(I, IKID(I, r, 0));
   default:
     break;

@@ -604,6 +604,7 @@ static ir_type array_op(chk *c, ir_ref r, ir_op op) {
   case IR_WHILE:
     return array_loop(c, r, op);
   case IR_DELAY: /* the identity on arrays (docs/language.md §7.15) */
+  case IR_TILED: /* likewise (§7.16) */
     return array_arg(c, r, 0, false, &a) ? a.t : IR_TY_NONE;
   default:
     return chk_fail(c, r, "malformed IR: %s cannot appear here", ir_ops[op].name), IR_TY_NONE;

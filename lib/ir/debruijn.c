@@ -163,3 +163,66 @@ bool ir_equal(const ac_module *m, ir_ref a, ir_ref b) {
       return false;
   return true;
 }
+
+/* ---- stencil windows ---- */
+
+/* A window offset literal as the interpreter reads it (interp_sc_to_i64: a
+ * u64 above INT64_MAX saturates). */
+static int64_t window_offset(const ac_module *m, const ir_node *n) {
+  ac_scalar sc = AC_I64;
+  ir_ty_is_scalar(m->ctx, n->type, &sc);
+  if (sc == AC_U64 && n->lit.u > (uint64_t)INT64_MAX)
+    return INT64_MAX;
+  return n->lit.i;
+}
+
+static int64_t window_cap(int64_t v) {
+  return v > IR_WINDOW_MAX_REACH ? IR_WINDOW_MAX_REACH : v;
+}
+
+static bool window_scan(const ac_module *m, ir_ref r, uint32_t depth, ir_window *w,
+                        unsigned nest) {
+  const ir_node *n = ir_node_get(m, r);
+  if (nest > 4000)
+    return false;
+  if (n->op == IR_VAR)
+    return n->attr != (int64_t)depth;
+  if (n->op == IR_INDEX && n->nkids == w->rank + 1) {
+    const ir_node *k0 = ir_node_get(m, ir_kid(m, r, 0));
+    if (k0->op == IR_VAR && k0->attr == (int64_t)depth) {
+      int64_t off[IR_WINDOW_MAX_RANK];
+      for (uint32_t d = 0; d < w->rank; d++) {
+        const ir_node *o = ir_node_get(m, ir_kid(m, r, d + 1));
+        if (o->op != IR_LIT)
+          return false;
+        int64_t v = window_offset(m, o);
+        int64_t lo = v < 0 ? window_cap(v == INT64_MIN ? INT64_MAX : -v) : 0;
+        int64_t hi = v > 0 ? window_cap(v) : 0;
+        if (lo > w->below[d])
+          w->below[d] = lo;
+        if (hi > w->above[d])
+          w->above[d] = hi;
+        off[d] = v;
+      }
+      if (w->reads++ == 0) {
+        memcpy(w->first, off, w->rank * sizeof *off);
+        w->offsets = 1;
+      } else if (memcmp(w->first, off, w->rank * sizeof *off) != 0) {
+        w->offsets = 2;
+      }
+      return true;
+    }
+  }
+  for (uint32_t i = 0; i < n->nkids; i++)
+    if (!window_scan(m, ir_kid(m, r, i), depth + ir_binders(m, r, i), w, nest + 1))
+      return false;
+  return true;
+}
+
+bool ir_window_reach(const ac_module *m, ir_ref body, uint32_t rank, ir_window *w) {
+  memset(w, 0, sizeof *w);
+  w->rank = rank;
+  if (rank == 0 || rank > IR_WINDOW_MAX_RANK || body == IR_NONE)
+    return false;
+  return window_scan(m, body, 0, w, 0);
+}

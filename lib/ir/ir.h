@@ -286,6 +286,28 @@ bool ir_occurs(const ac_module *m, ir_ref e, uint32_t j);
 /* Structural equality of two subtrees (types ignored, locations ignored). */
 bool ir_equal(const ac_module *m, ir_ref a, ir_ref b);
 
+/* The reach of a stencil's window (docs/language.md §7.9), shared by the
+ * stencil skeleton (which reads without boundary checks where the reach
+ * cannot leave the array) and the smem-stencil pass (which sizes a tile's
+ * halo by it). ir_window_reach visits every read w[o1, .., or] in `body`
+ * (the stencil function's body: the window is its variable 0) and widens
+ * below[d] / above[d] (>= 0; capped at IR_WINDOW_MAX_REACH, longer than
+ * any array) to cover each offset; `offsets` is 0, 1, or 2 for "two or
+ * more different offset vectors". False when the window is used other
+ * than by such reads or an offset is not a literal (then every read must
+ * handle the boundary), or rank exceeds IR_WINDOW_MAX_RANK (the text
+ * format's limit). */
+#define IR_WINDOW_MAX_RANK 64
+#define IR_WINDOW_MAX_REACH ((int64_t)1 << 40)
+typedef struct ir_window {
+  uint32_t rank;
+  int64_t below[IR_WINDOW_MAX_RANK], above[IR_WINDOW_MAX_RANK];
+  uint32_t offsets;
+  uint64_t reads;
+  int64_t first[IR_WINDOW_MAX_RANK];
+} ir_window;
+bool ir_window_reach(const ac_module *m, ir_ref body, uint32_t rank, ir_window *w);
+
 /* ---- errors (diag.c) ---- */
 struct ac_error {
   ac_status status;

@@ -43,6 +43,7 @@ typedef struct lw_delayed {
   uint32_t *ext;   /* words of the result's extents */
   uint32_t nsrc;   /* slice: rank of the source, and its words */
   uint32_t *start, *stride;
+  uint32_t *xstart, *xstride; /* ... and their plan expressions */
 } lw_delayed;
 
 struct lw_dword {
@@ -183,6 +184,8 @@ static bool dl_prepare(lw *L, lw_delayed *d, ir_ref p, uint32_t *ext) {
     d->start = cg_new(L->M, (d->nsrc + 1) * sizeof *d->start);
     d->stride = cg_new(L->M, (d->nsrc + 1) * sizeof *d->stride);
     lw_slice_bounds(L, p, &d->ops[0], d->nsrc, d->start, d->stride, ext);
+    d->xstart = d->start;
+    d->xstride = d->stride;
     d->start = dl_words(L, d->nsrc, d->start);
     d->stride = dl_words(L, d->nsrc, d->stride);
     break;
@@ -307,9 +310,14 @@ static void dl_load(lw *L, cg_fn *f, uint32_t kernel, const lw_delayed *d, cg_va
   if (d->start) {
     c->start = cg_new(M, (d->nsrc + 1) * sizeof *c->start);
     c->stride = cg_new(M, (d->nsrc + 1) * sizeof *c->stride);
+    /* constants as constants: the reads of slices at literal offsets
+     * fold into one address computation (and tiles' reads too) */
     for (uint32_t k = 0; k < d->nsrc; k++) {
-      c->start[k] = dl_word(L, f, kernel, d->start[k]);
-      c->stride[k] = dl_word(L, f, kernel, d->stride[k]);
+      int64_t v;
+      c->start[k] = lw_x_is_const(L, d->xstart[k], &v) ? cg_i64(M, v)
+                                                       : dl_word(L, f, kernel, d->start[k]);
+      c->stride[k] = lw_x_is_const(L, d->xstride[k], &v) ? cg_i64(M, v)
+                                                         : dl_word(L, f, kernel, d->stride[k]);
     }
   }
   /* the source's extents (its leaves agree: checked on the host) */
@@ -358,5 +366,28 @@ bool lw_load_delayed(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, cg_val *
     for (uint32_t w = 0; w <= lv[i].rank; w++)
       pl_kernel_use(L->p, kernel, v->words[lv[i].word + w]);
   }
+  return true;
+}
+
+bool lw_delayed_slice(lw *L, const lw_val *v, lw_val *src, int64_t *start) {
+  const lw_leaf *lv;
+  uint32_t n = lw_leaves(L, v->type, &lv);
+  const lw_delayed *d = NULL;
+  for (uint32_t i = 0; i < n; i++) {
+    const struct lw_dword *dw =
+        lv[i].rank && lv[i].word < v->nwords ? dl_find(L, v->words[lv[i].word]) : NULL;
+    if (!dw || (d && dw->d != d))
+      return false;
+    d = dw->d;
+  }
+  if (!d || !d->xstart || ir_node_get(L->m, d->at)->op != IR_SLICE || d->nsrc != d->rank)
+    return false;
+  for (uint32_t k = 0; k < d->nsrc; k++) {
+    int64_t st;
+    if (!lw_x_is_const(L, d->xstride[k], &st) || st != 1 ||
+        !lw_x_is_const(L, d->xstart[k], &start[k]))
+      return false;
+  }
+  *src = d->ops[0];
   return true;
 }

@@ -540,6 +540,13 @@ static bool lower_node(lw *L, ir_ref e, lw_val *out) {
     return lower_len_shape(L, e, out);
   case IR_DELAY: /* not an operand (lw_operand): p, made manifest */
     return lw_expr(L, ir_kid(L->m, e, 0), out);
+  case IR_TILED: { /* a request to the skeleton of e's operand (gskel_tile.c) */
+    ir_ref x = ir_kid(L->m, e, 0);
+    L->tile_at = x;
+    bool ok = lw_expr(L, x, out);
+    L->tile_at = IR_NONE;
+    return ok;
+  }
   default:
     break;
   }

@@ -92,6 +92,10 @@ typedef struct lw {
    * its producer. Owned by lw_function. */
   struct lw_dword *dwords;
   uint32_t ndwords, capdwords;
+  /* tiled(e) (the smem-stencil pass): the e being lowered that asked for
+   * shared-memory tiles, until its skeleton takes the request
+   * (lw_tile_wanted, gskel_tile.c). */
+  ir_ref tile_at;
 } lw;
 
 /* Lowers function fn of m for target t: creates *plan and fills M (which
@@ -142,6 +146,10 @@ bool lw_operand(lw *L, ir_ref e, uint32_t k, lw_val *out);
 /* For lw_load (delay.c): false if no leaf of v is delayed; otherwise *out
  * is v in kernel f, delayed leaves as readers. */
 bool lw_load_delayed(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, cg_val *out);
+/* True if v (an operand from lw_operand) is a delayed slice with stride 1
+ * and constant starts in every dimension (as many as v's rank): *src gets
+ * the sliced array's value and start[] the starts. */
+bool lw_delayed_slice(lw *L, const lw_val *v, lw_val *src, int64_t *start);
 /* Loads / stores a plan-level value inside a kernel. */
 void lw_load(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, cg_val *out);
 void lw_store(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, const cg_val *val);

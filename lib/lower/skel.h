@@ -118,6 +118,7 @@ void lw_cg_elem(cg_module *M, ir_type t, uint32_t n, const LLVMValueRef *v, cons
  * in [ilo, ihi); bit 1: the row itself is interior, `rowint`), so that
  * stencils can skip boundary handling where no read can fall outside. */
 typedef struct lw_ew lw_ew;
+typedef struct lw_tile lw_tile;
 struct lw_ew {
   ir_ref at;        /* the operation (kernel environment, error sites) */
   const char *kind; /* kernel kind: "map", ... */
@@ -134,7 +135,62 @@ struct lw_ew {
   void (*split)(lw *L, cg_fn *f, lw_ew *w, LLVMValueRef *idx, LLVMValueRef *ilo,
                 LLVMValueRef *ihi, LLVMValueRef *rowint);
   void *ud;
+  /* Shared-memory tiles (the smem-stencil pass; gskel_tile.c): on a GPU,
+   * arrays the element function reads at constant offsets from its index
+   * are staged per block. Zero when there are none, and lw_elementwise
+   * sets ntiles to 0 when it cannot tile (a CPU target, rank above 2, too
+   * much shared memory): setup then loads as usual. */
+  uint32_t ntiles;
+  lw_tile *tiles;
 };
+
+/* ---- shared-memory tiles (gskel_tile.c) ----
+ * A tiled element-wise kernel computes its result tile by tile (a block
+ * per tile: LW_TILE_1D elements in 1-D, LW_TILE_ROWS x LW_TILE_COLS in
+ * 2-D). For each tile it first copies, cooperatively, every element the
+ * tile's elements read from each tiled array (the tile grown by its halo:
+ * reads at index + c for lo[d] <= c <= hi[d]) into shared memory, waits at
+ * a barrier, computes the elements reading the copy, and waits again
+ * before the next tile overwrites it.
+ *
+ * The skeleton fills in type, lo and hi when lowering. Its setup (which
+ * runs in the kernel's entry) sets src to the array loaded and makes the
+ * element function read the tile through `val`, which gskel_tile.c has
+ * made by then: CL_FUNC leaves reading at global positions (the array's
+ * own index), each of which must lie in the window of the element being
+ * computed. `fill` gives the value stored for a global position that may
+ * lie outside the array (a stencil's boundary); NULL stores src's element
+ * where the position is inside the array and nothing elsewhere (slices,
+ * whose reads never leave the array). */
+#define LW_TILE_MAX_RANK 2
+#define LW_TILE_MAX 4 /* tiled arrays per kernel */
+#define LW_TILE_1D 1024
+#define LW_TILE_ROWS 16
+#define LW_TILE_COLS 32
+#define LW_TILE_BLOCK 256
+/* Static shared memory a tiled kernel may use (of the 48 KiB any block
+ * may have): beyond it the kernel is not tiled. */
+#define LW_TILE_MAX_SMEM (40u * 1024u)
+struct lw_tile {
+  ir_type type; /* the tiled array's type */
+  int64_t lo[LW_TILE_MAX_RANK], hi[LW_TILE_MAX_RANK];
+  void (*fill)(lw *L, cg_fn *f, lw_ew *w, lw_tile *t, LLVMValueRef *pos, cg_val *out);
+  void *ud; /* the skeleton's, for fill */
+  cg_val src, val;
+  /* gskel_tile.c's: the shared arrays (one per leaf), the tile's extents
+   * and the global position of its first element */
+  LLVMValueRef *smem;
+  int64_t ext[LW_TILE_MAX_RANK];
+  LLVMValueRef org[LW_TILE_MAX_RANK];
+};
+/* True if w's tiles fit (rank 1 or 2, shared memory within the budget). */
+bool lw_tile_fits(lw *L, const lw_ew *w);
+/* The tiled GPU kernel (lw_elementwise calls it when L->gpu and w's tiles
+ * fit, after allocating *out; `total` elements). */
+bool lw_gpu_tiled(lw *L, lw_ew *w, const lw_val *out, uint32_t total);
+/* True if the tiled(e) hint (lower.c) asks for e to be tiled; the hint is
+ * consumed. The element-wise skeletons of map and stencil ask. */
+bool lw_tile_wanted(lw *L, ir_ref e);
 bool lw_elementwise(lw *L, lw_ew *w, lw_val *out);
 /* Its GPU form (gpu.c; lw_elementwise calls it when L->gpu, after
  * allocating *out): a grid-stride loop over the linear index, `total`

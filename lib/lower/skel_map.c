@@ -89,6 +89,9 @@ bool lw_elementwise(lw *L, lw_ew *w, lw_val *out) {
     return M->st == AC_OK; /* nothing to compute */
   if (M->st != AC_OK)
     return false;
+  if (L->gpu && w->ntiles && lw_tile_fits(L, w))
+    return lw_gpu_tiled(L, w, out, total);
+  w->ntiles = 0;
   if (L->gpu)
     return lw_gpu_elementwise(L, w, out, total);
 
@@ -205,12 +208,77 @@ typedef struct sm_fn {
   lw_val *ops;    /* map: operands; fill: the value */
   cg_val *ld;     /* ... loaded in the kernel */
   ir_type *elems; /* map: element types of the operands */
+  int32_t *tile;  /* map: the shared-memory tile operand i reads, or -1 */
 } sm_fn;
 
 static void fn_setup(lw *L, cg_fn *f, uint32_t kernel, lw_ew *w) {
   sm_fn *s = w->ud;
   for (uint32_t i = 0; i < s->n; i++)
     lw_load(L, f, kernel, &s->ops[i], &s->ld[i]);
+  /* a tiled slice reads its source through the tile (gskel_tile.c) */
+  for (uint32_t i = 0; w->ntiles && i < s->n; i++) {
+    cg_delayed *d = s->tile[i] >= 0 && s->ld[i].n ? cg_delayed_of(&s->ld[i].l[0]) : NULL;
+    if (!d || d->nops != 1) {
+      if (s->tile[i] >= 0)
+        cg_error(L->M, AC_ERR_INTERNAL, w->at, "lowering: a tiled operand that is not a slice");
+      continue;
+    }
+    lw_tile *t = &w->tiles[s->tile[i]];
+    if (!t->src.n)
+      t->src = d->ops[0];
+    d->ops[0] = t->val;
+  }
+}
+
+/* The slices of one array among map's operands (rank 1 or 2, stride 1,
+ * constant starts) become a shared-memory tile when they start at two or
+ * more different places: the tile's window spans the starts. */
+static void map_tiles(lw *L, sm_fn *s, lw_ew *w) {
+  cg_module *M = L->M;
+  lw_val *src = cg_new(M, (s->n + 1) * sizeof *src);
+  lw_tile *tiles = cg_new(M, (s->n + 1) * sizeof *tiles);
+  bool *several = cg_new(M, (s->n + 1) * sizeof *several);
+  uint32_t ng = 0;
+  for (uint32_t i = 0; i < s->n; i++) {
+    lw_val a;
+    int64_t st[LW_TILE_MAX_RANK];
+    s->tile[i] = -1;
+    if (w->rank > LW_TILE_MAX_RANK || !lw_delayed_slice(L, &s->ops[i], &a, st))
+      continue;
+    uint32_t g = 0;
+    while (g < ng && !(src[g].nwords == a.nwords &&
+                       memcmp(src[g].words, a.words, a.nwords * sizeof *a.words) == 0))
+      g++;
+    if (g == ng) {
+      src[ng] = a;
+      tiles[ng] = (lw_tile){.type = a.type};
+      for (uint32_t d = 0; d < w->rank; d++)
+        tiles[ng].lo[d] = tiles[ng].hi[d] = st[d];
+      ng++;
+    }
+    for (uint32_t d = 0; d < w->rank; d++) {
+      several[g] = several[g] || st[d] != tiles[g].lo[d] || st[d] != tiles[g].hi[d];
+      if (st[d] < tiles[g].lo[d])
+        tiles[g].lo[d] = st[d];
+      if (st[d] > tiles[g].hi[d])
+        tiles[g].hi[d] = st[d];
+    }
+    s->tile[i] = (int32_t)g;
+  }
+  /* keep the groups with two or more starts, at most LW_TILE_MAX */
+  int32_t *keep = cg_new(M, (ng + 1) * sizeof *keep);
+  w->tiles = cg_new(M, (ng + 1) * sizeof *w->tiles);
+  w->ntiles = 0;
+  for (uint32_t g = 0; g < ng; g++) {
+    keep[g] = -1;
+    if (several[g] && w->ntiles < LW_TILE_MAX) {
+      keep[g] = (int32_t)w->ntiles;
+      w->tiles[w->ntiles++] = tiles[g];
+    }
+  }
+  for (uint32_t i = 0; i < s->n; i++)
+    if (s->tile[i] >= 0)
+      s->tile[i] = keep[s->tile[i]];
 }
 
 static void generate_elem(lw *L, cg_fn *f, lw_ew *w, LLVMValueRef *idx, unsigned variant,
@@ -257,6 +325,9 @@ static sm_fn *sm_new_fn(lw *L, ir_ref fn, uint32_t n) {
   s->ops = cg_new(L->M, (n ? n : 1) * sizeof *s->ops);
   s->ld = cg_new(L->M, (n ? n : 1) * sizeof *s->ld);
   s->elems = cg_new(L->M, (n ? n : 1) * sizeof *s->elems);
+  s->tile = cg_new(L->M, (n ? n : 1) * sizeof *s->tile);
+  for (uint32_t i = 0; i < n; i++)
+    s->tile[i] = -1;
   return s;
 }
 
@@ -267,14 +338,14 @@ bool lw_skel_generate(lw *L, ir_ref e, lw_val *out) {
   /* the allocation follows at once and checks the extents itself */
   lw_shape(L, ir_kid(L->m, e, 0), rank, ext, e, false);
   sm_fn *s = sm_new_fn(L, ir_kid(L->m, e, 1), 0);
-  lw_ew w = {e, "generate", t, rank, ext, s->fn, NULL, generate_elem, NULL, s};
+  lw_ew w = {e, "generate", t, rank, ext, s->fn, NULL, generate_elem, NULL, s, 0, NULL};
   return L->M->st == AC_OK && lw_elementwise(L, &w, out);
 }
 
 bool lw_skel_iota(lw *L, ir_ref e, lw_val *out) {
   uint32_t ext;
   lw_shape(L, ir_kid(L->m, e, 0), 1, &ext, e, false);
-  lw_ew w = {e, "iota", ir_node_get(L->m, e)->type, 1, &ext, 0, NULL, iota_elem, NULL, NULL};
+  lw_ew w = {e, "iota", ir_node_get(L->m, e)->type, 1, &ext, 0, NULL, iota_elem, NULL, NULL, 0, NULL};
   return L->M->st == AC_OK && lw_elementwise(L, &w, out);
 }
 
@@ -287,7 +358,7 @@ bool lw_skel_fill(lw *L, ir_ref e, lw_val *out) {
   sm_fn *s = sm_new_fn(L, 0, 1);
   if (!lw_expr(L, ir_kid(L->m, e, 1), &s->ops[0]))
     return false;
-  lw_ew w = {e, "fill", t, rank, ext, 0, fn_setup, fill_elem, NULL, s};
+  lw_ew w = {e, "fill", t, rank, ext, 0, fn_setup, fill_elem, NULL, s, 0, NULL};
   return lw_elementwise(L, &w, out);
 }
 
@@ -295,6 +366,7 @@ bool lw_skel_map(lw *L, ir_ref e, lw_val *out) {
   const ir_node *nd = ir_node_get(L->m, e);
   uint32_t n = nd->nkids - 1;
   ir_type t = nd->type;
+  bool tiled = lw_tile_wanted(L, e);
   sm_fn *s = sm_new_fn(L, ir_kid(L->m, e, 0), n);
   for (uint32_t i = 0; i < n; i++) {
     if (!lw_operand(L, e, i + 1, &s->ops[i]))
@@ -304,7 +376,9 @@ bool lw_skel_map(lw *L, ir_ref e, lw_val *out) {
   lw_check_shapes(L, e, "map", n, s->ops);
   uint32_t rank = sm_rank(L, t);
   lw_ew w = {e, "map", t, rank, sm_extents(L, &s->ops[0], rank), s->fn, fn_setup, map_elem,
-             NULL, s};
+             NULL, s, 0, NULL};
+  if (tiled && L->M->st == AC_OK)
+    map_tiles(L, s, &w);
   return L->M->st == AC_OK && lw_elementwise(L, &w, out);
 }
 
@@ -418,7 +492,7 @@ static bool src_array(lw *L, ir_ref e, uint32_t k, sm_src *s) {
 static bool src_run(lw *L, ir_ref e, sm_src *s, uint32_t rank, const uint32_t *ext,
                     lw_val *out) {
   lw_ew w = {e, ir_ops[s->op].spelling, ir_node_get(L->m, e)->type, rank, ext, s->fn,
-             src_setup, src_elem, NULL, s};
+             src_setup, src_elem, NULL, s, 0, NULL};
   return L->M->st == AC_OK && lw_elementwise(L, &w, out);
 }
 

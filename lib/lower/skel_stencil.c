@@ -10,7 +10,8 @@
  *
  * Boundary handling is only needed near the edges. The offsets are
  * literals (the verifier insists), so scanning the element function gives
- * the largest reach below and above the centre in each dimension. The
+ * the largest reach below and above the centre in each dimension
+ * (ir_window_reach; capped, so that n - reach cannot overflow). The
  * skeleton's split then cuts each row into border / interior / border
  * parts, and rows themselves into interior rows (every outer index far
  * enough from the edges) and border rows; the element function is
@@ -18,14 +19,16 @@
  * leave the array. For the usual small stencils nearly every element takes
  * the plain, vectorisable path (Accelerate and Halide split boundaries the
  * same way).
+ *
+ * On a GPU, when the smem-stencil pass asked for it (tiled(e)), the array
+ * is staged per block in a shared-memory tile whose halo is the reach
+ * (gskel_tile.c): the tile holds the boundary's values at positions
+ * outside the array, resolved once per position (st_fill), so every read
+ * of the window is a plain read of the tile.
  */
 #include "lower/skel.h"
 
 #include <string.h>
-
-/* Reaches beyond this are clamped (no array is this long), which keeps
- * n - reach from overflowing. */
-#define ST_MAX_REACH ((int64_t)1 << 40)
 
 typedef struct st_state {
   lw_val a, cval;   /* the array; the constant boundary value */
@@ -38,56 +41,13 @@ typedef struct st_state {
   int64_t *below, *above; /* reach per dimension, >= 0 */
   LLVMValueRef *cur;      /* the element being computed */
   unsigned variant;       /* skel.h: bit 0 inner interior, bit 1 row interior */
+  lw_tile *tile;          /* GPU: the array staged in shared memory, or NULL */
 } st_state;
 
 typedef struct st_leaf {
   st_state *s;
   uint32_t i;
 } st_leaf;
-
-/* ---- the reach of the element function ---- */
-
-static int64_t st_offset(lw *L, ir_ref lit) {
-  const ir_node *n = ir_node_get(L->m, lit);
-  ac_scalar sc = AC_I64;
-  ir_ty_is_scalar(L->ctx, n->type, &sc);
-  if (sc == AC_U64 && n->lit.u > (uint64_t)INT64_MAX)
-    return INT64_MAX; /* as interp_sc_to_i64 reads it */
-  return n->lit.i;
-}
-
-/* Visits every read w[o..] of the window, which is variable `depth` at
- * node r; false if the window is used otherwise or with offsets that are
- * not literals (then every read handles the boundary). */
-static bool st_scan(lw *L, st_state *s, ir_ref r, uint32_t depth, unsigned nest) {
-  const ir_node *n = ir_node_get(L->m, r);
-  if (nest > 4000)
-    return false;
-  if (n->op == IR_VAR)
-    return n->attr != (int64_t)depth;
-  if (n->op == IR_INDEX && n->nkids == s->rank + 1) {
-    const ir_node *k0 = ir_node_get(L->m, ir_kid(L->m, r, 0));
-    if (k0->op == IR_VAR && k0->attr == (int64_t)depth) {
-      for (uint32_t d = 0; d < s->rank; d++) {
-        ir_ref o = ir_kid(L->m, r, d + 1);
-        if (ir_node_get(L->m, o)->op != IR_LIT)
-          return false;
-        int64_t v = st_offset(L, o);
-        int64_t lo = v < 0 ? (v < -ST_MAX_REACH ? ST_MAX_REACH : -v) : 0;
-        int64_t hi = v > 0 ? (v > ST_MAX_REACH ? ST_MAX_REACH : v) : 0;
-        if (lo > s->below[d])
-          s->below[d] = lo;
-        if (hi > s->above[d])
-          s->above[d] = hi;
-      }
-      return true;
-    }
-  }
-  for (uint32_t i = 0; i < n->nkids; i++)
-    if (!st_scan(L, s, ir_kid(L->m, r, i), depth + ir_binders(L->m, r, i), nest + 1))
-      return false;
-  return true;
-}
 
 /* ---- reading through the window ---- */
 
@@ -136,6 +96,11 @@ static LLVMValueRef st_read(cg_fn *f, const cg_leaf *w, LLVMValueRef *offs, ir_r
   st_state *s = sl->s;
   uint32_t r = s->rank;
   LLVMValueRef *pos = cg_new(M, r * sizeof *pos), inside = NULL;
+  if (s->tile) { /* the tile holds the boundary's values too */
+    for (uint32_t d = 0; d < r; d++)
+      pos[d] = LLVMBuildNSWAdd(M->b, s->cur[d], offs[d], "");
+    return cg_read(f, &s->tile->val.l[sl->i], pos, false, at);
+  }
   for (uint32_t d = 0; d < r; d++) {
     bool interior = d + 1 == r ? (s->variant & 1u) : (s->variant & 2u);
     if (interior)
@@ -156,6 +121,10 @@ static void st_setup(lw *L, cg_fn *f, uint32_t kernel, lw_ew *w) {
   lw_load(L, f, kernel, &s->a, &s->ald);
   if (s->boundary == AC_BOUNDARY_CONST)
     lw_load(L, f, kernel, &s->cval, &s->cld);
+  if (w->ntiles) {
+    s->tile = &w->tiles[0];
+    s->tile->src = s->ald;
+  }
   uint32_t n = s->ald.n;
   s->win.type = ir_ty_window(L->ctx, s->elem, s->rank);
   s->win.n = n;
@@ -178,6 +147,24 @@ static void st_elem(lw *L, cg_fn *f, lw_ew *w, LLVMValueRef *idx, unsigned varia
   s->cur = idx;
   s->variant = variant;
   cg_apply(f, s->fn, 1, &s->win, out);
+}
+
+/* The value of the array at global position pos (lw_tile.fill), which may
+ * lie outside it: resolved as a read of offset pos from element 0. */
+static void st_fill(lw *L, cg_fn *f, lw_ew *w, lw_tile *t, LLVMValueRef *pos, cg_val *out) {
+  (void)t;
+  cg_module *M = L->M;
+  st_state *s = w->ud;
+  uint32_t r = s->rank;
+  LLVMValueRef *rp = cg_new(M, r * sizeof *rp), inside = NULL, zero = cg_i64(M, 0);
+  for (uint32_t d = 0; d < r; d++)
+    rp[d] = st_resolve(f, s, zero, pos[d], s->ald.l[0].ext[d], &inside);
+  cg_val_alloc(M, s->elem, out);
+  for (uint32_t i = 0; i < out->n && i < s->ald.n; i++) {
+    out->l[i].v = cg_read(f, &s->ald.l[i], rp, false, w->at);
+    if (inside)
+      out->l[i].v = LLVMBuildSelect(M->b, inside, out->l[i].v, s->cld.l[i].v, "");
+  }
 }
 
 /* Interior: below[d] <= i < n - above[d] in every dimension. */
@@ -208,6 +195,7 @@ bool lw_skel_stencil(lw *L, ir_ref e, lw_val *out) {
              (long long)nd->attr, nd->nkids);
     return false;
   }
+  bool tiled = lw_tile_wanted(L, e);
   st_state *s = cg_new(L->M, sizeof *s);
   s->fn = ir_kid(L->m, e, 0);
   s->boundary = nd->attr;
@@ -231,10 +219,26 @@ bool lw_skel_stencil(lw *L, ir_ref e, lw_val *out) {
   else if (fnn->op == IR_FNREF && fnn->attr >= 0 && (uint64_t)fnn->attr < L->m->nfuncs)
     body = L->m->funcs[fnn->attr].body;
   /* without known reach every read handles the boundary */
-  bool known = body != IR_NONE && st_scan(L, s, body, 0, 0);
+  ir_window win;
+  bool known = ir_window_reach(L->m, body, r, &win);
   uint32_t *ext = cg_new(L->M, r * sizeof *ext);
-  for (uint32_t d = 0; d < r; d++)
+  for (uint32_t d = 0; d < r; d++) {
+    s->below[d] = known ? win.below[d] : 0;
+    s->above[d] = known ? win.above[d] : 0;
     ext[d] = lw_extent(L, &s->a, 0, d);
-  lw_ew w = {e, "stencil", nd->type, r, ext, s->fn, st_setup, st_elem, known ? st_split : NULL, s};
+  }
+  lw_ew w = {e,       "stencil", nd->type, r, ext, s->fn, st_setup, st_elem,
+             known ? st_split : NULL, s, 0, NULL};
+  /* on a GPU, asked to (tiled(e)): the array in shared memory, with a
+   * halo as wide as the reach, holding the boundary's values */
+  if (tiled && known && win.offsets > 1 && r <= LW_TILE_MAX_RANK) {
+    w.ntiles = 1;
+    w.tiles = cg_new(L->M, sizeof *w.tiles);
+    w.tiles[0] = (lw_tile){.type = s->a.type, .fill = st_fill};
+    for (uint32_t d = 0; d < r; d++) {
+      w.tiles[0].lo[d] = -s->below[d];
+      w.tiles[0].hi[d] = s->above[d];
+    }
+  }
   return L->M->st == AC_OK && lw_elementwise(L, &w, out);
 }

@@ -489,6 +489,10 @@ static bool cse_candidate(const cse *S, uint32_t k) {
    * consumer (language.md §7.15): binding it would build the array */
   if (par != CSE_NONE && cse_node(S, par)->op == IR_DELAY)
     return false;
+  /* tiled's operand is the kernel smem-stencil chose to tile: bound by a
+   * let it would no longer be one the lowering can see */
+  if (par != CSE_NONE && cse_node(S, par)->op == IR_TILED)
+    return false;
   switch ((ir_op)n->op) {
   case IR_VAR:
   case IR_LIT:

@@ -179,6 +179,7 @@ static bool hs_node_fails(hs *h, ir_ref r, uint32_t depth) {
   case IR_IF: case IR_LAM: case IR_CAST:
   case IR_ARRLIT: /* extents fixed when compiling */
   case IR_DELAY:  /* its operand's value (docs/language.md §7.15) */
+  case IR_TILED:  /* likewise (§7.16) */
     return false;
   case IR_CALL:
   case IR_FNREF: /* its body runs wherever the operation applies it */

@@ -40,16 +40,13 @@ const ps_pass *ps_find(const char *name, size_t len) {
   return NULL;
 }
 
-/* The default pipelines (docs/passes.md §2 explains the order). simplify
- * is left out of them until a literal-typing bug is fixed (it retypes a
- * cast literal in test/e2e/gpu_permute.ac's hist so that the module no
- * longer verifies); it runs when named. */
+/* The default pipelines (docs/passes.md §2 explains the order). */
 const char *ps_level_pipeline(int level) {
   static const char *const levels[4] = {
       "",
-      "inline,cse",
-      "inline,cse,fuse,hoist,sequentialise",
-      "inline,cse,fuse,hoist,cse,fuse,sequentialise",
+      "simplify,inline,cse",
+      "simplify,inline,cse,fuse,hoist,smem-stencil,sequentialise",
+      "simplify,inline,cse,fuse,hoist,cse,fuse,smem-stencil,sequentialise",
   };
   if (level < 0)
     level = 0;

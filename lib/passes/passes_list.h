@@ -23,3 +23,6 @@ PS_PASS(ps_sequentialise, "sequentialise",
 PS_PASS(ps_fuse, "fuse",
         "producers computed inside their consumers (delay), maps over the same arrays merged",
         "fused", "horizontal", "duplicated")
+PS_PASS(ps_smem_stencil, "smem-stencil",
+        "GPU kernels reading an array at constant offsets staged through shared memory (tiled)",
+        "tiled", "arrays")
