@@ -3,20 +3,26 @@
  * For each benchmark it builds the input data once, then in the same
  * process times the hand-written reference (bench/ref/ref.c, gcc -O3
  * -march=native -fopenmp) and the arrayc program (bench/programs/NAME.ac,
- * compiled once through the public API) on the same data, alternating
- * them, and reports medians, the ratio reference/arrayc (above 1: arrayc is
- * faster) and the bandwidth each achieves as a fraction of the memory
+ * compiled once through the public API) on the same data, one after the
+ * other, and reports medians, the ratio reference/arrayc (above 1: arrayc
+ * is faster) and the bandwidth each achieves as a fraction of the memory
  * bandwidth measured at start-up with a STREAM triad. arrayc's results are
  * checked against the reference's before anything is timed.
+ *
+ * Every program is compiled on one runtime of the chosen backend with the
+ * runtime's default pass pipeline (O2), except the unfused RMSE row, which
+ * leaves fuse out (docs/passes.md); the line after the table gives what
+ * fusion gains there.
  *
  * arrayc's call includes allocating its result arrays (the language is
  * functional); the references write into buffers allocated once, as C
  * code usually does. Both read inputs that are already in memory.
  *
- *   arrayc-bench [--backend=NAME] [--repeat N] [--log2 K] [--only NAME]
+ *   arrayc-bench [--backend=NAME] [--repeat N] [--log2 K] [--only NAME[,NAME...]]
  *
- * Prints one Markdown table row per benchmark plus the compile latency
- * of Black-Scholes (source text to callable code, in process).
+ * Prints one Markdown table row per benchmark (two for rmse) plus the
+ * compile latency of Black-Scholes (source text to callable code, in
+ * process).
  */
 #include "arrayc/arrayc.h"
 #include "ref/ref.h"
@@ -82,9 +88,12 @@ static float rndf(float lo, float hi) {
 /* ---- the arrayc side ---- */
 typedef struct bench_ctx {
   ac_context *ctx;
+  ac_runtime *rt;           /* every program is compiled on it */
+  char default_passes[256]; /* rt's pipeline as created (O2) */
   ac_backend backend;
   int repeat;
-  double bandwidth; /* bytes per second, measured */
+  double bandwidth;    /* bytes per second, measured */
+  double rmse_time[2]; /* arrayc's medians, fused and unfused, seconds (NAN: not run) */
 } bench_ctx;
 
 static char *read_file(const char *path, size_t *len) {
@@ -107,11 +116,10 @@ static char *read_file(const char *path, size_t *len) {
   return buf;
 }
 
-/* Parses, verifies and compiles program NAME; returns the function and its
- * module (through *mod). */
-static ac_function *compile(bench_ctx *B, const char *name, ac_module **mod) {
+/* Parses and verifies programs/FILE.ac. */
+static ac_module *load(bench_ctx *B, const char *file) {
   char path[512];
-  snprintf(path, sizeof path, "%s/programs/%s.ac", ARRAYC_BENCH_DIR, name);
+  snprintf(path, sizeof path, "%s/programs/%s.ac", ARRAYC_BENCH_DIR, file);
   size_t len;
   char *text = read_file(path, &len);
   ac_error *e = NULL;
@@ -120,12 +128,27 @@ static ac_function *compile(bench_ctx *B, const char *name, ac_module **mod) {
     die(path, e);
   if (ac_module_verify(m, &e) != AC_OK)
     die(path, e);
-  ac_function *f = NULL;
-  if (ac_function_create(m, name, B->backend, &f, &e) != AC_OK)
-    die(path, e);
   free(text);
-  *mod = m;
+  return m;
+}
+
+/* Compiles function FN of m on the harness's runtime with pipeline
+ * `passes` (NULL: the runtime's default). */
+static ac_function *compile_fn(bench_ctx *B, ac_module *m, const char *fn, const char *passes) {
+  ac_error *e = NULL;
+  if (ac_runtime_set_passes(B->rt, passes ? passes : B->default_passes, &e) != AC_OK)
+    die("passes", e);
+  ac_function *f = NULL;
+  if (ac_runtime_compile(B->rt, m, fn, &f, &e) != AC_OK)
+    die(fn, e);
   return f;
+}
+
+/* Program NAME (programs/NAME.ac, function NAME) with the default
+ * pipeline; returns the function and its module (through *mod). */
+static ac_function *compile(bench_ctx *B, const char *name, ac_module **mod) {
+  *mod = load(B, name);
+  return compile_fn(B, *mod, name, NULL);
 }
 
 static ac_datum arr(bench_ctx *B, ac_scalar t, unsigned rank, const int64_t *ext, const void *d) {
@@ -175,18 +198,31 @@ typedef struct timing {
 static void report(bench_ctx *B, const char *name, const char *size, double bytes, timing t,
                    const char *check) {
   double gbs_ref = bytes / t.ref / 1e9, gbs_ac = bytes / t.ac / 1e9;
-  printf("| %-13s | %-16s | %9.3f | %9.3f | %5.2f | %6.1f | %6.1f | %4.0f%% | %s |\n", name, size,
+  printf("| %-14s | %-16s | %9.3f | %9.3f | %5.2f | %6.1f | %6.1f | %4.0f%% | %s |\n", name, size,
          1e3 * t.ref, 1e3 * t.ac, t.ref / t.ac, gbs_ref, gbs_ac, 100.0 * bytes / t.ac / B->bandwidth,
          check);
   fflush(stdout);
 }
 
-/* Times `ref` and then `ac`, each after a warm-up call, and returns the
- * medians. They run in blocks rather than alternately: OpenMP's threads
- * spin for a while after each parallel region (GOMP_SPINCOUNT), and
- * alternating would make arrayc's pool share the cores with spinning
- * threads, a cost no real program would pay. The closures are spelled as
- * a struct with two callbacks. */
+/* The median time of `repeat` calls of run(ud), after a warm-up call. */
+static double time_median(bench_ctx *B, void (*run)(void *), void *ud) {
+  double *t = xmalloc((size_t)B->repeat * sizeof *t);
+  run(ud);
+  for (int i = 0; i < B->repeat; i++) {
+    double t0 = now();
+    run(ud);
+    t[i] = now() - t0;
+  }
+  double med = median(t, B->repeat);
+  free(t);
+  return med;
+}
+
+/* Times `ref` and then `ac` and returns the medians. They run in blocks
+ * rather than alternately: OpenMP's threads spin for a while after each
+ * parallel region (GOMP_SPINCOUNT), and alternating would make arrayc's
+ * pool share the cores with spinning threads, a cost no real program
+ * would pay. The closures are spelled as a struct with two callbacks. */
 typedef struct runner {
   void (*ref)(void *);
   void (*ac)(void *);
@@ -194,34 +230,31 @@ typedef struct runner {
 } runner;
 
 static timing time_both(bench_ctx *B, runner r) {
-  double *tr = xmalloc((size_t)B->repeat * sizeof *tr), *ta = xmalloc((size_t)B->repeat * sizeof *ta);
-  r.ref(r.ud);
-  for (int i = 0; i < B->repeat; i++) {
-    double t0 = now();
-    r.ref(r.ud);
-    tr[i] = now() - t0;
-  }
-  r.ac(r.ud);
-  for (int i = 0; i < B->repeat; i++) {
-    double t0 = now();
-    r.ac(r.ud);
-    ta[i] = now() - t0;
-  }
-  timing t = {median(tr, B->repeat), median(ta, B->repeat)};
-  free(tr);
-  free(ta);
+  timing t = {time_median(B, r.ref, r.ud), time_median(B, r.ac, r.ud)};
   return t;
+}
+
+/* "n=2^K" for a power of two n, else "n=N". */
+static void size_vec(char *buf, size_t cap, int64_t n) {
+  int k = 0;
+  while (k < 62 && ((int64_t)1 << k) < n)
+    k++;
+  if (((int64_t)1 << k) == n)
+    snprintf(buf, cap, "n=2^%d", k);
+  else
+    snprintf(buf, cap, "n=%lld", (long long)n);
 }
 
 /* ---- the benchmarks ---- */
 typedef struct vec_state {
   int64_t n;
+  int64_t cols; /* a grid's columns (rows: n / cols) */
   float a, r, v;
   float *x, *y, *z, *o1, *o2;
   ac_function *f;
   ac_datum args[5];
   size_t nargs, nres;
-  float dot; /* sdot's reference result */
+  float dot; /* sdot's and rmse's reference result */
 } vec_state;
 
 static void run_ac(void *ud) {
@@ -258,7 +291,7 @@ static void bench_saxpy(bench_ctx *B, int64_t n) {
   double d = max_rel_diff(ac_array_data(res.array), s.o1, n);
   ac_datum_release(&res);
   char size[64];
-  snprintf(size, sizeof size, "n=2^%d", (int)log2((double)n));
+  size_vec(size, sizeof size, n);
   timing t = time_both(B, (runner){saxpy_ref, run_ac, &s});
   report(B, "saxpy", size, 12.0 * (double)n, t, d == 0 ? "exact" : "DIFFERS");
   release_all(s.args, 3);
@@ -297,7 +330,7 @@ static void bench_sdot(bench_ctx *B, int64_t n) {
     exact += (double)s.x[i] * (double)s.y[i];
   double d = fabs(res.s.f - exact) / fabs(exact), dref = fabs(s.dot - exact) / fabs(exact);
   char size[64], check[64];
-  snprintf(size, sizeof size, "n=2^%d", (int)log2((double)n));
+  size_vec(size, sizeof size, n);
   snprintf(check, sizeof check, "%s (rel %.1e, ref %.1e)", d < 1e-3 ? "ok" : "DIFFERS", d, dref);
   timing t = time_both(B, (runner){sdot_ref, run_ac, &s});
   report(B, "sdot", size, 8.0 * (double)n, t, check);
@@ -341,7 +374,7 @@ static void bench_blackscholes(bench_ctx *B, int64_t n) {
                   max_rel_diff(ac_array_data(res[1].array), s.o2, n));
   release_all(res, 2);
   char size[64], check[64];
-  snprintf(size, sizeof size, "n=2^%d", (int)log2((double)n));
+  size_vec(size, sizeof size, n);
   snprintf(check, sizeof check, "%s (rel %.1e)", d < 1e-4 ? "ok" : "DIFFERS", d);
   timing t = time_both(B, (runner){bs_ref, run_ac, &s});
   report(B, "blackscholes", size, 20.0 * (double)n, t, check);
@@ -374,7 +407,7 @@ static void bench_prefix_sum(bench_ctx *B, int64_t n) {
   bool same = memcmp(ac_array_data(res.array), s.o1, (size_t)n * 4) == 0;
   ac_datum_release(&res);
   char size[64];
-  snprintf(size, sizeof size, "n=2^%d", (int)log2((double)n));
+  size_vec(size, sizeof size, n);
   timing t = time_both(B, (runner){scan_ref, run_ac, &s});
   report(B, "prefix_sum", size, 8.0 * (double)n, t, same ? "exact" : "DIFFERS");
   release_all(s.args, 1);
@@ -478,6 +511,167 @@ static void bench_spmv_csr(bench_ctx *B, int64_t nnz_target) {
   free(s.rowptr), free(s.lens), free(s.cols), free(s.v.x), free(s.v.y), free(s.v.o1);
 }
 
+/* ---- RMSE, with and without fusion ----
+ * sqrt(fold(+, 0, map(^2, map(-, a, b))) / n). With the default pipeline,
+ * fuse makes it one kernel that reads a and b once (8 bytes per element);
+ * without fuse the maps write their n-element results and the next
+ * operation reads them back. Both rows count the same 8 useful bytes, so
+ * "of bw" shows the waste. The reference is timed once for both. */
+static const char *const rmse_no_fuse = "simplify,inline,cse,hoist,sequentialise";
+
+static void rmse_ref(void *ud) {
+  vec_state *s = ud;
+  s->dot = ref_rmse(s->n, s->x, s->y);
+}
+
+/* The check of one variant: the error against the double-precision RMSE
+ * (the reference's beside it) and the kernel count of the plan: 1 fused,
+ * more unfused (the interpreter has no plan). */
+static void rmse_check(char *buf, size_t cap, double got, double exact, float ref, size_t kernels,
+                       bool fused, bool has_plan) {
+  double d = fabs(got - exact) / exact, dref = fabs(ref - exact) / exact;
+  bool kernels_ok = !has_plan || (fused ? kernels == 1 : kernels > 1);
+  snprintf(buf, cap, "%s (rel %.1e, ref %.1e; %zu kernel%s%s)", d < 1e-3 ? "ok" : "DIFFERS", d,
+           dref, kernels, kernels == 1 ? "" : "s", kernels_ok ? "" : ": UNEXPECTED");
+}
+
+static void bench_rmse(bench_ctx *B, int64_t n) {
+  vec_state s = {.n = n, .nargs = 2, .nres = 1};
+  s.x = xmalloc((size_t)n * 4);
+  s.y = xmalloc((size_t)n * 4);
+  double sum = 0;
+  for (int64_t i = 0; i < n; i++) {
+    s.x[i] = rndf(-1, 1);
+    s.y[i] = rndf(-1, 1);
+    double d = (double)s.x[i] - (double)s.y[i];
+    sum += d * d;
+  }
+  const double exact = sqrt(sum / (double)n);
+  ac_module *m = load(B, "rmse");
+  s.args[0] = arr(B, AC_F32, 1, &n, s.x);
+  s.args[1] = arr(B, AC_F32, 1, &n, s.y);
+  rmse_ref(&s);
+  char size[64];
+  size_vec(size, sizeof size, n);
+  const struct {
+    const char *row, *passes;
+  } variant[2] = {{"rmse (fused)", NULL}, {"rmse (unfused)", rmse_no_fuse}};
+  timing t = {.ref = time_median(B, rmse_ref, &s)};
+  for (int v = 0; v < 2; v++) {
+    s.f = compile_fn(B, m, "rmse", variant[v].passes);
+    ac_datum res;
+    call(s.f, s.args, 2, &res, 1);
+    char check[96];
+    rmse_check(check, sizeof check, res.s.f, exact, s.dot, ac_function_num_kernels(s.f), v == 0,
+               B->backend != AC_BACKEND_INTERP);
+    t.ac = B->rmse_time[v] = time_median(B, run_ac, &s);
+    report(B, variant[v].row, size, 8.0 * (double)n, t, check);
+    ac_function_destroy(s.f);
+  }
+  release_all(s.args, 2);
+  ac_module_destroy(m);
+  free(s.x), free(s.y);
+}
+
+/* ---- neighbour reads: forward differences, moving average, Jacobi ----
+ * One f32 array in, one out, every output element reading the input at a
+ * few constant offsets. On the GPU these get shared-memory tiles
+ * (smem-stencil); on the CPU, where the caches catch the reuse, the
+ * default pipeline makes each of them one kernel, and these rows are the
+ * CPU baseline for the GPU suite's. Bytes: the input read once and the
+ * output written once. */
+typedef struct nbr_bench {
+  const char *name, *file, *fn; /* row, programs/FILE.ac, function */
+  bool grid;                    /* a 2-D grid of n cells (else a vector of n) */
+  int64_t shrink;               /* output elements fewer than input's */
+  void (*ref)(void *);          /* vec_state: reads x, writes o1 */
+  double tol;                   /* relative, as max_rel_diff */
+} nbr_bench;
+
+static void forward_diff_ref(void *ud) {
+  vec_state *s = ud;
+  ref_forward_diff(s->n, s->x, s->o1);
+}
+
+static void ma15_ref(void *ud) {
+  vec_state *s = ud;
+  ref_ma15(s->n, s->x, s->o1);
+}
+
+static void jacobi2d_ref(void *ud) {
+  vec_state *s = ud;
+  ref_jacobi2d(s->n / s->cols, s->cols, s->x, s->o1);
+}
+
+static void bench_neighbours(bench_ctx *B, int64_t n, const nbr_bench *nb) {
+  vec_state s = {.n = n, .nargs = 1, .nres = 1};
+  int64_t ext[2] = {n, 1};
+  unsigned rank = 1;
+  char size[64];
+  if (nb->grid) { /* square when n is an even power of two: 4096x4096 for 2^24 */
+    s.cols = 1;
+    while (s.cols * s.cols < n)
+      s.cols *= 2;
+    ext[0] = n / s.cols, ext[1] = s.cols, rank = 2;
+    s.n = ext[0] * ext[1];
+    snprintf(size, sizeof size, "%lldx%lld", (long long)ext[0], (long long)ext[1]);
+  } else {
+    size_vec(size, sizeof size, n);
+  }
+  const int64_t nout = s.n - nb->shrink;
+  s.x = xmalloc((size_t)s.n * 4);
+  s.o1 = xmalloc((size_t)nout * 4);
+  for (int64_t i = 0; i < s.n; i++)
+    s.x[i] = rndf(-1, 1);
+  ac_module *m = load(B, nb->file);
+  s.f = compile_fn(B, m, nb->fn, NULL);
+  s.args[0] = arr(B, AC_F32, rank, ext, s.x);
+  ac_datum res;
+  call(s.f, s.args, 1, &res, 1);
+  nb->ref(&s);
+  double d = ac_array_size(res.array) != nout ? INFINITY
+                                              : max_rel_diff(ac_array_data(res.array), s.o1, nout);
+  ac_datum_release(&res);
+  char check[64];
+  if (d == 0)
+    snprintf(check, sizeof check, "exact");
+  else
+    snprintf(check, sizeof check, "%s (rel %.1e)", d <= nb->tol ? "ok" : "DIFFERS", d);
+  timing t = time_both(B, (runner){nb->ref, run_ac, &s});
+  report(B, nb->name, size, 4.0 * (double)(s.n + nout), t, check);
+  release_all(s.args, 1);
+  ac_function_destroy(s.f);
+  ac_module_destroy(m);
+  free(s.x), free(s.o1);
+}
+
+/* Forward differences round once, like the reference; the sums may
+ * differ by a rounding per term (contraction, order). */
+static const nbr_bench nbr_forward_diff = {.name = "forward_diff",
+                                           .file = "forward_diff",
+                                           .fn = "forward_diff",
+                                           .shrink = 1,
+                                           .ref = forward_diff_ref,
+                                           .tol = 0};
+static const nbr_bench nbr_ma15 = {
+    .name = "ma15", .file = "ma15", .fn = "ma15", .shrink = 14, .ref = ma15_ref, .tol = 1e-5};
+static const nbr_bench nbr_jacobi2d = {.name = "jacobi2d",
+                                       .file = "jacobi2d",
+                                       .fn = "jacobi",
+                                       .grid = true,
+                                       .ref = jacobi2d_ref,
+                                       .tol = 1e-6};
+
+static void bench_forward_diff(bench_ctx *B, int64_t n) {
+  bench_neighbours(B, n, &nbr_forward_diff);
+}
+static void bench_ma15(bench_ctx *B, int64_t n) {
+  bench_neighbours(B, n, &nbr_ma15);
+}
+static void bench_jacobi2d(bench_ctx *B, int64_t n) {
+  bench_neighbours(B, n, &nbr_jacobi2d);
+}
+
 /* Best of ten STREAM triads over three arrays of 2^25 doubles (768 MB). */
 static double measure_bandwidth(void) {
   const int64_t n = (int64_t)1 << 25;
@@ -554,8 +748,23 @@ static void compile_latency_ptx(void) {
   free(text);
 }
 
+/* Whether NAME is in the comma-separated list `only` (NULL: everything). */
+static bool selected(const char *only, const char *name) {
+  if (!only)
+    return true;
+  size_t len = strlen(name);
+  for (const char *p = only; *p;) {
+    const char *end = strchr(p, ',');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (n == len && strncmp(p, name, len) == 0)
+      return true;
+    p += n + (end != NULL);
+  }
+  return false;
+}
+
 int main(int argc, char **argv) {
-  bench_ctx B = {.backend = AC_BACKEND_CPU, .repeat = 15};
+  bench_ctx B = {.backend = AC_BACKEND_CPU, .repeat = 15, .rmse_time = {NAN, NAN}};
   int log2n = 24;
   const char *only = NULL;
   for (int i = 1; i < argc; i++) {
@@ -571,7 +780,8 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
       only = argv[++i];
     } else {
-      fprintf(stderr, "usage: arrayc-bench [--backend=NAME] [--repeat N] [--log2 K] [--only NAME]\n");
+      fprintf(stderr, "usage: arrayc-bench [--backend=NAME] [--repeat N] [--log2 K] "
+                      "[--only NAME[,NAME...]]\n");
       return 2;
     }
   }
@@ -580,25 +790,41 @@ int main(int argc, char **argv) {
     return 2;
   }
   B.ctx = ac_context_create();
+  ac_error *e = NULL;
+  if (ac_runtime_create(B.ctx, B.backend, &B.rt, &e) != AC_OK)
+    die("runtime", e);
+  snprintf(B.default_passes, sizeof B.default_passes, "%s", ac_runtime_passes(B.rt));
   B.bandwidth = measure_bandwidth();
   int64_t n = (int64_t)1 << log2n;
-  printf("memory bandwidth (STREAM triad, best of 10): %.1f GB/s; backend %s; median of %d\n\n",
-         B.bandwidth / 1e9, ac_backend_name(B.backend), B.repeat);
-  printf("| benchmark     | size             |  ref ms   | arrayc ms | ratio | ref GB/s | ac GB/s | of bw | check |\n");
-  printf("|---------------|------------------|-----------|-----------|-------|--------|--------|------|-------|\n");
+  printf("memory bandwidth (STREAM triad, best of 10): %.1f GB/s; backend %s; passes %s; "
+         "median of %d\n\n",
+         B.bandwidth / 1e9, ac_backend_name(B.backend), B.default_passes, B.repeat);
+  printf("| benchmark      | size             |  ref ms   | arrayc ms | ratio | ref GB/s | ac GB/s | of bw | check |\n");
+  printf("|----------------|------------------|-----------|-----------|-------|--------|--------|------|-------|\n");
   struct {
     const char *name;
     void (*run)(bench_ctx *, int64_t);
-  } all[] = {{"saxpy", bench_saxpy},       {"sdot", bench_sdot},
-             {"blackscholes", bench_blackscholes}, {"prefix_sum", bench_prefix_sum},
-             {"row_sums", bench_row_sums}, {"spmv_csr", bench_spmv_csr}};
+  } all[] = {{"saxpy", bench_saxpy},
+             {"sdot", bench_sdot},
+             {"blackscholes", bench_blackscholes},
+             {"prefix_sum", bench_prefix_sum},
+             {"row_sums", bench_row_sums},
+             {"spmv_csr", bench_spmv_csr},
+             {"rmse", bench_rmse},
+             {"forward_diff", bench_forward_diff},
+             {"ma15", bench_ma15},
+             {"jacobi2d", bench_jacobi2d}};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    if (!only || strcmp(only, all[i].name) == 0)
+    if (selected(only, all[i].name))
       all[i].run(&B, n);
-  if (!only || strcmp(only, "compile") == 0)
+  if (!isnan(B.rmse_time[0]))
+    printf("\nfusion speedup (rmse, unfused / fused arrayc time): %.2fx\n",
+           B.rmse_time[1] / B.rmse_time[0]);
+  if (selected(only, "compile"))
     compile_latency(B.backend);
-  if (!only || strcmp(only, "compile-ptx") == 0)
+  if (selected(only, "compile-ptx"))
     compile_latency_ptx();
+  ac_runtime_destroy(B.rt);
   ac_context_destroy(B.ctx);
   return 0;
 }

@@ -17,6 +17,12 @@
  *
  * Bytes counted per run are those of bench.c (each input read once, each
  * output written once); the goals are those of issue 4.
+ *
+ * The neighbour benchmarks (forward_diff, ma15, jacobi2d) run arrayc twice,
+ * with the default pipeline, whose smem-stencil pass stages the input in
+ * shared-memory tiles, and without that pass, against one hand-written
+ * kernel; their rows are "NAME (tile)" and "NAME (no tile)", and the tile
+ * speedup is a note under the table.
  */
 #include "gpubench.h"
 
@@ -456,6 +462,118 @@ void bench_spmv_csr(Env &E, Row &r) {
       });
 }
 
+/* ---- neighbour reads, with and without shared-memory tiles ----
+ * One f32 array in, one out, every element reading the input at a few
+ * constant offsets: the programs of test/lit/passes/Inputs that the
+ * smem-stencil pass tiles. A 2-D grid is square (8192 x 8192 for 2^26). */
+struct NbrSpec {
+  const char *name, *file, *fn; /* rows, programs/FILE.ac, function */
+  bool grid;                    /* a 2-D grid of 2^K cells (else a vector) */
+  int64_t shrink;               /* output elements fewer than input's */
+  uint64_t seed;
+  double tol; /* check_floats's */
+  void (*ref)(cudaStream_t s, const int64_t *ext, const float *in, float *out);
+};
+
+/* The default pipeline without smem-stencil: no tiles. */
+const char *const kNoTile = "simplify,inline,cse,fuse,hoist,sequentialise";
+
+void bench_neighbours(Env &E, std::vector<Row> &rows, const NbrSpec &sp) {
+  const int64_t n = (int64_t)1 << E.opt.log2n;
+  int64_t ext[2] = {n, 1};
+  std::string size = pow2(n);
+  if (sp.grid) {
+    ext[1] = (int64_t)1 << ((E.opt.log2n + 1) / 2);
+    ext[0] = n / ext[1];
+    size = std::to_string(ext[0]) + "x" + std::to_string(ext[1]);
+  }
+  const unsigned rank = sp.grid ? 2 : 1;
+  const int64_t nout = n - sp.shrink;
+  rows.resize(2);
+  const char *variant[2] = {" (tile)", " (no tile)"};
+  for (int v = 0; v < 2; v++) {
+    rows[v].name = std::string(sp.name) + variant[v];
+    rows[v].size = size;
+    rows[v].reference = "hand-written CUDA (global memory)";
+    rows[v].bytes = 4.0 * (double)(n + nout);
+  }
+  Rng g(sp.seed);
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; i++)
+    x[i] = g.uniform(-1, 1);
+  DevBuf<float> din, dout;
+  std::vector<float> want;
+  auto ref = [&] { sp.ref(E.stream, ext, din.p, dout.p); };
+  bool ref_ok = attempt(rows[0], "reference", [&] {
+    din.alloc(n), dout.alloc(nout);
+    din.upload(x.data());
+    dout.poison();
+    ref();
+    CK(cudaStreamSynchronize(E.stream));
+    want = dout.host();
+  });
+  if (!ref_ok)
+    rows[1].error = rows[0].error;
+  AcData args; /* one array for both: resident after the first call */
+  for (int v = 0; v < 2; v++) {
+    Row &r = rows[v];
+    std::unique_ptr<AcProgram> P;
+    std::vector<float> got;
+    bool ac_ok = attempt(r, "arrayc", [&] {
+      P.reset(new AcProgram(E, sp.file, sp.fn, v == 0 ? nullptr : kNoTile));
+      if (args.d.empty())
+        args.d.push_back(ac_array_arg(E, AC_F32, rank, ext, x.data()));
+      AcData res(1);
+      P->call(args.d, res.d);
+      if (res.d[0].kind != AC_DATUM_ARRAY || ac_array_size(res.d[0].array) != nout)
+        throw Failure("arrayc: the result does not have " + std::to_string(nout) + " elements");
+      got = host_floats(res.d[0], nout, "the result");
+    });
+    if (ref_ok && ac_ok)
+      check_floats(r, got, want, sp.tol);
+    /* the reference is timed once, with the first row */
+    time_both(E, r, v == 0 && ref_ok, ref, ac_ok, [&] {
+      AcData res(1);
+      P->call(args.d, res.d);
+    });
+  }
+  rows[1].ref = rows[0].ref;
+  char note[160];
+  if (std::isnan(rows[0].ac) || std::isnan(rows[1].ac))
+    snprintf(note, sizeof note, "tile speedup, %s: — (a variant failed)", sp.name);
+  else
+    snprintf(note, sizeof note,
+             "tile speedup, %s: %.2f× (arrayc without smem-stencil / with: %.3f / %.3f ms)",
+             sp.name, rows[1].ac / rows[0].ac, 1e3 * rows[1].ac, 1e3 * rows[0].ac);
+  E.notes.push_back(note);
+}
+
+/* Forward differences round once, like the reference; the sums may
+ * differ by a rounding per term (contraction into FMAs, order). */
+void forward_diff_ref(cudaStream_t s, const int64_t *ext, const float *in, float *out) {
+  ref_forward_diff(s, ext[0], in, out);
+}
+void ma15_ref(cudaStream_t s, const int64_t *ext, const float *in, float *out) {
+  ref_ma15(s, ext[0], in, out);
+}
+void jacobi2d_ref(cudaStream_t s, const int64_t *ext, const float *in, float *out) {
+  ref_jacobi2d(s, ext[0], ext[1], in, out);
+}
+const NbrSpec kForwardDiff = {"forward_diff", "forward_diff", "forward_diff", false, 1, 8, 0,
+                              forward_diff_ref};
+const NbrSpec kMa15 = {"ma15", "ma15", "ma15", false, 14, 9, 1e-5, ma15_ref};
+const NbrSpec kJacobi2d = {"jacobi2d", "jacobi2d", "jacobi", true, 0, 10, 1e-6, jacobi2d_ref};
+
+void bench_forward_diff(Env &E, std::vector<Row> &rows) {
+  bench_neighbours(E, rows, kForwardDiff);
+}
+void bench_ma15(Env &E, std::vector<Row> &rows) {
+  bench_neighbours(E, rows, kMa15);
+}
+void bench_jacobi2d(Env &E, std::vector<Row> &rows) {
+  bench_neighbours(E, rows, kJacobi2d);
+}
+
 /* ---- an array loop over a small kernel ----
  * The cost of one iteration is the difference between calls of S2 and S1
  * steps over S2 - S1, so the per-call costs cancel out. */
@@ -519,14 +637,25 @@ void bench_iterate(Env &E, Row &r) {
   }
 }
 
+/* A benchmark of one row. */
+template <void (*F)(Env &, Row &)> void one_row(Env &E, std::vector<Row> &rows) {
+  F(E, rows[0]);
+}
+
 } // namespace
 
 const std::vector<Benchmark> &all_benchmarks() {
   static const std::vector<Benchmark> all = {
-      {"saxpy", bench_saxpy},           {"sdot", bench_sdot},
-      {"blackscholes", bench_blackscholes}, {"prefix_sum", bench_prefix_sum},
-      {"reduce_sum", bench_reduce_sum}, {"spmv_csr", bench_spmv_csr},
-      {"iterate", bench_iterate},
+      {"saxpy", one_row<bench_saxpy>},
+      {"sdot", one_row<bench_sdot>},
+      {"blackscholes", one_row<bench_blackscholes>},
+      {"prefix_sum", one_row<bench_prefix_sum>},
+      {"reduce_sum", one_row<bench_reduce_sum>},
+      {"spmv_csr", one_row<bench_spmv_csr>},
+      {"iterate", one_row<bench_iterate>},
+      {"forward_diff", bench_forward_diff},
+      {"ma15", bench_ma15},
+      {"jacobi2d", bench_jacobi2d},
   };
   return all;
 }

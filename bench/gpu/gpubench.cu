@@ -9,8 +9,9 @@
  * cuBLAS, CUB or a hand-written CUDA kernel on the same input data, checked
  * before timed. It prints a Markdown table headed by the device, driver,
  * runtime, date and host, and how the times were taken, to stdout and to
- * --out FILE (rewritten after every row, so a run cut short still leaves
- * the rows it finished). Progress and failures go to stderr.
+ * --out FILE (rewritten after every benchmark, so a run cut short still
+ * leaves the rows it finished), then the notes the benchmarks left (the
+ * shared-memory tile speedups). Progress and failures go to stderr.
  *
  * Exit status: 0 when every benchmark ran and its check passed (goals
  * missed are results, not errors), 1 when one failed or differed, 2 for a
@@ -44,7 +45,7 @@ const char *const kUsage =
     "usage: arrayc-gpubench [--only NAME[,NAME...]] [--log2 K] [--repeat N] [--out FILE]\n"
     "                       [--programs DIR]\n"
     "  --only     run only these benchmarks (saxpy, sdot, blackscholes, prefix_sum,\n"
-    "             reduce_sum, spmv_csr, iterate)\n"
+    "             reduce_sum, spmv_csr, iterate, forward_diff, ma15, jacobi2d)\n"
     "  --log2     elements per vector: 2^K (default 26; 12..30)\n"
     "  --repeat   timed runs per measurement, the median is reported (default 31)\n"
     "  --out      also write the Markdown report to FILE\n"
@@ -305,30 +306,39 @@ int main(int argc, char **argv) {
   for (const Benchmark &b : all_benchmarks()) {
     if (!selected(E.opt, b.name))
       continue;
-    Row r;
-    r.name = b.name;
+    std::vector<Row> rows(1);
+    rows[0].name = b.name;
     fprintf(stderr, "arrayc-gpubench: %s: preparing\n", b.name);
     try {
-      b.run(E, r);
+      b.run(E, rows);
     } catch (const std::exception &x) { /* Failure, or bad_alloc on the host */
       fprintf(stderr, "arrayc-gpubench: %s: %s\n", b.name, x.what());
-      r.error += (r.error.empty() ? "" : "; ") + std::string(x.what());
+      for (Row &r : rows)
+        r.error += (r.error.empty() ? "" : "; ") + std::string(x.what());
     }
-    std::string line = table_row(E, r);
-    ran++;
-    failed += !r.error.empty() || !r.check_ok;
-    met += line.find("| yes |") != std::string::npos;
-    fputs(line.c_str(), stdout);
-    report += line;
+    for (const Row &r : rows) {
+      std::string line = table_row(E, r);
+      ran++;
+      failed += !r.error.empty() || !r.check_ok;
+      met += line.find("| yes |") != std::string::npos;
+      fputs(line.c_str(), stdout);
+      report += line;
+    }
     write_report(E, report);
   }
-  char tail[160];
-  snprintf(tail, sizeof tail, "\n%d benchmarks: %d met their goals, %d failed or differed.\n",
-           ran, met, failed);
-  fputs(tail, stdout);
+  std::string tail = "\n";
+  for (const std::string &note : E.notes)
+    tail += "- " + note + "\n";
+  char summary[160];
+  snprintf(summary, sizeof summary, "%s%d rows: %d met their goals, %d failed or differed.\n",
+           E.notes.empty() ? "" : "\n", ran, met, failed);
+  tail += summary;
+  fputs(tail.c_str(), stdout);
   report += tail;
   write_report(E, report);
 
+  if (E.rt)
+    ac_runtime_destroy(E.rt);
   ac_context_destroy(E.ctx);
   if (E.blas)
     cublasDestroy(E.blas);

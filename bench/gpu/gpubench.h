@@ -7,7 +7,9 @@
  *   measure.cu   timing (device events and host wall clock), results
  *                checks, the arrayc side (compiling and calling programs);
  *   kernels.cu   the hand-written CUDA references (Black-Scholes, vector
- *                CSR SpMV, the small kernel of the iterate loop);
+ *                CSR SpMV, the small kernel of the iterate loop, the
+ *                neighbour reads: forward differences, the 15-point moving
+ *                average, a 2-D Jacobi step);
  *   benches.cu   the benchmarks: data, checks, what is timed.
  *
  * It is a harness, not a library: failures are C++ exceptions (Failure)
@@ -115,12 +117,15 @@ struct Env {
   Options opt;
   int device = 0;
   cudaDeviceProp prop{};
-  cudaStream_t stream = nullptr; /* the references' stream */
-  cublasHandle_t blas = nullptr; /* nullptr if cublasCreate failed */
-  std::string blas_error;        /* why, then */
-  double copy_bw = NAN;          /* measured D2D copy, bytes per second (read + written) */
-  ac_context *ctx = nullptr;     /* arrayc's context (its GPU runtime is made on first use) */
+  cudaStream_t stream = nullptr;       /* the references' stream */
+  cublasHandle_t blas = nullptr;       /* nullptr if cublasCreate failed */
+  std::string blas_error;              /* why, then */
+  double copy_bw = NAN;                /* measured D2D copy, bytes per second (read + written) */
+  ac_context *ctx = nullptr;           /* arrayc's context */
   ac_backend backend = AC_BACKEND_GPU; /* arrayc's side (another only to test the harness) */
+  ac_runtime *rt = nullptr;            /* every program is compiled on it; made on first use */
+  std::string default_passes;          /* rt's pipeline as created (O2) */
+  std::vector<std::string> notes;      /* lines printed after the table (the tile speedups) */
 };
 
 /* ---- timing ---- */
@@ -143,11 +148,15 @@ RefTime time_ref(Env &E, const RefOp &op, int repeat);
 double time_ac(Env &E, const AcOp &op, int repeat);
 
 /* ---- the arrayc side ---- */
-/* One program of bench/programs compiled for E.backend (the GPU). */
+/* One program of bench/programs compiled for E.backend (the GPU) on E.rt,
+ * with pass pipeline `passes` (nullptr: the runtime's default, O2). One
+ * runtime serves every program, so the arrays one program's calls made
+ * resident on the device serve the others too. */
 struct AcProgram {
   ac_module *m = nullptr;
   ac_function *f = nullptr;
-  AcProgram(Env &E, const std::string &name); /* NAME.ac, function NAME */
+  AcProgram(Env &E, const std::string &name); /* NAME.ac, function NAME, default passes */
+  AcProgram(Env &E, const std::string &file, const std::string &fn, const char *passes);
   AcProgram(const AcProgram &) = delete;
   AcProgram &operator=(const AcProgram &) = delete;
   ~AcProgram();
@@ -171,7 +180,8 @@ struct AcData {
 };
 
 /* A host array for arrayc (copied from `data`): the argument datum. */
-ac_datum ac_array_arg(Env &E, ac_scalar t, int64_t n, const void *data);
+ac_datum ac_array_arg(Env &E, ac_scalar t, unsigned rank, const int64_t *extents, const void *data);
+ac_datum ac_array_arg(Env &E, ac_scalar t, int64_t n, const void *data); /* a vector */
 ac_datum ac_f32_arg(float x);
 ac_datum ac_i32_arg(int32_t x);
 /* Host elements of a result array (fetched from the device on first use). */
@@ -211,11 +221,21 @@ void ref_blackscholes(cudaStream_t s, int64_t n, const float *S, const float *X,
 void ref_spmv_csr_vector(cudaStream_t s, int64_t rows, const int64_t *rowptr, const int32_t *cols,
                          const float *vals, const float *x, float *y);
 void ref_iterate_map(cudaStream_t s, int n, int steps, float *a, float *b, float **result);
+/* out[i] = x[i + 1] - x[i] for i < n - 1 */
+void ref_forward_diff(cudaStream_t s, int64_t n, const float *x, float *out);
+/* out[i] = sum over k < 15 of w[k] * x[i + k] for i < n - 14 (bench/programs/ma15.ac) */
+void ref_ma15(cudaStream_t s, int64_t n, const float *x, float *out);
+/* one Jacobi step over a rows x cols grid, zero boundary (bench/programs/jacobi2d.ac) */
+void ref_jacobi2d(cudaStream_t s, int64_t rows, int64_t cols, const float *g, float *out);
 
 /* ---- the benchmarks (benches.cu) ---- */
 struct Benchmark {
   const char *name;
-  void (*run)(Env &E, Row &r); /* fills r; throws Failure for what it cannot */
+  /* Fills rows, which holds one row named `name` on entry; a benchmark
+   * with variants (with and without shared-memory tiles) renames it and
+   * appends one row per further variant. Throws Failure for what it
+   * cannot do. */
+  void (*run)(Env &E, std::vector<Row> &rows);
 };
 const std::vector<Benchmark> &all_benchmarks();
 

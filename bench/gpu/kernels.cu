@@ -12,7 +12,13 @@
  *     lanes stride over the row's entries, a shuffle reduction;
  *   - the small kernel of the iterate micro-benchmark: x * 0.5 + 1 over a
  *     few thousand elements, launched once per step with two buffers in
- *     turn, which is what a CUDA loop costs per iteration.
+ *     turn, which is what a CUDA loop costs per iteration;
+ *   - the neighbour reads (forward differences, the 15-point moving
+ *     average, one 2-D Jacobi step with a zero boundary): one output
+ *     element per thread, read straight from global memory, neighbours
+ *     included (the naive version: the L1 and L2 caches catch what reuse
+ *     they can; arrayc's default pipeline stages the input in shared
+ *     memory instead). The sums are in the programs' order.
  * Each launcher queues on the given stream and checks the launch; errors
  * during execution surface at the caller's next synchronisation.
  */
@@ -21,6 +27,11 @@
 namespace {
 
 constexpr int kBlock = 256;
+constexpr int kJacobiX = 32, kJacobiY = 8; /* a warp per row of a block: coalesced */
+
+/* bench/programs/ma15.ac's weights, in its order */
+__constant__ float kMa15[15] = {0.01f, 0.02f, 0.04f, 0.07f, 0.10f, 0.12f, 0.14f, 0.00f,
+                                0.14f, 0.12f, 0.10f, 0.07f, 0.04f, 0.02f, 0.01f};
 
 __device__ __forceinline__ float cndf(float d) {
   const float k = 1.0f / (1.0f + 0.2316419f * fabsf(d));
@@ -72,6 +83,36 @@ __global__ void iterate_step_kernel(int n, const float *__restrict__ x, float *_
     y[i] = x[i] * 0.5f + 1.0f;
 }
 
+__global__ void forward_diff_kernel(int64_t n, const float *__restrict__ x,
+                                    float *__restrict__ out) {
+  const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n - 1)
+    out[i] = x[i + 1] - x[i];
+}
+
+__global__ void ma15_kernel(int64_t n, const float *__restrict__ x, float *__restrict__ out) {
+  const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n - 14)
+    return;
+  float s = kMa15[0] * x[i];
+#pragma unroll
+  for (int k = 1; k < 15; k++)
+    s += kMa15[k] * x[i + k];
+  out[i] = s;
+}
+
+__global__ void jacobi2d_kernel(int64_t rows, int64_t cols, const float *__restrict__ g,
+                                float *__restrict__ out) {
+  const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y;
+  if (r >= rows || c >= cols)
+    return;
+  const int64_t i = r * cols + c;
+  const float north = r > 0 ? g[i - cols] : 0.0f, south = r < rows - 1 ? g[i + cols] : 0.0f;
+  const float west = c > 0 ? g[i - 1] : 0.0f, east = c < cols - 1 ? g[i + 1] : 0.0f;
+  out[i] = 0.25f * (north + south + west + east);
+}
+
 unsigned blocks_for(int64_t threads) {
   int64_t b = (threads + kBlock - 1) / kBlock;
   if (b < 1)
@@ -92,6 +133,25 @@ void ref_blackscholes(cudaStream_t s, int64_t n, const float *S, const float *X,
 void ref_spmv_csr_vector(cudaStream_t s, int64_t rows, const int64_t *rowptr, const int32_t *cols,
                          const float *vals, const float *x, float *y) {
   spmv_csr_vector_kernel<<<blocks_for(rows * 32), kBlock, 0, s>>>(rows, rowptr, cols, vals, x, y);
+  CK_LAUNCH();
+}
+
+void ref_forward_diff(cudaStream_t s, int64_t n, const float *x, float *out) {
+  forward_diff_kernel<<<blocks_for(n - 1), kBlock, 0, s>>>(n, x, out);
+  CK_LAUNCH();
+}
+
+void ref_ma15(cudaStream_t s, int64_t n, const float *x, float *out) {
+  ma15_kernel<<<blocks_for(n - 14), kBlock, 0, s>>>(n, x, out);
+  CK_LAUNCH();
+}
+
+void ref_jacobi2d(cudaStream_t s, int64_t rows, int64_t cols, const float *g, float *out) {
+  const int64_t bx = (cols + kJacobiX - 1) / kJacobiX, by = (rows + kJacobiY - 1) / kJacobiY;
+  if (bx > 0x7fffffff || by > 65535)
+    throw Failure("grid too large for a two-dimensional launch");
+  const dim3 grid((unsigned)(bx ? bx : 1), (unsigned)(by ? by : 1)), block(kJacobiX, kJacobiY);
+  jacobi2d_kernel<<<grid, block, 0, s>>>(rows, cols, g, out);
   CK_LAUNCH();
 }
 

@@ -15,7 +15,8 @@
  * module loading, first-touch allocation and clock ramp-up stay out).
  *
  * The arrayc side goes through the public C API only: programs are parsed,
- * verified and compiled with ac_function_create(AC_BACKEND_GPU); input
+ * verified and compiled with ac_runtime_compile on one runtime of
+ * AC_BACKEND_GPU (ac_runtime_set_passes chooses each one's pipeline); input
  * arrays are host arrays that the first call copies to the device and that
  * stay resident there (docs/runtime.md §3), results stay on the device
  * unless the harness reads them (it does so once, for the check).
@@ -148,16 +149,41 @@ static std::string read_text(const std::string &path) {
   return s.str();
 }
 
-AcProgram::AcProgram(Env &E, const std::string &name) {
-  std::string path = E.opt.programs + "/" + name + ".ac";
+/* E.rt, made on first use (a failure is the row's, and the next row tries
+ * again). */
+static ac_runtime *bench_runtime(Env &E) {
+  if (!E.rt) {
+    ac_error *e = nullptr;
+    if (ac_runtime_create(E.ctx, E.backend, &E.rt, &e) != AC_OK)
+      ac_fail(std::string("creating the ") + ac_backend_name(E.backend) + " runtime", e);
+    E.default_passes = ac_runtime_passes(E.rt);
+  }
+  return E.rt;
+}
+
+AcProgram::AcProgram(Env &E, const std::string &name) : AcProgram(E, name, name, nullptr) {}
+
+AcProgram::AcProgram(Env &E, const std::string &file, const std::string &fn, const char *passes) {
+  std::string path = E.opt.programs + "/" + file + ".ac";
   std::string text = read_text(path);
+  ac_runtime *rt = bench_runtime(E);
   ac_error *e = nullptr;
   if (ac_module_parse(E.ctx, path.c_str(), text.data(), text.size(), &m, &e) != AC_OK)
     ac_fail("parsing " + path, e);
-  if (ac_module_verify(m, &e) != AC_OK)
-    ac_fail("verifying " + path, e);
-  if (ac_function_create(m, name.c_str(), E.backend, &f, &e) != AC_OK)
-    ac_fail("compiling " + name + " for " + ac_backend_name(E.backend), e);
+  try { /* a constructor that throws gets no destructor call */
+    if (ac_module_verify(m, &e) != AC_OK)
+      ac_fail("verifying " + path, e);
+    const char *pipeline = passes ? passes : E.default_passes.c_str();
+    if (ac_runtime_set_passes(rt, pipeline, &e) != AC_OK)
+      ac_fail(std::string("setting the passes ") + pipeline, e);
+    if (ac_runtime_compile(rt, m, fn.c_str(), &f, &e) != AC_OK)
+      ac_fail("compiling " + fn + " for " + ac_backend_name(E.backend) + " with passes " + pipeline,
+              e);
+  } catch (...) {
+    ac_module_destroy(m);
+    m = nullptr;
+    throw;
+  }
 }
 
 AcProgram::~AcProgram() {
@@ -174,8 +200,13 @@ void AcProgram::call(const std::vector<ac_datum> &args, std::vector<ac_datum> &r
 }
 
 ac_datum ac_array_arg(Env &E, ac_scalar t, int64_t n, const void *data) {
+  return ac_array_arg(E, t, 1, &n, data);
+}
+
+ac_datum ac_array_arg(Env &E, ac_scalar t, unsigned rank, const int64_t *extents,
+                      const void *data) {
   ac_error *e = nullptr;
-  ac_array *a = ac_array_create(E.ctx, t, 1, &n, data, &e);
+  ac_array *a = ac_array_create(E.ctx, t, rank, extents, data, &e);
   if (!a)
     ac_fail("creating an input array", e);
   ac_datum d;
