@@ -517,7 +517,7 @@ static void bench_spmv_csr(bench_ctx *B, int64_t nnz_target) {
  * without fuse the maps write their n-element results and the next
  * operation reads them back. Both rows count the same 8 useful bytes, so
  * "of bw" shows the waste. The reference is timed once for both. */
-static const char *const rmse_no_fuse = "simplify,inline,cse,hoist,sequentialise";
+static const char *const rmse_no_fuse = "O2,-fuse";
 
 static void rmse_ref(void *ud) {
   vec_state *s = ud;

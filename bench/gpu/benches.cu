@@ -476,7 +476,7 @@ struct NbrSpec {
 };
 
 /* The default pipeline without smem-stencil: no tiles. */
-const char *const kNoTile = "simplify,inline,cse,fuse,hoist,sequentialise";
+const char *const kNoTile = "O2,-smem-stencil";
 
 void bench_neighbours(Env &E, std::vector<Row> &rows, const NbrSpec &sp) {
   const int64_t n = (int64_t)1 << E.opt.log2n;

@@ -183,8 +183,9 @@ AC_API ac_status ac_runtime_compile(ac_runtime *rt, ac_module *m, const char *na
 AC_API size_t ac_runtime_num_compilations(const ac_runtime *rt);
 /* Sets the optimisation pipeline rt's compiled backends apply to a function
  * before generating code (docs/passes.md): pass names separated by commas,
- * where O0 .. O3 stand for the default pipeline of that level ("O2",
- * "simplify,cse,fuse", "O1,hoist"); "" or NULL runs no passes. The default
+ * where O0 .. O3 stand for the default pipeline of that level and -NAME
+ * drops every run of pass NAME listed before it ("O2", "simplify,cse,fuse",
+ * "O1,hoist", "O2,-fuse"); "" or NULL runs no passes. The default
  * is "O2". The passes transform a private copy: the module stays as
  * written. An interpreter runtime runs functions as written and ignores it.
  * AC_ERR_INVALID naming an unknown pass; functions compiled before keep

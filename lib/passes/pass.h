@@ -17,7 +17,8 @@
  * Passes are listed in one table (passes.c, ps_passes); arrayc-opt, arrayc,
  * arrayc-run and the runtime API (ac_runtime_set_passes) run them through
  * ps_run_pipeline with a comma-separated list of pass names, where "O0" ..
- * "O3" stand for the default pipeline of that level.
+ * "O3" stand for the default pipeline of that level and "-NAME" drops the
+ * runs of NAME listed before it ("O2,-fuse").
  *
  * Counters: each pass names its counters (ps_pass.counters, NULL-terminated)
  * and adds to ps_ctx.counters[i] (index i of its list): nodes removed,
@@ -142,7 +143,7 @@ bool ps_is_array_op(const ac_module *m, ir_ref r);
  * PARSE_MAX_NEST levels of syntax as the parser counts them (rounded up).
  * Passes that deepen trees (a let opening a block in expression position
  * adds to both) keep the old body when the new one fails this. False when
- * memory runs out. Defined in inline.c. */
+ * memory runs out. Defined in printable.c. */
 bool ps_printable(const ac_module *m, ir_ref r);
 
 #endif

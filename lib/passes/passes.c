@@ -80,6 +80,18 @@ static bool level_name(const char *s, size_t len, int *level) {
   return false;
 }
 
+static ac_status unknown_pass(ac_context *ctx, const char *s, size_t len, ac_error **err) {
+  ir_buf names;
+  ir_buf_init(&names, ctx);
+  for (size_t i = 0; i < ps_npasses; i++)
+    ir_buf_printf(&names, "%s%s", i ? ", " : "", ps_passes[i].name);
+  ac_error *x = ir_error(ctx, AC_ERR_INVALID, NULL, (ir_loc){0, 0},
+                         "unknown pass '%.*s' (passes: %s; levels: O0, O1, O2, O3)", (int)len, s,
+                         ir_buf_cstr(&names));
+  ir_buf_free(&names);
+  return ir_report(err, x, AC_ERR_INVALID);
+}
+
 static ac_status list_parse(ac_context *ctx, const char *list, bool expand, ps_list *out,
                             ac_error **err) {
   const char *s = list ? list : "";
@@ -87,7 +99,7 @@ static ac_status list_parse(ac_context *ctx, const char *list, bool expand, ps_l
     const char *e = strchr(s, ',');
     size_t len = e ? (size_t)(e - s) : strlen(s);
     int level;
-    if (len == 0) {
+    if (len == 0 || (len == 1 && s[0] == '-')) {
       /* "a,,b" or a trailing comma: say so rather than guess */
       return ir_report(err, ir_error(ctx, AC_ERR_INVALID, NULL, (ir_loc){0, 0},
                                      "empty pass name in pipeline '%s'", list),
@@ -98,19 +110,26 @@ static ac_status list_parse(ac_context *ctx, const char *list, bool expand, ps_l
         if (st != AC_OK)
           return st;
       }
+    } else if (s[0] == '-') {
+      /* "-NAME": every run of NAME so far is dropped ("O2,-fuse") */
+      if (level_name(s + 1, len - 1, &level))
+        return ir_report(err, ir_error(ctx, AC_ERR_INVALID, NULL, (ir_loc){0, 0},
+                                       "'%.*s' in pipeline '%s': only passes can be removed",
+                                       (int)len, s, list),
+                         AC_ERR_INVALID);
+      const ps_pass *p = ps_find(s + 1, len - 1);
+      if (!p)
+        return unknown_pass(ctx, s + 1, len - 1, err);
+      size_t k = 0;
+      for (size_t i = 0; out && i < out->n; i++)
+        if (out->v[i] != p)
+          out->v[k++] = out->v[i];
+      if (out)
+        out->n = k;
     } else {
       const ps_pass *p = ps_find(s, len);
-      if (!p) {
-        ir_buf names;
-        ir_buf_init(&names, ctx);
-        for (size_t i = 0; i < ps_npasses; i++)
-          ir_buf_printf(&names, "%s%s", i ? ", " : "", ps_passes[i].name);
-        ac_error *x = ir_error(ctx, AC_ERR_INVALID, NULL, (ir_loc){0, 0},
-                               "unknown pass '%.*s' (passes: %s; levels: O0, O1, O2, O3)",
-                               (int)len, s, ir_buf_cstr(&names));
-        ir_buf_free(&names);
-        return ir_report(err, x, AC_ERR_INVALID);
-      }
+      if (!p)
+        return unknown_pass(ctx, s, len, err);
       if (out) {
         if (!ac_grow(ctx, (void **)&out->v, &out->cap, out->n + 1, sizeof *out->v))
           return ir_report(err, NULL, AC_ERR_NOMEM);
