@@ -12,6 +12,7 @@
  */
 #include "ir.h"
 #include "unit.h"
+#include "unit_oom.h"
 
 #include <stdlib.h>
 
@@ -706,44 +707,14 @@ UNIT_TEST(malformed_ir_is_an_error) {
 
 /* ---- allocation failures ---- */
 
-typedef struct failing {
-  long left; /* allocations still allowed; < 0: unlimited */
-} failing;
-
-static void *fail_realloc(void *ud, void *p, size_t n) {
-  failing *f = ud;
-  if (n == 0) {
-    free(p);
-    return NULL;
-  }
-  if (f->left == 0)
-    return NULL;
-  if (f->left > 0)
-    f->left--;
-  return realloc(p, n);
+static ac_status verify_step(ac_module *m, void *ud, ac_error **err) {
+  (void)ud;
+  return ac_module_verify(m, err);
 }
 
 UNIT_TEST(allocation_failures_are_reported) {
   const char *src = corpus[2];
-  int completed = 0;
-  for (long k = 0; k < 400 && completed < 3; k++) {
-    failing f = {-1};
-    ac_context *ctx = ac_context_create_with_allocator(fail_realloc, &f);
-    ac_module *m = ctx ? parse_ok(ctx, src) : NULL;
-    if (m) {
-      /* reset the types so the check must rebuild everything */
-      f.left = k;
-      ac_error *err = NULL;
-      ac_status st = ac_module_verify(m, &err);
-      CHECK(st == AC_OK || st == AC_ERR_NOMEM);
-      completed += st == AC_OK;
-      ac_error_destroy(err);
-      f.left = -1;
-    }
-    ac_module_destroy(m);
-    ac_context_destroy(ctx);
-  }
-  CHECK(completed > 0);
+  CHECK(unit_oom_runs(src, 400, 3, parse_ok, verify_step, NULL, NULL, NULL) > 0);
 }
 
 UNIT_MAIN(literal_defaults_and_context, literal_values_are_normalised,

@@ -5,6 +5,7 @@
  * the rewrites themselves. */
 #include "passes/pass.h"
 #include "unit.h"
+#include "unit_oom.h"
 
 #include <stdlib.h>
 
@@ -241,48 +242,13 @@ UNIT_TEST(cse_is_idempotent) {
 
 /* ---- allocation failures: every one is reported, nothing leaks ---- */
 
-typedef struct failing {
-  long left; /* allocations still allowed; < 0: unlimited */
-} failing;
-
-static void *fail_realloc(void *ud, void *p, size_t n) {
-  failing *f = ud;
-  if (n == 0) {
-    free(p);
-    return NULL;
-  }
-  if (f->left == 0)
-    return NULL;
-  if (f->left > 0)
-    f->left--;
-  return realloc(p, n);
-}
-
 UNIT_TEST(allocation_failures_are_reported) {
   static const char *src = "fn sq(x: f32) -> f32 { x * x }\n"
                            "fn f(xs: f32[], a: f32) -> (f32[], f32[]) {\n"
                            "  (map(|x| sq(x) + a * a, xs), map(|x| sq(x) + a * a, xs))\n}\n";
   static const char *const lists[] = {"cse", "inline"};
-  for (size_t l = 0; l < 2; l++) {
-    int completed = 0;
-    for (long k = 0; k < 2000 && completed < 3; k++) {
-      failing f = {-1};
-      ac_context *ctx = ac_context_create_with_allocator(fail_realloc, &f);
-      ac_module *m = ctx ? parse_ok(ctx, src) : NULL;
-      if (m) {
-        f.left = k;
-        ac_error *err = NULL;
-        ac_status st = ps_run_pipeline(m, lists[l], NULL, NULL, &err);
-        CHECK(st == AC_OK || st == AC_ERR_NOMEM);
-        completed += st == AC_OK;
-        ac_error_destroy(err);
-        f.left = -1;
-      }
-      ac_module_destroy(m);
-      ac_context_destroy(ctx);
-    }
-    CHECK(completed > 0);
-  }
+  for (size_t l = 0; l < 2; l++)
+    CHECK(unit_oom_runs(src, 2000, 3, parse_ok, unit_oom_pipeline, NULL, (void *)lists[l], NULL) > 0);
 }
 
 UNIT_MAIN(shared_nodes_are_positions, deep_trees_stay_valid, inline_keeps_text_within_limits,

@@ -6,6 +6,7 @@
  * checks the rewrites themselves. */
 #include "passes/pass.h"
 #include "unit.h"
+#include "unit_oom.h"
 
 #include <stdlib.h>
 
@@ -109,23 +110,6 @@ UNIT_TEST(deep_trees_are_left_alone) {
 
 /* ---- allocation failures: every one is reported, nothing leaks ---- */
 
-typedef struct failing {
-  long left; /* allocations still allowed; < 0: unlimited */
-} failing;
-
-static void *fail_realloc(void *ud, void *p, size_t n) {
-  failing *f = ud;
-  if (n == 0) {
-    free(p);
-    return NULL;
-  }
-  if (f->left == 0)
-    return NULL;
-  if (f->left > 0)
-    f->left--;
-  return realloc(p, n);
-}
-
 UNIT_TEST(allocation_failures_are_reported) {
   static const char *src =
       "fn sq(x: f32) -> f32 { x * x }\n"
@@ -138,24 +122,7 @@ UNIT_TEST(allocation_failures_are_reported) {
       "  let c = map(|s, x| s - x, s, x);\n"
       "  let p = map(|s, x| x - s, s, x);\n"
       "  (c, p)\n}\n";
-  int completed = 0;
-  for (long k = 0; k < 3000 && completed < 3; k++) {
-    failing f = {-1};
-    ac_context *ctx = ac_context_create_with_allocator(fail_realloc, &f);
-    ac_module *m = ctx ? parse_ok(ctx, src) : NULL;
-    if (m) {
-      f.left = k;
-      ac_error *err = NULL;
-      ac_status st = ps_run_pipeline(m, "fuse", NULL, NULL, &err);
-      CHECK(st == AC_OK || st == AC_ERR_NOMEM);
-      completed += st == AC_OK;
-      ac_error_destroy(err);
-      f.left = -1;
-    }
-    ac_module_destroy(m);
-    ac_context_destroy(ctx);
-  }
-  CHECK(completed > 0);
+  CHECK(unit_oom_runs(src, 3000, 3, parse_ok, unit_oom_pipeline, NULL, (void *)"fuse", NULL) > 0);
 }
 
 UNIT_MAIN(chains_stay_printable, deep_trees_are_left_alone, allocation_failures_are_reported)

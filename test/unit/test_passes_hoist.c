@@ -10,6 +10,7 @@
 #include "ir.h"
 #include "passes/pass.h"
 #include "unit.h"
+#include "unit_oom.h"
 
 #include <stdlib.h>
 
@@ -186,23 +187,6 @@ UNIT_TEST(binders_beyond_the_masks_keep_the_term) {
 
 /* ---- allocation failures ---- */
 
-typedef struct failing {
-  long left; /* allocations still allowed; < 0: unlimited */
-} failing;
-
-static void *fail_realloc(void *ud, void *p, size_t n) {
-  failing *f = ud;
-  if (n == 0) {
-    free(p);
-    return NULL;
-  }
-  if (f->left == 0)
-    return NULL;
-  if (f->left > 0)
-    f->left--;
-  return realloc(p, n);
-}
-
 /* Guards on rank 2 with an array as the hoisted value (its dummy is an
  * empty fill), a bound map array, and a guard inside a guard. */
 static const char *failing_src =
@@ -214,6 +198,18 @@ static const char *failing_src =
     "fn m2(xs: i64[,]) -> i64[,] {\n"
     "  map(|x| map(|y| y + x + len(filter(|z| z > 0, iota(3))), [1i64, 2])[0], xs)\n"
     "}\n";
+
+static ac_status hoist_step(ac_module *m, void *ud, ac_error **err) {
+  (void)ud;
+  return ps_run_pipeline(m, "hoist,sequentialise", NULL, NULL, err);
+}
+
+/* Every successful run gives the text ud. */
+static void same_text(ac_module *m, void *ud) {
+  char *t = text_of(m);
+  CHECK_STR(t, (const char *)ud);
+  free(t);
+}
 
 UNIT_TEST(allocation_failures_are_reported) {
   /* the text every successful run must give */
@@ -228,31 +224,8 @@ UNIT_TEST(allocation_failures_are_reported) {
   CHECK(want && strstr(want, "if shape(xs).0 > 0 && shape(xs).1 > 0 { if len(arr) > 0 {") != NULL);
   ac_module_destroy(rm);
   ac_context_destroy(ref);
-  int completed = 0, failed = 0;
-  for (long k = 0; k < 3000 && completed < 3; k++) {
-    failing f = {-1};
-    ac_context *ctx = ac_context_create_with_allocator(fail_realloc, &f);
-    ac_module *m = ctx ? parse_ok(ctx, failing_src) : NULL;
-    if (m) {
-      f.left = k;
-      ac_error *err = NULL;
-      ac_status st = ps_run_pipeline(m, "hoist,sequentialise", NULL, NULL, &err);
-      CHECK(st == AC_OK || st == AC_ERR_NOMEM);
-      f.left = -1;
-      if (st == AC_OK) {
-        completed++;
-        char *t = text_of(m);
-        CHECK_STR(t, want);
-        free(t);
-      } else {
-        failed++;
-      }
-      ac_error_destroy(err);
-    }
-    ac_module_destroy(m);
-    ac_context_destroy(ctx);
-  }
-  CHECK(completed > 0);
+  int failed = 0;
+  CHECK(unit_oom_runs(failing_src, 3000, 3, parse_ok, hoist_step, same_text, want, &failed) > 0);
   CHECK(failed > 0);
   free(want);
 }

@@ -6,6 +6,7 @@
  * themselves. */
 #include "passes/pass.h"
 #include "unit.h"
+#include "unit_oom.h"
 
 #include <stdlib.h>
 
@@ -180,45 +181,11 @@ UNIT_TEST(second_run_finds_nothing) {
 
 /* ---- allocation failures: every one is reported, nothing leaks ---- */
 
-typedef struct failing {
-  long left; /* allocations still allowed; < 0: unlimited */
-} failing;
-
-static void *fail_realloc(void *ud, void *p, size_t n) {
-  failing *f = ud;
-  if (n == 0) {
-    free(p);
-    return NULL;
-  }
-  if (f->left == 0)
-    return NULL;
-  if (f->left > 0)
-    f->left--;
-  return realloc(p, n);
-}
-
 UNIT_TEST(allocation_failures_are_reported) {
   static const char *src = "fn f(xs: i64[], x: i64) -> i64 {\n"
                            "  let (a, b) = (x * 1, 2i64 + 3);\n  let d = map(|v| v + a, xs);\n"
                            "  let e = [1, 2, 3];\n  fold(|p, q| p + q, b, d) + len(e)\n}\n";
-  int completed = 0;
-  for (long k = 0; k < 4000 && completed < 3; k++) {
-    failing f = {-1};
-    ac_context *ctx = ac_context_create_with_allocator(fail_realloc, &f);
-    ac_module *m = ctx ? parse_ok(ctx, src) : NULL;
-    if (m) {
-      f.left = k;
-      ac_error *err = NULL;
-      ac_status st = ps_run_pipeline(m, "simplify", NULL, NULL, &err);
-      CHECK(st == AC_OK || st == AC_ERR_NOMEM);
-      completed += st == AC_OK;
-      ac_error_destroy(err);
-      f.left = -1;
-    }
-    ac_module_destroy(m);
-    ac_context_destroy(ctx);
-  }
-  CHECK(completed > 0);
+  CHECK(unit_oom_runs(src, 4000, 3, parse_ok, unit_oom_pipeline, NULL, (void *)"simplify", NULL) > 0);
 }
 
 UNIT_MAIN(shared_subtrees_mean_each_place, copied_literals_are_not_shared,
