@@ -244,6 +244,21 @@ uint32_t pl_alloc(pl_plan *p, uint32_t slot, ac_scalar sc, uint32_t rank, const 
                                    .k = site, .e = e});
 }
 
+void pl_move_last_to_front(pl_plan *p, uint32_t n) {
+  if (n == 0 || n > p->ninsts)
+    return;
+  pl_inst *tmp = ac_alloc(p->ctx, n * sizeof *tmp);
+  if (!tmp) {
+    p->oom = true;
+    return;
+  }
+  memcpy(tmp, p->insts + (p->ninsts - n), n * sizeof *tmp);
+  memmove(p->insts + n, p->insts, (p->ninsts - n) * sizeof *tmp);
+  memcpy(p->insts, tmp, n * sizeof *tmp);
+  ac_free(p->ctx, tmp);
+  p->finished = false;
+}
+
 uint32_t pl_view(pl_plan *p, uint32_t slot, uint32_t src, ac_scalar sc, uint32_t rank,
                  const uint32_t *extents) {
   uint32_t e = pl_args_push(p, rank, extents);
@@ -473,6 +488,8 @@ static bool pl_check_inst(const pl_plan *p, pl_fault *f, uint32_t i) {
       return pl_fail(f, PP_INST, i, "word %%%u is not below the %u slots", in->b, p->nslots);
     if (in->op == PI_ALLOC && in->k != PL_AUTO && in->k >= p->nsites)
       return pl_fail(f, PP_INST, i, "site %u does not exist", in->k);
+    if (in->flags & ~(in->op == PI_ALLOC ? PL_ALLOC_TRY | PL_ALLOC_KEEP : 0u))
+      return pl_fail(f, PP_INST, i, "invalid flags %u", in->flags);
     return pl_check_args(p, f, i, in->e, in->rank);
   case PI_LAUNCH:
     if (in->k >= p->nkernels)

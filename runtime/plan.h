@@ -25,6 +25,16 @@
  *   alloc %9 : f32[,] = [EXPR, EXPR]      data in %9, extents in %10 %11
  *   alloc %9 : f32[] = [EXPR] site 2      the same, failing at site 2 (its
  *                                         position) for bad extents
+ *   alloc %9 : f32[] = [EXPR] try         allocate if possible: bad extents,
+ *                                         too large or no memory leave the
+ *                                         words as they were, and no error
+ *   alloc %9 : f32[] = [EXPR] site 2 keep nothing if %9 already holds an
+ *                                         array of these extents (a `try`
+ *                                         alloc made it), else as without
+ *                                         `keep`
+ *                                         (the shape pass: every buffer whose
+ *                                         size is known from the arguments is
+ *                                         allocated before the first launch)
  *   view %12 : f32[] = %9 [EXPR]          same data as %9, new extents
  *   assign %3 = %9 : f32[]                the words of one leaf (or of one
  *                                         scalar: `: f32`); %3 shares %9's buffer
@@ -117,9 +127,14 @@ typedef enum pl_iop {
 
 #define PL_AUTO UINT32_MAX /* "no expression": chunks auto, check without values */
 
+/* pl_inst.flags of ALLOC (see the text form above) */
+#define PL_ALLOC_TRY 1u
+#define PL_ALLOC_KEEP 2u
+
 typedef struct pl_inst {
   uint8_t op;        /* pl_iop */
   uint8_t sc;        /* ac_scalar for ALLOC/VIEW/ASSIGN */
+  uint8_t flags;     /* ALLOC: PL_ALLOC_* */
   uint32_t rank;     /* ALLOC/VIEW/ASSIGN */
   uint32_t a, b;     /* slots */
   uint32_t k;        /* kernel (LAUNCH), site (CHECK, ALLOC: site for its errors or PL_AUTO) */
@@ -197,6 +212,10 @@ uint32_t pl_alloc(pl_plan *p, uint32_t slot, ac_scalar sc, uint32_t rank, const 
                   uint32_t site);
 uint32_t pl_view(pl_plan *p, uint32_t slot, uint32_t src, ac_scalar sc, uint32_t rank,
                  const uint32_t *extents);
+/* Moves the last n instructions to the front of the body (in their order),
+ * before any other: for `try` allocations of sizes known from the
+ * parameters (whose words are set before the body runs). */
+void pl_move_last_to_front(pl_plan *p, uint32_t n);
 uint32_t pl_assign(pl_plan *p, uint32_t dst, uint32_t src, ac_scalar sc, uint32_t rank);
 uint32_t pl_free(pl_plan *p, uint32_t slot);
 uint32_t pl_launch(pl_plan *p, uint32_t kernel, uint32_t n, uint32_t chunks);

@@ -333,21 +333,36 @@ static void pl_set_leaf(pl_exec *X, uint32_t slot, uintptr_t data, uint32_t rank
     pl_wset(X, slot + 1 + r, (uint64_t)ext[r]);
 }
 
+/* `keep`: the word holds an array (made by a `try` alloc) of extents ext. */
+static bool pl_alloc_kept(pl_exec *X, const pl_inst *in, const int64_t *ext) {
+  if (!X->owner[in->a])
+    return false;
+  for (uint32_t r = 0; r < in->rank; r++)
+    if ((int64_t)pl_wget(X, in->a + 1 + r) != ext[r])
+      return false;
+  return true;
+}
+
 static bool pl_do_alloc(pl_exec *X, const pl_inst *in) {
   int64_t ext[PL_MAX_RANK];
+  bool quiet = (in->flags & PL_ALLOC_TRY) != 0; /* failing is not an error */
   pl_eval_extents(X, in, ext);
+  if ((in->flags & PL_ALLOC_KEEP) && pl_alloc_kept(X, in, ext))
+    return true;
   for (uint32_t r = 0; r < in->rank; r++)
     if (ext[r] < 0)
-      return pl_fail_at(X, AC_ERR_RUNTIME, in->k, "negative extent %lld", (long long)ext[r]);
+      return quiet || pl_fail_at(X, AC_ERR_RUNTIME, in->k, "negative extent %lld", (long long)ext[r]);
   ac_array *a;
   uintptr_t data;
   if (X->g) {
     rt_dptr d;
-    if (!pl_gpu_alloc(X, in, ext, &a, &d))
-      return false;
+    if (!pl_gpu_alloc(X, in, ext, &a, &d, quiet))
+      return quiet && X->st == AC_OK;
     data = (uintptr_t)d;
   } else {
     ac_status st = rt_array_alloc(X->p->ctx, (ac_scalar)in->sc, in->rank, ext, &a);
+    if (st != AC_OK && quiet)
+      return true;
     if (st == AC_ERR_RUNTIME)
       return pl_fail_at(X, st, in->k, "array too large");
     if (st != AC_OK)

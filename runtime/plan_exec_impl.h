@@ -79,8 +79,10 @@ bool pl_gpu_begin(pl_exec *X);  /* device frame and control block */
 void pl_gpu_end(pl_exec *X);    /* frees them (stream-ordered) */
 bool pl_gpu_sync(pl_exec *X);   /* waits for everything; reports a kernel failure */
 bool pl_gpu_launch(pl_exec *X, const pl_inst *in);
-/* A fresh device array for an ALLOC (extents checked >= 0). */
-bool pl_gpu_alloc(pl_exec *X, const pl_inst *in, const int64_t *ext, ac_array **out, rt_dptr *d);
+/* A fresh device array for an ALLOC (extents checked >= 0); with `quiet`
+ * (a `try` alloc) a failure returns false and records nothing. */
+bool pl_gpu_alloc(pl_exec *X, const pl_inst *in, const int64_t *ext, ac_array **out, rt_dptr *d,
+                  bool quiet);
 /* A result that is part of an array: a device copy of its `bytes`. */
 bool pl_gpu_copy_out(pl_exec *X, ac_scalar sc, uint32_t rank, const int64_t *ext, size_t bytes,
                      uintptr_t src, ac_array **out);

@@ -244,18 +244,27 @@ bool pl_gpu_launch(pl_exec *X, const pl_inst *in) {
   return true;
 }
 
-bool pl_gpu_alloc(pl_exec *X, const pl_inst *in, const int64_t *ext, ac_array **out, rt_dptr *d) {
+bool pl_gpu_alloc(pl_exec *X, const pl_inst *in, const int64_t *ext, ac_array **out, rt_dptr *d,
+                  bool quiet) {
   rt_gpu *g = X->g;
   int64_t count;
   size_t elsize = ac_scalar_size((ac_scalar)in->sc);
   if (!rt_array_count(in->rank, ext, elsize, &count))
-    return pl_fail_at(X, AC_ERR_RUNTIME, in->k, "array too large");
+    return !quiet && pl_fail_at(X, AC_ERR_RUNTIME, in->k, "array too large");
   ac_error *e = NULL;
   size_t bytes = (size_t)count * elsize;
   ac_status st = g->ops->alloc(g, bytes ? bytes : 1, d, &e);
+  if (st != AC_OK && quiet) {
+    ac_error_destroy(e);
+    return false;
+  }
   if (st != AC_OK)
     return pg_err(X, st, e);
   st = rt_resid_wrap(X->p->ctx, g, (ac_scalar)in->sc, in->rank, ext, *d, out, &e);
+  if (st != AC_OK && quiet) { /* rt_resid_wrap freed d */
+    ac_error_destroy(e);
+    return false;
+  }
   return st == AC_OK || pg_err(X, st, e);
 }
 

@@ -133,6 +133,10 @@ static void pl_print_inst(ir_buf *b, const pl_plan *p, const pl_inst *in) {
     ir_buf_putc(b, ']');
     if (in->op == PI_ALLOC && in->k != PL_AUTO)
       ir_buf_printf(b, " site %u", in->k);
+    if (in->flags & PL_ALLOC_TRY)
+      ir_buf_puts(b, " try");
+    if (in->flags & PL_ALLOC_KEEP)
+      ir_buf_puts(b, " keep");
     break;
   case PI_ASSIGN:
     ir_buf_printf(b, "assign %%%u = %%%u : ", in->a, in->b);
@@ -307,7 +311,7 @@ static bool pl_inst_equal(const pl_plan *a, const pl_inst *x, const pl_plan *b, 
     return x->a == y->a && pl_expr_equal(a, x->e, b, y->e, 0);
   case PI_ALLOC:
   case PI_VIEW:
-    return x->sc == y->sc && x->rank == y->rank && x->a == y->a &&
+    return x->sc == y->sc && x->rank == y->rank && x->a == y->a && x->flags == y->flags &&
            (x->op == PI_ALLOC ? x->k == y->k : x->b == y->b) &&
            pl_args_equal(a, x->e, b, y->e, x->rank);
   case PI_ASSIGN:
@@ -812,7 +816,20 @@ static bool pp_inst(pl_parser *P, bool *opens) {
       k = PL_AUTO;
       if (pp_is(P, PT_IDENT, "site") && (!pp_next(P) || !pp_site_ref(P, &k)))
         return false;
+      unsigned flags = 0;
+      if (pp_is(P, PT_IDENT, "try")) {
+        flags |= PL_ALLOC_TRY;
+        if (!pp_next(P))
+          return false;
+      }
+      if (pp_is(P, PT_IDENT, "keep")) {
+        flags |= PL_ALLOC_KEEP;
+        if (!pp_next(P))
+          return false;
+      }
       idx = pl_alloc(p, a, sc, rank, xs, k);
+      if (idx < p->ninsts)
+        p->insts[idx].flags = (uint8_t)flags;
     } else {
       idx = pl_view(p, a, b, sc, rank, xs);
     }

@@ -499,6 +499,7 @@ void cg_array_op(cg_fn *f, ir_ref e, cg_val *out) {
     break;
   case IR_DELAY: /* not an operand of an operation (cg_seq_operand): p itself */
   case IR_TILED: /* shared-memory tiles are for kernels: sequential code reads e */
+  case IR_SIZED: /* early allocation is for plans */
     cg_expr(f, ir_kid(M->m, e, 0), out);
     break;
   default:

@@ -761,8 +761,10 @@ static bool eval_node(interp *I, ir_ref r) {
     return interp_iterate(I, r);
   case IR_WHILE:
     return interp_while(I, r);
-  case IR_DELAY: /* optimisation hints: their operand's value */
+  case IR_DELAY: /* optimisation hints: their operand's value (sized's
+                  * shape is a statement about it, not evaluated) */
   case IR_TILED:
+  case IR_SIZED:
     return interp_eval(I, IKID(I, r, 0));
   default:
     break;

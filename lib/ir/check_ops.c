@@ -606,6 +606,15 @@ static ir_type array_op(chk *c, ir_ref r, ir_op op) {
   case IR_DELAY: /* the identity on arrays (docs/language.md §7.15) */
   case IR_TILED: /* likewise (§7.16) */
     return array_arg(c, r, 0, false, &a) ? a.t : IR_TY_NONE;
+  case IR_SIZED: { /* e, with its shape as a shape argument of e's rank (§7.17) */
+    if (!array_arg(c, r, 0, false, &a) || !chk_shape(c, ir_kid(c->m, r, 1), &q))
+      return IR_TY_NONE;
+    if (q != a.rank)
+      return chk_fail(c, ir_kid(c->m, r, 1), "sized: a shape of rank %u for an array of rank %u",
+                      q, a.rank),
+             IR_TY_NONE;
+    return a.t;
+  }
   default:
     return chk_fail(c, r, "malformed IR: %s cannot appear here", ir_ops[op].name), IR_TY_NONE;
   }

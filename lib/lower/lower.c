@@ -540,6 +540,8 @@ static bool lower_node(lw *L, ir_ref e, lw_val *out) {
     return lower_len_shape(L, e, out);
   case IR_DELAY: /* not an operand (lw_operand): p, made manifest */
     return lw_expr(L, ir_kid(L->m, e, 0), out);
+  case IR_SIZED: /* e, allocated before the first launch where it can be (sized.c) */
+    return lw_sized(L, e, out);
   case IR_TILED: { /* a request to the skeleton of e's operand (gskel_tile.c) */
     ir_ref x = ir_kid(L->m, e, 0);
     L->tile_at = x;
@@ -671,6 +673,8 @@ ac_status lw_function(cg_module *M, uint32_t fn, ac_error **err) {
       leaf_decl d = {&L, r.words, 0, true, cg_new(M, (nl ? nl : 1) * sizeof(uint32_t)), 0};
       ir_ty_leaves(L.ctx, r.type, declare_leaf, &d);
     }
+    if (M->st == AC_OK)
+      lw_sized_finish(&L);
   }
   ac_free(L.ctx, L.env);
   ac_free(L.ctx, L.work);
@@ -678,6 +682,7 @@ ac_status lw_function(cg_module *M, uint32_t fn, ac_error **err) {
   ac_free(L.ctx, L.xdepth);
   ac_free(L.ctx, L.adapt);
   ac_free(L.ctx, L.dwords);
+  ac_free(L.ctx, L.early);
   if (M->st == AC_OK && L.p->oom)
     cg_error(M, AC_ERR_NOMEM, 0, "out of memory");
   if (M->st == AC_OK)

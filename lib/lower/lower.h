@@ -96,6 +96,11 @@ typedef struct lw {
    * shared-memory tiles, until its skeleton takes the request
    * (lw_tile_wanted, gskel_tile.c). */
   ir_ref tile_at;
+  /* sized.c: the buffers to allocate before the first launch (sized(e, s),
+   * the shape pass), emitted at the front of the plan by lw_sized_finish.
+   * Owned by lw_function. */
+  struct lw_early *early;
+  uint32_t nearly, capearly;
 } lw;
 
 /* Lowers function fn of m for target t: creates *plan and fills M (which
@@ -150,6 +155,10 @@ bool lw_load_delayed(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, cg_val *
  * and constant starts in every dimension (as many as v's rank): *src gets
  * the sliced array's value and start[] the starts. */
 bool lw_delayed_slice(lw *L, const lw_val *v, lw_val *src, int64_t *start);
+/* sized(e, s) (sized.c), and the early allocations it asked for, put at the
+ * front of the plan once the function is lowered. */
+bool lw_sized(lw *L, ir_ref e, lw_val *out);
+void lw_sized_finish(lw *L);
 /* Loads / stores a plan-level value inside a kernel. */
 void lw_load(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, cg_val *out);
 void lw_store(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, const cg_val *val);

@@ -598,7 +598,7 @@ static bool epi_plain(lw *L, ir_ref e, ir_ref skip, unsigned depth) {
   const ir_node *n = ir_node_get(L->m, e);
   ir_op op = (ir_op)n->op;
   if (depth > LW_MAX_DEPTH || op == IR_ARRLIT || op == IR_REC || op == IR_DELAY ||
-      op == IR_TILED ||
+      op == IR_TILED || op == IR_SIZED ||
       (op >= IR_GENERATE && op <= IR_WHILE) || (op == IR_CALL && lw_has_work(L, e)))
     return false;
   for (uint32_t i = 0; i < n->nkids; i++)

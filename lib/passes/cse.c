@@ -467,8 +467,9 @@ static bool cse_same(const cse *S, uint32_t a, uint32_t b) {
       if (x->type != y->type)
         return false;
       break;
-    case IR_ARRLIT:
-      if (memcmp(&m->ints[x->aux], &m->ints[y->aux], (size_t)x->attr * sizeof(int64_t)) != 0)
+    case IR_ARRLIT: /* the type too: `[]` of i32 is not `[]` of f64 */
+      if (x->type != y->type ||
+          memcmp(&m->ints[x->aux], &m->ints[y->aux], (size_t)x->attr * sizeof(int64_t)) != 0)
         return false;
       break;
     default:
@@ -493,6 +494,10 @@ static bool cse_candidate(const cse *S, uint32_t k) {
    * let it would no longer be one the lowering can see */
   if (par != CSE_NONE && cse_node(S, par)->op == IR_TILED)
     return false;
+  /* likewise sized(e, s): lowering allocates e early at s, an expression
+   * of the arguments */
+  if (par != CSE_NONE && cse_node(S, par)->op == IR_SIZED)
+    return false;
   switch ((ir_op)n->op) {
   case IR_VAR:
   case IR_LIT:
@@ -501,6 +506,7 @@ static bool cse_candidate(const cse *S, uint32_t k) {
   case IR_DELAY:
     return false;
   case IR_TUPLE:
+  case IR_ARRLIT: /* `[]` takes its type from its place */
     if (n->nkids == 0)
       return false;
     break;

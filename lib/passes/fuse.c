@@ -103,7 +103,8 @@ static bool fu_node_fails(fu *F, ir_ref x) {
   case IR_FNREF:
     return fu_fn_fails(F, n->attr);
   default:
-    return ps_is_array_op(m, x) || n->op == IR_DELAY || n->op == IR_TILED;
+    return ps_is_array_op(m, x) || n->op == IR_DELAY || n->op == IR_TILED ||
+           n->op == IR_SIZED;
   }
 }
 

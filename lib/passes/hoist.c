@@ -180,6 +180,7 @@ static bool hs_node_fails(hs *h, ir_ref r, uint32_t depth) {
   case IR_ARRLIT: /* extents fixed when compiling */
   case IR_DELAY:  /* its operand's value (docs/language.md §7.15) */
   case IR_TILED:  /* likewise (§7.16) */
+  case IR_SIZED:  /* e (§7.17); its shape is not evaluated */
     return false;
   case IR_CALL:
   case IR_FNREF: /* its body runs wherever the operation applies it */
@@ -217,6 +218,8 @@ static bool hs_node_fails(hs *h, ir_ref r, uint32_t depth) {
 
 static bool hs_node_worth(hs *h, ir_ref r, uint32_t depth) {
   const ir_node *n = ir_node_get(h->m, r);
+  if (n->op == IR_ARRLIT && n->nkids == 0) /* its type is its context's */
+    return false;
   if (ps_is_array_op(h->m, r) || n->op == IR_LOOP)
     return true;
   return n->op == IR_CALL && (hs_fn(h, n->attr, depth) & HF_HEAVY);

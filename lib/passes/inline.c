@@ -246,6 +246,10 @@ static bool inl_wanted(const inl *S, uint32_t g) {
   const ir_func *fn = &S->m->funcs[g];
   if (fn->is_extern || fn->body == IR_NONE)
     return false;
+  /* `[]` takes its type from the declared result or a parameter: not
+   * from the call's place */
+  if (ps_has_empty_arrlit(S->m, fn->body))
+    return false;
   uint32_t size = ps_size(S->m, fn->body, INL_ONCE_SIZE + 1);
   return size < INL_SIZE || (S->sites[g] == 1 && size <= INL_ONCE_SIZE);
 }

@@ -134,6 +134,13 @@ uint32_t ps_size(const ac_module *m, ir_ref r, uint32_t limit);
  * error a program reports. Conservative: false only when sure. */
 bool ps_may_fail(const ac_module *m, ir_ref r);
 
+/* True if the tree r contains an empty array literal `[]`, whose element
+ * type only its context gives (language.md §5): moved out of that context
+ * (a function body inlined where the declared result type no longer
+ * applies, a let of its own) it no longer verifies, so passes leave such
+ * terms where they are. */
+bool ps_has_empty_arrlit(const ac_module *m, ir_ref r);
+
 /* True if r is an array operation (GENERATE .. WHILE, REC, ARRLIT in
  * ops.def order; lowering makes kernels of these at plan level). */
 bool ps_is_array_op(const ac_module *m, ir_ref r);

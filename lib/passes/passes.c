@@ -45,8 +45,8 @@ const char *ps_level_pipeline(int level) {
   static const char *const levels[4] = {
       "",
       "simplify,inline,cse",
-      "simplify,inline,cse,fuse,hoist,smem-stencil,sequentialise",
-      "simplify,inline,cse,fuse,hoist,cse,fuse,smem-stencil,sequentialise",
+      "simplify,inline,cse,fuse,hoist,smem-stencil,shape,sequentialise",
+      "simplify,inline,cse,fuse,hoist,cse,fuse,smem-stencil,shape,sequentialise",
   };
   if (level < 0)
     level = 0;

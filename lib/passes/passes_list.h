@@ -26,3 +26,6 @@ PS_PASS(ps_fuse, "fuse",
 PS_PASS(ps_smem_stencil, "smem-stencil",
         "GPU kernels reading an array at constant offsets staged through shared memory (tiled)",
         "tiled", "arrays")
+PS_PASS(ps_shape, "shape",
+        "sizes of intermediates as expressions of the arguments (sized): allocated before any launch",
+        "sized", "unknown")

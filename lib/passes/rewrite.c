@@ -99,6 +99,22 @@ uint32_t ps_size(const ac_module *m, ir_ref r, uint32_t limit) {
   return count < limit ? count : limit;
 }
 
+static bool empty_arrlit_at(const ac_module *m, ir_ref r, unsigned depth) {
+  const ir_node *n = ir_node_get(m, r);
+  if (depth > 10000)
+    return true; /* too deep to tell: say yes, which is the careful answer */
+  if (n->op == IR_ARRLIT && n->nkids == 0)
+    return true;
+  for (uint32_t i = 0; i < n->nkids; i++) {
+    ir_ref k = ir_kid(m, r, i);
+    if (k && empty_arrlit_at(m, k, depth + 1))
+      return true;
+  }
+  return false;
+}
+
+bool ps_has_empty_arrlit(const ac_module *m, ir_ref r) { return empty_arrlit_at(m, r, 0); }
+
 bool ps_is_array_op(const ac_module *m, ir_ref r) {
   ir_op op = (ir_op)ir_node_get(m, r)->op;
   return (op >= IR_GENERATE && op <= IR_WHILE) || op == IR_REC || op == IR_ARRLIT;
