@@ -358,7 +358,7 @@ UNIT_TEST(size_inference) {
       "fn forward_diff(xs: f32[]) -> f32[] {\n"
       "  generate(len(xs) - 1, |i| xs[i + 1] - xs[i])\n"
       "}\n"
-      "fn sized(m: i32[,], n: i32, k: u8) -> (i64[], i64[,], i64) {\n"
+      "fn sizes(m: i32[,], n: i32, k: u8) -> (i64[], i64[,], i64) {\n"
       "  let (r, c) = shape(m);\n"
       "  (iota(n - 1), generate((r * 2, min(c, i64(k))), |i, j| i * 100 + j), len(m) % 3)\n"
       "}\n";
@@ -371,7 +371,7 @@ UNIT_TEST(size_inference) {
   CHECK_STR(cp_run(&c, "[]"), "2:3: error: negative extent -1");
   cp_close(&c);
 
-  CHECK(cp_open(&c, src, "sized"));
+  CHECK(cp_open(&c, src, "sizes"));
   /* r * 2 and len(m) % 3 are plan expressions; n - 1 (an i32) and
    * i64(k) need scalar code */
   CHECK(plan_has(&c, "(%1 * 2)"));
