@@ -125,7 +125,8 @@ static bool sh_shape_of(sh *s, ir_ref e, uint32_t depth, sh_info *out, unsigned 
  * arguments, or IR_NONE. */
 static ir_ref sh_size(sh *s, ir_ref e, uint32_t depth, unsigned nest) {
   ac_module *m = s->m;
-  const ir_node *n = ir_node_get(m, e);
+  /* copies of nodes throughout: new nodes may move the node array */
+  const ir_node n0 = *ir_node_get(m, e), *n = &n0;
   if (nest > SH_MAX_DEPTH || s->oom || !ir_ty_is_int(m->ctx, n->type))
     return IR_NONE;
   switch ((ir_op)n->op) {
@@ -183,7 +184,7 @@ static ir_ref sh_size(sh *s, ir_ref e, uint32_t depth, unsigned nest) {
 static bool sh_shape_arg(sh *s, ir_ref e, uint32_t r, uint32_t depth, sh_info *out,
                          unsigned nest) {
   ac_module *m = s->m;
-  const ir_node *n = ir_node_get(m, e);
+  const ir_node n0 = *ir_node_get(m, e), *n = &n0;
   if (r == 0 || r > SH_MAX_RANK)
     return false;
   if (n->op == IR_TUPLE && n->nkids == r) {
@@ -216,7 +217,7 @@ static uint32_t sh_rank(const ac_module *m, ir_type t) {
 /* slice's extents: ceil((stop - start) / stride) per dimension. */
 static bool sh_slice(sh *s, ir_ref e, uint32_t depth, sh_info *out, unsigned nest) {
   ac_module *m = s->m;
-  const ir_node *n = ir_node_get(m, e);
+  const ir_node n0 = *ir_node_get(m, e), *n = &n0;
   uint32_t r = sh_rank(m, n->type);
   sh_info lo, hi, st;
   if (n->nkids < 3 || !sh_shape_arg(s, ir_kid(m, e, 1), r, depth, &lo, nest) ||
@@ -243,7 +244,7 @@ static bool sh_slice(sh *s, ir_ref e, uint32_t depth, sh_info *out, unsigned nes
 /* The shape of the value of array expression e at depth `depth`. */
 static bool sh_shape_of(sh *s, ir_ref e, uint32_t depth, sh_info *out, unsigned nest) {
   ac_module *m = s->m;
-  const ir_node *n = ir_node_get(m, e);
+  const ir_node n0 = *ir_node_get(m, e), *n = &n0;
   memset(out, 0, sizeof *out);
   uint32_t r = sh_rank(m, n->type);
   if (nest > SH_MAX_DEPTH || s->oom || r == 0 || r > SH_MAX_RANK)
@@ -396,7 +397,7 @@ static ir_ref sh_walk(sh *s, ir_ref r, uint32_t depth, bool wrap, unsigned nest)
   ac_module *m = s->m;
   if (nest > SH_MAX_DEPTH || s->oom)
     return r;
-  const ir_node *n = ir_node_get(m, r);
+  const ir_node n0 = *ir_node_get(m, r), *n = &n0;
   uint32_t nk = n->nkids;
   ir_ref small[8], *kids = nk <= 8 ? small : ac_alloc(s->c->ctx, nk * sizeof *kids);
   if (!kids) {
@@ -413,7 +414,7 @@ static ir_ref sh_walk(sh *s, ir_ref r, uint32_t depth, bool wrap, unsigned nest)
       size_t saved = s->nenv;
       uint32_t nb = ir_binders(m, r, 1);
       ir_ref v = ir_kid(m, r, 0);
-      const ir_node *vn = ir_node_get(m, v);
+      const ir_node vn0 = *ir_node_get(m, v), *vn = &vn0;
       for (uint32_t j = 0; j < nb && !s->oom; j++) {
         sh_info info;
         memset(&info, 0, sizeof info);

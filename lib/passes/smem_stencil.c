@@ -207,7 +207,8 @@ static ir_ref smem_walk(smem *s, ir_ref r, bool wrapped, uint32_t depth);
 /* r with its plan-level kids rewritten. */
 static ir_ref smem_kids(smem *s, ir_ref r, uint32_t depth) {
   ac_module *m = s->m;
-  const ir_node *n = ir_node_get(m, r);
+  /* a copy: new nodes may move the node array */
+  const ir_node n0 = *ir_node_get(m, r), *n = &n0;
   uint32_t nk = n->nkids;
   ir_ref small[8], *kids = nk <= 8 ? small : ac_alloc(s->c->ctx, nk * sizeof *kids);
   if (!kids) {
