@@ -1,4 +1,4 @@
-/* lib/api/function.c: backends, callable functions and flattened values.
+/* lib/api/function.c: functions of a module, ready for calls.
  *
  * A function is prepared for calls either by ac_function_create (backend by
  * name; the compiled backends use the context's default runtime, see
@@ -8,25 +8,21 @@
  * has a body (or is an extern) and has been verified, records the flattened
  * signature (one leaf per scalar or array, in the order of ir_ty_leaves)
  * with a name per leaf for messages ("xs", or "p.1" for field 1 of a tuple
- * parameter p), and on the CPU fetches the compiled entry (plan and
- * kernels) from the runtime's cache, compiling it on a miss (compile.c).
+ * parameter p), and on a compiled backend fetches the compiled entry (plan
+ * and kernels) from the runtime's cache, compiling it on a miss
+ * (compile.c).
  *
- * ac_function_call checks every argument leaf (kind, scalar type, rank)
- * against the signature, so the backends may trust their inputs, and then
- * runs the interpreter or the plan (pl_run on the runtime's thread pool).
- * Runtime errors of a plan carry only a position; they are rebuilt against
- * the caller's module so that their text shows the source line and caret
- * exactly as the interpreter's do (the compiled entry may have been made
- * from another module object with the same text).
+ * Calls are the runtime's (runtime/function.c): the hooks below give it
+ * the interpreter for functions without a plan, and rebuild the plan's
+ * runtime errors (which carry only a position) against the caller's module
+ * so that their text shows the source line and caret exactly as the
+ * interpreter's do (the compiled entry may have been made from another
+ * module object with the same text).
  *
- * Thread safety: ac_function_call never modifies the module, the function
- * or the context's tables (the interpreter only reads the IR and allocates
- * through the context's allocator hook, pl_run is safe on one plan from
- * several threads, and array reference counts are atomic), so several
- * threads may call functions of one module at the same time, provided the
- * allocator hook is thread-safe (the default one is) and no thread modifies
- * the module meanwhile (builder, passes, verification). Creating and
- * destroying functions is not synchronised with calls.
+ * Thread safety: calls never modify the module, the function or the
+ * context's tables (runtime/function.c), so several threads may call
+ * functions of one module at the same time, provided no thread modifies the
+ * module meanwhile (builder, passes, verification).
  */
 #include "api/function_impl.h"
 
@@ -34,31 +30,6 @@
 #include <string.h>
 
 typedef api_leaf leaf_info;
-
-static const char *const backend_names[] = {"auto", "interp", "cpu", "gpu", "simt-emu"};
-#define NUM_BACKENDS (sizeof backend_names / sizeof backend_names[0])
-
-bool ac_backend_from_name(const char *name, ac_backend *out) {
-  for (size_t i = 0; name && i < NUM_BACKENDS; i++)
-    if (strcmp(name, backend_names[i]) == 0) {
-      if (out)
-        *out = (ac_backend)i;
-      return true;
-    }
-  return false;
-}
-
-const char *ac_backend_name(ac_backend b) {
-  return (unsigned)b < NUM_BACKENDS ? backend_names[b] : NULL;
-}
-
-ac_status api_fail(ac_context *ctx, ac_error **err, ac_status st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  ac_error *e = ir_verror(ctx, st, NULL, (ir_loc){0, 0}, fmt, ap);
-  va_end(ap);
-  return ir_report(err, e, e ? st : AC_ERR_NOMEM);
-}
 
 /* ---- checking what a function needs ---- */
 
@@ -197,21 +168,27 @@ static bool make_leaves(ac_context *ctx, size_t ntypes, const ir_type *types,
   return !w.oom;
 }
 
-static void free_leaves(ac_context *ctx, leaf_info *l, size_t n) {
-  for (size_t i = 0; l && i < n; i++)
-    ac_free(ctx, l[i].name);
-  ac_free(ctx, l);
+/* ---- the hooks the runtime calls (runtime/function.h) ---- */
+
+static ac_status fn_interp(ac_function *f, const ac_datum *args, size_t nargs, ac_datum *results,
+                           size_t nresults, ac_error **err) {
+  return interp_call(f->m, f->fn, args, nargs, results, nresults, err);
 }
 
-void ac_function_destroy(ac_function *f) {
-  if (!f)
-    return;
-  api_fnptr_free(f->ctx, atomic_load(&f->fnptr));
-  free_leaves(f->ctx, f->args, f->nargs);
-  free_leaves(f->ctx, f->res, f->nres);
-  api_runtime_release(f->rt);
-  ac_free(f->ctx, f);
+/* the interpreter's text: this module's name, its source line */
+static ac_error *fn_relocate(const ac_function *f, const ac_error *e) {
+  return ir_error(f->ctx, e->status, f->m, (ir_loc){e->line, e->col}, "%s", e->message);
 }
+
+static ac_status fn_print_llvm(const ac_function *f, char **out, ac_error **err) {
+  return api_print_llvm(f->owner, f->m, f->fn, out, err);
+}
+
+static void fn_release(ac_function *f) {
+  api_runtime_release(f->owner);
+}
+
+static const rt_fn_hooks fn_hooks = {fn_interp, fn_relocate, fn_print_llvm, fn_release};
 
 ac_status api_function_new(ac_module *m, const char *name, ac_runtime *rt, ac_function **out,
                            ac_error **err) {
@@ -242,8 +219,10 @@ ac_status api_function_new(ac_module *m, const char *name, ac_runtime *rt, ac_fu
     memset(f, 0, sizeof *f);
     atomic_init(&f->fnptr, NULL);
     f->ctx = ctx;
+    f->hooks = &fn_hooks;
+    f->name = ac_strdup(ctx, name);
   }
-  bool ok = f && ptypes && pnames;
+  bool ok = f && f->name && ptypes && pnames;
   if (ok) {
     f->m = m;
     f->fn = (uint32_t)fn;
@@ -263,13 +242,19 @@ ac_status api_function_new(ac_module *m, const char *name, ac_runtime *rt, ac_fu
     return ir_report(err, NULL, AC_ERR_NOMEM);
   }
   if (rt && rt->backend != AC_BACKEND_INTERP) {
-    st = api_compile(rt, m, f->fn, &f->code, err);
+    const api_code *code = NULL;
+    st = api_compile(rt, m, f->fn, &code, err);
     if (st != AC_OK) {
       ac_function_destroy(f);
       return st;
     }
     f->backend = rt->backend;
-    f->rt = rt;
+    f->plan = code->plan;
+    f->kernels = code->kernels;
+    f->pool = rt->pool;
+    f->gkernels = code->gkernels;
+    f->gpu = rt->gpu;
+    f->owner = rt;
     api_runtime_retain(rt);
   }
   *out = f;
@@ -306,149 +291,4 @@ ac_status ac_function_create(ac_module *m, const char *name, ac_backend be, ac_f
     ac_error_destroy(e);
   }
   return api_function_new(m, name, rt, out, err);
-}
-
-ac_backend ac_function_backend(const ac_function *f) {
-  return f->backend;
-}
-size_t ac_function_num_args(const ac_function *f) {
-  return f->nargs;
-}
-size_t ac_function_num_results(const ac_function *f) {
-  return f->nres;
-}
-size_t ac_function_num_kernels(const ac_function *f) {
-  return f->code ? f->code->plan->nkernels : 0;
-}
-
-ac_status ac_function_print_plan(const ac_function *f, char **out, ac_error **err) {
-  if (err)
-    *err = NULL;
-  if (!f || !out)
-    return f ? api_fail(f->ctx, err, AC_ERR_INVALID, "ac_function_print_plan: out is NULL")
-             : AC_ERR_INVALID;
-  *out = NULL;
-  if (!f->code)
-    return api_fail(f->ctx, err, AC_ERR_INVALID,
-                    "function '%s' runs on the %s backend, which has no kernel plan",
-                    ir_sym_str(f->ctx, f->m->funcs[f->fn].name), ac_backend_name(f->backend));
-  return pl_print(f->code->plan, out, err);
-}
-
-ac_status ac_function_print_llvm(const ac_function *f, char **out, ac_error **err) {
-  if (err)
-    *err = NULL;
-  if (!f || !out)
-    return f ? api_fail(f->ctx, err, AC_ERR_INVALID, "ac_function_print_llvm: out is NULL")
-             : AC_ERR_INVALID;
-  *out = NULL;
-  if (!f->code)
-    return api_fail(f->ctx, err, AC_ERR_INVALID,
-                    "function '%s' runs on the %s backend, which generates no LLVM IR",
-                    ir_sym_str(f->ctx, f->m->funcs[f->fn].name), ac_backend_name(f->backend));
-  return api_print_llvm(f->rt, f->m, f->fn, out, err);
-}
-
-void ac_function_arg_info(const ac_function *f, size_t i, ac_scalar *type, unsigned *rank) {
-  if (i >= f->nargs)
-    return;
-  if (type)
-    *type = f->args[i].type;
-  if (rank)
-    *rank = f->args[i].rank;
-}
-
-void ac_function_result_info(const ac_function *f, size_t i, ac_scalar *type, unsigned *rank) {
-  if (i >= f->nres)
-    return;
-  if (type)
-    *type = f->res[i].type;
-  if (rank)
-    *rank = f->res[i].rank;
-}
-
-/* "f32", "i32[,]" or "invalid" for a leaf's kind. */
-static void spell(char *buf, size_t size, ac_scalar type, unsigned rank) {
-  const char *s = ac_scalar_name(type);
-  if (!s) {
-    snprintf(buf, size, "invalid");
-    return;
-  }
-  size_t n = (size_t)snprintf(buf, size, "%s", s);
-  if (rank == 0 || n + rank + 2 > size)
-    return;
-  buf[n++] = '[';
-  for (unsigned i = 1; i < rank; i++)
-    buf[n++] = ',';
-  buf[n++] = ']';
-  buf[n] = 0;
-}
-
-static ac_status check_args(const ac_function *f, const ac_datum *args, ac_error **err) {
-  for (size_t i = 0; i < f->nargs; i++) {
-    const leaf_info *l = &f->args[i];
-    const ac_datum *d = &args[i];
-    char want[64], got[64];
-    spell(want, sizeof want, l->type, l->rank);
-    if (d->kind == AC_DATUM_ARRAY && !d->array)
-      return api_fail(f->ctx, err, AC_ERR_INVALID, "argument %zu (%s): expected %s, got a NULL array",
-                  i + 1, l->name, want);
-    if (d->kind == AC_DATUM_ARRAY)
-      spell(got, sizeof got, d->array->type, d->array->rank);
-    else if (d->kind == AC_DATUM_SCALAR)
-      spell(got, sizeof got, d->type, 0);
-    else
-      snprintf(got, sizeof got, "an invalid datum kind %d", (int)d->kind);
-    if (strcmp(want, got) != 0)
-      return api_fail(f->ctx, err, AC_ERR_INVALID, "argument %zu (%s): expected %s, got %s", i + 1,
-                  l->name, want, got);
-  }
-  return AC_OK;
-}
-
-ac_status ac_function_call(ac_function *f, const ac_datum *args, size_t nargs, ac_datum *results,
-                           size_t nresults, ac_error **err) {
-  if (err)
-    *err = NULL;
-  if (!f)
-    return AC_ERR_INVALID;
-  if (nargs != f->nargs)
-    return api_fail(f->ctx, err, AC_ERR_INVALID, "expected %zu arguments, got %zu", f->nargs, nargs);
-  if (nresults != f->nres)
-    return api_fail(f->ctx, err, AC_ERR_INVALID, "expected room for %zu results, got %zu", f->nres,
-                nresults);
-  if ((nargs && !args) || (nresults && !results))
-    return api_fail(f->ctx, err, AC_ERR_INVALID, "arguments or results are NULL");
-  ac_status st = check_args(f, args, err);
-  if (st != AC_OK)
-    return st;
-  bool gpu = f->backend == AC_BACKEND_GPU || f->backend == AC_BACKEND_SIMT_EMU;
-  for (size_t i = 0; !gpu && i < nargs; i++) /* arrays a GPU call made: fetch them */
-    if (args[i].kind == AC_DATUM_ARRAY && (st = rt_resid_host(args[i].array, err)) != AC_OK)
-      return st;
-  if (!f->code)
-    return interp_call(f->m, f->fn, args, nargs, results, nresults, err);
-  ac_error *e = NULL;
-  if (gpu)
-    st = pl_run_gpu(f->code->plan, f->rt->gpu, f->code->gkernels, args, nargs, results,
-                    nresults, &e);
-  else
-    st = pl_run(f->code->plan, f->rt->pool, f->code->kernels, args, nargs, results, nresults,
-                &e);
-  if (st != AC_OK && e && (e->line || e->file)) {
-    /* the interpreter's text: this module's name, its source line */
-    ac_error *here = ir_error(f->ctx, st, f->m, (ir_loc){e->line, e->col}, "%s", e->message);
-    if (here) {
-      ac_error_destroy(e);
-      e = here;
-    }
-  }
-  return ir_report(err, e, st);
-}
-
-void ac_datum_release(ac_datum *d) {
-  if (d && d->kind == AC_DATUM_ARRAY && d->array) {
-    ac_array_release(d->array);
-    d->array = NULL;
-  }
 }

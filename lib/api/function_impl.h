@@ -1,14 +1,14 @@
 /* lib/api/function_impl.h: what the runtime API's files share.
  *
- * The public runtime API (include/arrayc/runtime.h) is implemented by four
- * files that share the two objects below:
- *   function.c  ac_function: the flattened signature, argument checks, calls
+ * The compiler's half of the public runtime API (include/arrayc/runtime.h)
+ * is implemented by three files that share the objects below:
+ *   function.c  ac_function from a module: the flattened signature, the
+ *               interpreter and the compiled entry (calls themselves are
+ *               the runtime's: runtime/function.c, runtime/fnptr.c)
  *   runtime.c   ac_runtime: a backend instance (thread pool and JIT on the
  *               CPU), the context's default runtimes, ac_runtime_compile
- *   compile.c   the CPU compile pipeline (plan, lowering, codegen, JIT) and
+ *   compile.c   the compile pipeline (plan, lowering, codegen, JIT) and
  *               the runtime's in-memory cache of compiled entries
- *   fnptr.c     ac_function_pointer: libffi closures with the function's
- *               own C signature
  *
  * Ownership: a runtime is reference counted. Its creator holds one
  * reference (ac_runtime_destroy drops it) and every function compiled on it
@@ -22,15 +22,13 @@
 
 #include "interp/rtarray.h"
 #include "runtime/plan.h"
+#include "runtime/function.h"
 #include "runtime/gpu.h"
 #include "target/native.h"
 
-/* One flattened parameter or result leaf. */
-typedef struct api_leaf {
-  ac_scalar type;
-  unsigned rank; /* 0 = scalar */
-  char *name;    /* "xs", or "p.1" for field 1 of tuple parameter p */
-} api_leaf;
+/* The leaves and the function object are the runtime's (runtime/function.h). */
+typedef rt_leaf api_leaf;
+#define api_fail rt_fail
 
 /* A compiled entry of the cache: the plan, the JIT addresses of its
  * kernels (kernels[i] runs plan->kernels[i]) and the key it was made for. */
@@ -45,7 +43,6 @@ typedef struct api_code {
   struct api_code *next; /* the runtime's cache list */
 } api_code;
 
-typedef struct api_fnptr api_fnptr; /* fnptr.c */
 
 struct ac_runtime {
   ac_context *ctx;
@@ -67,26 +64,12 @@ struct ac_runtime {
   char *passes;
 };
 
-struct ac_function {
-  ac_module *m;
-  ac_context *ctx;
-  uint32_t fn;
-  ac_backend backend; /* the backend actually used (never AUTO) */
-  size_t nargs, nres;
-  api_leaf *args, *res;
-  ac_runtime *rt;       /* CPU: one reference; NULL for the interpreter */
-  const api_code *code; /* CPU: the compiled entry, owned by rt's cache */
-  _Atomic(api_fnptr *) fnptr; /* made on first ac_function_pointer */
-};
 
 /* ---- function.c ---- */
 /* Prepares function `name` of m: on the interpreter when rt is NULL or an
  * interpreter runtime, otherwise compiled on rt (which it retains). */
 ac_status api_function_new(ac_module *m, const char *name, ac_runtime *rt, ac_function **out,
                            ac_error **err);
-/* Error of status st without a source position. */
-ac_status api_fail(ac_context *ctx, ac_error **err, ac_status st, const char *fmt, ...)
-    IR_PRINTF(4, 5);
 
 /* ---- runtime.c ---- */
 /* The context's own runtime for backend be (CPU only for now), created on
@@ -112,7 +95,5 @@ void api_cache_free(ac_runtime *rt);
 ac_status api_emit_ptx(ac_module *m, uint32_t fn, const char *passes, unsigned sm, bool llvm,
                        char **out, ac_error **err);
 
-/* ---- fnptr.c ---- */
-void api_fnptr_free(ac_context *ctx, api_fnptr *p);
 
 #endif

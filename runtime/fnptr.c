@@ -1,4 +1,4 @@
-/* lib/api/fnptr.c: compiled functions as ordinary C function pointers.
+/* runtime/fnptr.c: compiled functions as ordinary C function pointers.
  *
  * Nikola and Barracuda give the host a function of the program's own
  * signature to call, instead of an argument vector. Their signatures are
@@ -17,13 +17,15 @@
  * handler only reads f, so the pointer may be called from several threads
  * at once, like ac_function_call.
  */
-#include "api/function_impl.h"
+#include "runtime/function.h"
+
+#include "ir.h"
 
 #include <ffi.h>
 #include <limits.h>
 #include <string.h>
 
-struct api_fnptr {
+struct rt_fnptr {
   ffi_closure *closure;
   void *code; /* the executable address of the closure */
   ffi_cif cif;
@@ -106,7 +108,7 @@ static void fp_handler(ffi_cif *cif, void *ret, void **argv, void *user) {
     st = ir_report(errp, NULL, AC_ERR_NOMEM);
   } else {
     for (size_t i = 0; i < na; i++) {
-      const api_leaf *l = &f->args[i];
+      const rt_leaf *l = &f->args[i];
       if (l->rank == 0) {
         args[i] = fp_read_scalar(l->type, argv[i]);
       } else {
@@ -135,7 +137,7 @@ static void fp_handler(ffi_cif *cif, void *ret, void **argv, void *user) {
   *(ffi_sarg *)ret = (ffi_sarg)st;
 }
 
-void api_fnptr_free(ac_context *ctx, api_fnptr *p) {
+void rt_fnptr_free(ac_context *ctx, rt_fnptr *p) {
   if (!p)
     return;
   if (p->closure)
@@ -145,13 +147,13 @@ void api_fnptr_free(ac_context *ctx, api_fnptr *p) {
 }
 
 /* Makes the closure for f. */
-static ac_status fp_make(ac_function *f, api_fnptr **out, ac_error **err) {
+static ac_status fp_make(ac_function *f, rt_fnptr **out, ac_error **err) {
   ac_context *ctx = f->ctx;
   size_t n = f->nargs + f->nres + 1;
   *out = NULL;
   if (n > UINT_MAX)
-    return api_fail(ctx, err, AC_ERR_UNSUPPORTED, "too many parameters for a C function (%zu)", n);
-  api_fnptr *p = ac_alloc(ctx, sizeof *p);
+    return rt_fail(ctx, err, AC_ERR_UNSUPPORTED, "too many parameters for a C function (%zu)", n);
+  rt_fnptr *p = ac_alloc(ctx, sizeof *p);
   if (!p)
     return ir_report(err, NULL, AC_ERR_NOMEM);
   memset(p, 0, sizeof *p);
@@ -159,7 +161,7 @@ static ac_status fp_make(ac_function *f, api_fnptr **out, ac_error **err) {
   if (p->types)
     p->closure = ffi_closure_alloc(sizeof(ffi_closure), &p->code);
   if (!p->types || !p->closure) {
-    api_fnptr_free(ctx, p);
+    rt_fnptr_free(ctx, p);
     return ir_report(err, NULL, AC_ERR_NOMEM);
   }
   for (size_t i = 0; i < f->nargs; i++)
@@ -171,8 +173,8 @@ static ac_status fp_make(ac_function *f, api_fnptr **out, ac_error **err) {
   if (fs == FFI_OK)
     fs = ffi_prep_closure_loc(p->closure, &p->cif, fp_handler, f, p->code);
   if (fs != FFI_OK) {
-    api_fnptr_free(ctx, p);
-    return api_fail(ctx, err, AC_ERR_INTERNAL, "libffi cannot make a closure (status %d)",
+    rt_fnptr_free(ctx, p);
+    return rt_fail(ctx, err, AC_ERR_INTERNAL, "libffi cannot make a closure (status %d)",
                     (int)fs);
   }
   *out = p;
@@ -185,11 +187,11 @@ ac_status ac_function_pointer(ac_function *f, void (**out)(void), ac_error **err
   if (!f)
     return AC_ERR_INVALID;
   if (!out)
-    return api_fail(f->ctx, err, AC_ERR_INVALID, "ac_function_pointer: out is NULL");
+    return rt_fail(f->ctx, err, AC_ERR_INVALID, "ac_function_pointer: out is NULL");
   *out = NULL;
-  api_fnptr *p = atomic_load(&f->fnptr);
+  rt_fnptr *p = atomic_load(&f->fnptr);
   if (!p) {
-    api_fnptr *mine;
+    rt_fnptr *mine;
     ac_status st = fp_make(f, &mine, err);
     if (st != AC_OK)
       return st;
@@ -197,7 +199,7 @@ ac_status ac_function_pointer(ac_function *f, void (**out)(void), ac_error **err
     if (atomic_compare_exchange_strong(&f->fnptr, &p, mine))
       p = mine;
     else
-      api_fnptr_free(f->ctx, mine); /* another thread won; p is its closure */
+      rt_fnptr_free(f->ctx, mine); /* another thread won; p is its closure */
   }
   /* the closure's code address is an object pointer that libffi made
    * executable: POSIX lets it hold a function */
