@@ -46,6 +46,10 @@ typedef struct pl_fault {
  * `links` is not NULL it receives the `match` of every instruction. */
 ac_status pl_validate(const pl_plan *p, pl_fault *f, uint32_t *links);
 
+/* Appends s as a string of the text form: in quotes, with the C escapes
+ * \" \\ \n \t and \xNN for other bytes outside printable ASCII. */
+void pl_print_quoted(ir_buf *b, const char *s);
+
 /* True if fmt is a site format: text with %% and at most two %lld. */
 bool pl_site_format_ok(const char *fmt);
 

@@ -41,7 +41,7 @@ static bool pl_is_ident(const char *s) {
   return true;
 }
 
-static void pl_print_string(ir_buf *b, const char *s) {
+void pl_print_quoted(ir_buf *b, const char *s) {
   ir_buf_putc(b, '"');
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
@@ -66,7 +66,7 @@ static void pl_print_name(ir_buf *b, const char *s) {
   if (pl_is_ident(s))
     ir_buf_puts(b, s);
   else
-    pl_print_string(b, s);
+    pl_print_quoted(b, s);
 }
 
 static void pl_print_type(ir_buf *b, uint8_t sc, uint32_t rank) {
@@ -219,7 +219,7 @@ ac_status pl_print(const pl_plan *p, char **out, ac_error **err) {
   }
   for (uint32_t i = 0; i < p->nsites; i++) {
     ir_buf_printf(&b, "site %u at %u:%u ", i, p->sites[i].line, p->sites[i].col);
-    pl_print_string(&b, p->sites[i].fmt);
+    pl_print_quoted(&b, p->sites[i].fmt);
     ir_buf_putc(&b, '\n');
   }
   for (uint32_t i = 0; i < p->nkernels; i++) {
@@ -227,7 +227,7 @@ ac_status pl_print(const pl_plan *p, char **out, ac_error **err) {
     ir_buf_printf(&b, "kernel k%u ", i);
     pl_print_name(&b, k->kind);
     ir_buf_putc(&b, ' ');
-    pl_print_string(&b, k->symbol);
+    pl_print_quoted(&b, k->symbol);
     ir_buf_printf(&b, " grain %lld", (long long)k->grain);
     if (k->block)
       ir_buf_printf(&b, " block %u", k->block);

@@ -66,13 +66,15 @@ typedef void (*rt_kernel_fn)(uint64_t *frame, int64_t chunk, int64_t lo, int64_t
 
 /* ---- services for kernels (called from generated code) ----
  * Their addresses are given to the JIT as absolute symbols under these
- * names (rt_helper_symbols), so they need not be exported. */
-void ac_rt_fail(rt_tctx *t, int32_t site, int64_t a, int64_t b);
+ * names (rt_helper_symbols). They are exported (AC_API) because kernels
+ * compiled ahead of time (host objects, runtime/bundle.h) call them by
+ * name: libarrayc_rt defines them for the linker and the dynamic loader. */
+AC_API void ac_rt_fail(rt_tctx *t, int32_t site, int64_t a, int64_t b);
 /* Nonzero once the current call has failed (lets long loops stop early). */
-int32_t ac_rt_failed(rt_tctx *t);
-void *ac_rt_tmp_alloc(rt_tctx *t, int64_t bytes, int32_t site);
-int64_t ac_rt_tmp_mark(rt_tctx *t);
-void ac_rt_tmp_release(rt_tctx *t, int64_t mark);
+AC_API int32_t ac_rt_failed(rt_tctx *t);
+AC_API void *ac_rt_tmp_alloc(rt_tctx *t, int64_t bytes, int32_t site);
+AC_API int64_t ac_rt_tmp_mark(rt_tctx *t);
+AC_API void ac_rt_tmp_release(rt_tctx *t, int64_t mark);
 
 typedef struct rt_symbol {
   const char *name;

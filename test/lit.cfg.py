@@ -49,3 +49,21 @@ if _ptxas:
     config.substitutions.append(("%ptxas", _ptxas))
 else:
     lit_config.note("ptxas not found (no CUDA toolkit): PTX assembly tests are unsupported")
+
+# A C compiler ($CC, else cc) for the ahead-of-time tests, which compile C
+# programs against generated headers: `REQUIRES: cc`.
+#   %cc       the compiler
+#   %incdir   the public headers (include/)
+#   %rtlink   the link flags of libarrayc_rt in this build (with an rpath)
+#   %cuda-mock  the fake CUDA driver of test/unit/cuda_mock.c (for
+#             ARRAYC_LIBCUDA): loads PTX modules without a GPU
+_cc = shutil.which(os.environ.get("CC") or "cc")
+if _cc:
+    config.available_features.add("cc")
+    config.substitutions.append(("%cc", _cc))
+else:
+    lit_config.note("no C compiler (cc, or $CC): ahead-of-time tests are unsupported")
+config.substitutions.append(("%incdir", os.path.join(config.arrayc_src_root, "include")))
+config.substitutions.append(
+    ("%rtlink", "-L%s -larrayc_rt -Wl,-rpath,%s -lm" % (tools, tools)))
+config.substitutions.append(("%cuda-mock", os.path.join(tools, "test", "libcuda_mock.so")))

@@ -1,28 +1,35 @@
 /* tools/arrayc: the ahead-of-time compiler driver.
  *
+ *   arrayc FILE.ac [-o PREFIX] [--target=cpu|gpu] [--gpu=sm_XY] [--cpu=NAME]
+ *          [--shared] [--fn NAME] [-O0..-O3 | --passes=LIST] [--emit=LIST]
  *   arrayc --emit=plan|llvm|ptx [--target=cpu|gpu] [--gpu=sm_XY] [--fn NAME]
  *          [-O0..-O3 | --passes=LIST] [-o OUT] FILE.ac
  *   arrayc --read-plan [-o OUT] FILE.plan
  *
- * Compiles the functions of FILE ("-" for standard input; all functions
- * with a body, or only NAME) and writes, for each, its kernel plan
- * (runtime/plan.h's text form: the host program of buffer allocations,
- * launches and loops), its optimised LLVM IR, or (--emit=ptx) the PTX of
- * its GPU kernels for architecture sm_XY (default sm_75). --target=gpu
- * makes plans and LLVM IR for the GPU (the plan is the one the GPU and the
- * SIMT emulator run; the LLVM IR is NVPTX's); the default is the host CPU.
- * The optimisation passes run first: -O2 unless -O0..-O3 or --passes=LIST
- * (docs/passes.md) says otherwise. No GPU is needed for any of it. Writing a .ptx file plus a C header for
- * the runtime library (DESIGN.md's ahead-of-time mode) comes with that
- * library; asking for it now is a clear error rather than a silent no-op.
+ * Ahead of time (the first form, tools/aot.c): compiles every function
+ * with a body (or only NAME) of FILE into one code file and a C header for
+ * the runtime library: PREFIX.o (--shared: PREFIX.so) for the CPU, the
+ * default, or PREFIX.ptx for the GPU, plus PREFIX.h. --emit=LIST picks
+ * among header, obj, so, ptx, plan (PREFIX.plan, the plans) and llvm
+ * (PREFIX.ll); PREFIX defaults to FILE's name without its extension.
  *
- * --read-plan parses a plan's text (as the ahead-of-time runtime will),
- * checks it and prints it back in canonical form: the round-trip test of
- * the plan format, and a checker for hand-edited plans. It uses the
- * runtime's internal plan reader (runtime/plan.h), which has no public API
- * until the runtime library exists. Exit status: 0 on success, 1 on a
- * program error (diagnostic on stderr), 2 on a usage error.
+ * Printing (the second form: --emit with exactly one of plan, llvm, ptx):
+ * writes for each function its kernel plan (runtime/plan.h's text form),
+ * its optimised LLVM IR, or the PTX of its GPU kernels for architecture
+ * sm_XY (default sm_75) to OUT or standard output, for people and tests.
+ * --target=gpu makes plans and LLVM IR for the GPU (the plan is the one the
+ * GPU and the SIMT emulator run; the LLVM IR is NVPTX's); the default is
+ * the host CPU.
+ *
+ * The optimisation passes run first: -O2 unless -O0..-O3 or --passes=LIST
+ * (docs/passes.md) says otherwise. No GPU is needed for any of it.
+ *
+ * --read-plan parses a plan's text (as the runtime library does), checks
+ * it and prints it back in canonical form: the round-trip test of the plan
+ * format, and a checker for hand-edited plans. Exit status: 0 on success,
+ * 1 on a program error (diagnostic on stderr), 2 on a usage error.
  */
+#include "aot.h"
 #include "toolutil.h"
 #include "api/function_impl.h"
 #include "runtime/plan.h"
@@ -32,26 +39,29 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: arrayc --emit=plan|llvm|ptx [--target=cpu|gpu] [--gpu=sm_XY] [--fn NAME]\n"
-             "              [-o OUT] FILE.ac\n"
+  fprintf(f, "usage: arrayc [options] FILE.ac            ahead of time: code file + C header\n"
+             "       arrayc --emit=plan|llvm|ptx [options] [-o OUT] FILE.ac\n"
              "       arrayc --read-plan [-o OUT] FILE.plan\n"
-             "  Compiles FILE (\"-\" for standard input) and writes the kernel plan, the\n"
-             "  optimised LLVM IR or the PTX of each function (or of NAME).\n"
+             "  Compiles FILE (\"-\" for standard input). Ahead of time, every function\n"
+             "  goes into PREFIX.o (CPU) or PREFIX.ptx (GPU) plus PREFIX.h, a C header\n"
+             "  for the runtime library libarrayc_rt (docs/runtime.md).\n"
              "options:\n"
-             "  --emit=plan    the kernel plan (host program: allocations, launches, loops)\n"
-             "  --emit=llvm    the optimised LLVM IR of the kernels\n"
-             "  --emit=ptx     the PTX of the GPU kernels (implies --target=gpu)\n"
+             "  -o PREFIX      ahead of time: output path without extension (default: FILE's\n"
+             "                 name without .ac); printing: the output file\n"
              "  --target=T     cpu (the default: the host CPU) or gpu\n"
              "  --gpu=sm_XY    GPU architecture for --target=gpu (default sm_75, at least sm_75)\n"
+             "  --cpu=NAME     CPU of a host object: LLVM's name (znver3, skylake, ...), generic\n"
+             "                 for any CPU of the architecture; default: this host's CPU\n"
+             "  --shared       CPU: link PREFIX.so (cc, found through $CC) instead of PREFIX.o\n"
+             "  --emit=LIST    ahead of time, what to write (comma-separated): header, obj, so,\n"
+             "                 ptx, plan, llvm (default: the code file and header);\n"
+             "                 exactly one of plan, llvm, ptx prints that for each function\n"
              "  --read-plan    parse a plan's text, check it and print it canonically\n"
              "  --fn NAME      only function NAME\n"
              "  -O0 .. -O3     optimisation level (default -O2; docs/passes.md)\n"
              "  --passes=LIST  run these passes instead (comma-separated, see arrayc-opt\n"
              "                 --list-passes)\n"
-             "  -o OUT         write to OUT instead of standard output\n"
-             "  -h, --help     show this help\n"
-             "Ahead-of-time output (.ptx plus a C header for the runtime library) is not built "
-             "yet.\n");
+             "  -h, --help     show this help\n");
 }
 
 typedef struct gpu_emit {
@@ -114,11 +124,72 @@ static int read_plan_file(const char *file, const char *out) {
   return rc;
 }
 
+/* Parses --emit=LIST for ahead-of-time output into o; false (message
+ * printed) for an unknown or conflicting kind. */
+static bool aot_emit_list(const char *list, aot_opts *o, bool *gpu) {
+  bool obj = false, so = false, ptx = false;
+  const char *p = list;
+  while (*p) {
+    size_t n = strcspn(p, ",");
+    if (n == 6 && strncmp(p, "header", 6) == 0) {
+      o->emit_header = true;
+    } else if (n == 3 && strncmp(p, "obj", 3) == 0) {
+      obj = true;
+    } else if (n == 2 && strncmp(p, "so", 2) == 0) {
+      so = true;
+    } else if (n == 3 && strncmp(p, "ptx", 3) == 0) {
+      ptx = true;
+    } else if (n == 4 && strncmp(p, "plan", 4) == 0) {
+      o->emit_plan = true;
+    } else if (n == 4 && strncmp(p, "llvm", 4) == 0) {
+      o->emit_llvm = true;
+    } else {
+      fprintf(stderr, "arrayc: unknown --emit kind '%.*s' (header, obj, so, ptx, plan, llvm)\n",
+              (int)n, p);
+      return false;
+    }
+    p += n;
+    if (*p == ',')
+      p++;
+  }
+  if ((obj || so) && (ptx || *gpu)) {
+    fprintf(stderr, "arrayc: --emit=%s is CPU output; the GPU's code file is ptx\n",
+            obj ? "obj" : "so");
+    return false;
+  }
+  if (obj && so) {
+    fprintf(stderr, "arrayc: --emit takes obj or so, not both\n");
+    return false;
+  }
+  if (ptx)
+    *gpu = true;
+  if (so)
+    o->shared = true;
+  o->emit_code = obj || so || ptx;
+  return true;
+}
+
+/* PREFIX from FILE: its name without directory and extension. */
+static char *default_prefix(const char *file) {
+  const char *base = strrchr(file, '/');
+  base = base ? base + 1 : file;
+  size_t n = strlen(base);
+  const char *dot = strrchr(base, '.');
+  if (dot && dot != base)
+    n = (size_t)(dot - base);
+  char *p = malloc(n + 1);
+  if (p) {
+    memcpy(p, base, n);
+    p[n] = 0;
+  }
+  return p;
+}
+
 int main(int argc, char **argv) {
   const char *file = NULL, *out = NULL, *fn = NULL, *emit = NULL, *target = "cpu";
-  const char *passes = "O2";
+  const char *passes = "O2", *cpu = NULL;
   unsigned sm = NV_SM_DEFAULT;
-  bool read_plan = false;
+  bool read_plan = false, shared = false;
   int po;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -146,6 +217,10 @@ int main(int argc, char **argv) {
         return 2;
       }
       sm = (unsigned)v;
+    } else if (strncmp(a, "--cpu=", 6) == 0 && a[6]) {
+      cpu = a + 6;
+    } else if (strcmp(a, "--shared") == 0) {
+      shared = true;
     } else if (strcmp(a, "--read-plan") == 0) {
       read_plan = true;
     } else if (strcmp(a, "--fn") == 0 && i + 1 < argc) {
@@ -170,32 +245,60 @@ int main(int argc, char **argv) {
   if (read_plan)
     return emit || fn ? (fprintf(stderr, "arrayc: --read-plan takes no --emit or --fn\n"), 2)
                       : read_plan_file(file, out);
-  tool_emit_kind kind = TOOL_EMIT_PLAN;
-  bool ptx = false;
-  if (!emit) {
-    fprintf(stderr, "arrayc: ahead-of-time output (.ptx plus a C header) is not built yet; use "
-                    "--emit=plan, --emit=llvm or --emit=ptx\n");
-    return 2;
-  } else if (strcmp(emit, "plan") == 0) {
-    kind = TOOL_EMIT_PLAN;
-  } else if (strcmp(emit, "llvm") == 0) {
-    kind = TOOL_EMIT_LLVM;
-  } else if (strcmp(emit, "ptx") == 0) {
-    ptx = true;
-    target = "gpu";
-  } else {
-    fprintf(stderr, "arrayc: unknown --emit kind '%s' (plan, llvm or ptx)\n", emit);
+  bool gpu = strcmp(target, "gpu") == 0;
+  bool print = emit && (strcmp(emit, "plan") == 0 || strcmp(emit, "llvm") == 0 ||
+                        strcmp(emit, "ptx") == 0);
+  aot_opts ao;
+  memset(&ao, 0, sizeof ao);
+  char *prefix = NULL;
+  if (!print) {
+    if (!emit) {
+      ao.emit_code = ao.emit_header = true;
+    } else if (!aot_emit_list(emit, &ao, &gpu)) {
+      return 2;
+    }
+    if (shared && gpu) {
+      fprintf(stderr, "arrayc: --shared is for the CPU target\n");
+      return 2;
+    }
+    if (cpu && gpu) {
+      fprintf(stderr, "arrayc: --cpu is for the CPU target (the GPU's is --gpu=sm_XY)\n");
+      return 2;
+    }
+    ao.shared = ao.shared || shared;
+    if (!out && strcmp(file, "-") == 0) {
+      fprintf(stderr, "arrayc: ahead-of-time output from standard input needs -o PREFIX\n");
+      return 2;
+    }
+    if (!out && !(prefix = default_prefix(file))) {
+      fprintf(stderr, "arrayc: out of memory\n");
+      return 1;
+    }
+    ao.out = out ? out : prefix;
+    ao.fn = fn;
+    ao.gpu = gpu;
+    ao.sm = sm;
+    ao.cpu = cpu;
+    ao.passes = passes;
+  } else if (cpu || shared) {
+    fprintf(stderr, "arrayc: --cpu and --shared are for ahead-of-time output\n");
     return 2;
   }
-  bool gpu = strcmp(target, "gpu") == 0;
+  tool_emit_kind kind = emit && strcmp(emit, "llvm") == 0 ? TOOL_EMIT_LLVM : TOOL_EMIT_PLAN;
+  bool ptx = print && strcmp(emit, "ptx") == 0;
+  if (ptx)
+    gpu = true;
   ac_context *ctx = ac_context_create();
   if (!ctx) {
     fprintf(stderr, "arrayc: out of memory\n");
+    free(prefix);
     return 1;
   }
   int rc = 1;
   ac_module *m = tool_load_module("arrayc", ctx, file);
-  if (m) {
+  if (m && !print) {
+    rc = aot_main(&ao, ctx, m);
+  } else if (m) {
     FILE *f = out ? fopen(out, "w") : stdout;
     if (!f) {
       fprintf(stderr, "arrayc: cannot write %s\n", out);
@@ -210,8 +313,9 @@ int main(int argc, char **argv) {
       int closed = f != stdout ? fclose(f) : fflush(f);
       rc = ok && closed == 0 ? 0 : 1;
     }
-    ac_module_destroy(m);
   }
+  ac_module_destroy(m);
   ac_context_destroy(ctx);
+  free(prefix);
   return rc;
 }

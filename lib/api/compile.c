@@ -44,6 +44,7 @@
  * Entries are immutable once in the list; calls on any thread only read
  * them.
  */
+#include "api/aot_impl.h"
 #include "api/function_impl.h"
 #include "lower/lower.h"
 #include "passes/pass.h"
@@ -223,9 +224,9 @@ static cg_target target_of(ac_backend be) {
  * failure). With a non-empty `passes`, the passes transform a copy of m,
  * returned in *opt (the caller destroys it after M: the kernels were
  * lowered from it), so the caller's module stays as written. */
-static ac_status generate(nat_jit *jit, cg_target target, ac_module *m, uint32_t fn,
-                          const char *passes, pl_plan **plan, cg_module *M, ac_module **opt,
-                          ac_error **err) {
+ac_status api_generate(nat_jit *jit, cg_target target, ac_module *m, uint32_t fn,
+                       const char *passes, pl_plan **plan, cg_module *M, ac_module **opt,
+                       ac_error **err) {
   ac_context *ctx = m->ctx;
   memset(M, 0, sizeof *M);
   *opt = NULL;
@@ -336,7 +337,7 @@ static ac_status compile_entry(ac_runtime *rt, ac_module *m, uint32_t fn, api_co
   cg_module M;
   ac_module *opt = NULL;
   ac_status st =
-      generate(rt->jit, target_of(rt->backend), m, fn, rt->passes, &c->plan, &M, &opt, err);
+      api_generate(rt->jit, target_of(rt->backend), m, fn, rt->passes, &c->plan, &M, &opt, err);
   uint32_t n = c->plan ? c->plan->nkernels : 0;
   const char **symbols = NULL;
   void **addrs = NULL;
@@ -435,7 +436,7 @@ ac_status api_print_llvm(ac_runtime *rt, ac_module *m, uint32_t fn, char **out, 
    * the optimiser itself */
   ac_module *opt = NULL;
   ac_status st =
-      generate(rt->jit, target_of(rt->backend), m, fn, rt->passes, &plan, &M, &opt, err);
+      api_generate(rt->jit, target_of(rt->backend), m, fn, rt->passes, &plan, &M, &opt, err);
   if (st == AC_OK && rt->backend == AC_BACKEND_GPU) {
     char *ptx = NULL, *ir = NULL;
     size_t len;
@@ -466,7 +467,7 @@ ac_status api_emit_ptx(ac_module *m, uint32_t fn, const char *passes, unsigned s
   size_t len;
   char *ptx = NULL, *ir = NULL;
   ac_module *opt = NULL;
-  ac_status st = generate(NULL, CG_TARGET_NVPTX, m, fn, passes, &plan, &M, &opt, err);
+  ac_status st = api_generate(NULL, CG_TARGET_NVPTX, m, fn, passes, &plan, &M, &opt, err);
   if (st == AC_OK)
     st = nv_emit(&M, sm, 0, &ptx, &len, llvm ? &ir : NULL, err);
   *out = llvm ? ir : ptx;

@@ -27,6 +27,10 @@
  *
  * Errors from LLVM (LLVMErrorRef) are consumed here and become ac_error
  * values with status AC_ERR_INTERNAL and LLVM's message.
+ *
+ * Ahead of time (nat_aot_create, nat_emit_object; the last section): the
+ * same optimisation for a chosen CPU, emitted as a position-independent
+ * object file instead of being added to a JIT.
  */
 #include "target/native.h"
 
@@ -51,7 +55,8 @@ struct nat_jit {
   char *triple;            /* LLVM messages (LLVMDisposeMessage) */
   char *cpu;
   char *features;
-  const char *layout; /* owned by the LLJIT */
+  const char *layout; /* owned by the LLJIT, or layout_owned */
+  char *layout_owned; /* ahead of time (no LLJIT): the layout (LLVMDisposeMessage) */
   pthread_mutex_t mu;
   uint64_t ndylibs; /* for unique JITDylib names */
   /* The first error the ExecutionSession reported during the current
@@ -178,6 +183,7 @@ void nat_jit_destroy(nat_jit *J) {
   LLVMDisposeMessage(J->triple);
   LLVMDisposeMessage(J->cpu);
   LLVMDisposeMessage(J->features);
+  LLVMDisposeMessage(J->layout_owned);
   pthread_mutex_destroy(&J->mu);
   ac_free(J->ctx, J->session_msg);
   ac_free(J->ctx, J);
@@ -202,6 +208,30 @@ static void nat_set_attr(LLVMContextRef c, LLVMValueRef fn, const char *k, const
   LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, a);
 }
 
+/* Marks every function defined in mod with J's CPU and features (none for
+ * a named CPU ahead of time: its defaults) and runs the O3 pipeline with
+ * J's target machine, vectorisers on. mod must have been verified. */
+static ac_status nat_o3(nat_jit *J, LLVMModuleRef mod, ac_error **err) {
+  LLVMContextRef c = LLVMGetModuleContext(mod);
+  for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+    if (LLVMIsDeclaration(fn))
+      continue;
+    nat_set_attr(c, fn, "target-cpu", J->cpu);
+    if (J->features[0])
+      nat_set_attr(c, fn, "target-features", J->features);
+  }
+  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
+  LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
+  LLVMPassBuilderOptionsSetLoopInterleaving(opts, 1);
+  LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
+  LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", J->tm, opts);
+  LLVMDisposePassBuilderOptions(opts);
+  if (e)
+    return nat_llvm_fail(J->ctx, err, "optimisation", e);
+  return AC_OK;
+}
+
 /* The module must be valid (cg_kernel_end verified each kernel; the module
  * is verified once more because LLVM's passes crash on invalid IR). */
 static ac_status nat_optimise_locked(nat_jit *J, cg_module *M, ac_error **err) {
@@ -217,22 +247,7 @@ static ac_status nat_optimise_locked(nat_jit *J, cg_module *M, ac_error **err) {
     return st;
   }
   LLVMDisposeMessage(msg);
-  for (LLVMValueRef fn = LLVMGetFirstFunction(M->mod); fn; fn = LLVMGetNextFunction(fn)) {
-    if (LLVMIsDeclaration(fn))
-      continue;
-    nat_set_attr(M->llctx, fn, "target-cpu", J->cpu);
-    nat_set_attr(M->llctx, fn, "target-features", J->features);
-  }
-  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-  LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
-  LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
-  LLVMPassBuilderOptionsSetLoopInterleaving(opts, 1);
-  LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
-  LLVMErrorRef e = LLVMRunPasses(M->mod, "default<O3>", J->tm, opts);
-  LLVMDisposePassBuilderOptions(opts);
-  if (e)
-    return nat_llvm_fail(J->ctx, err, "optimisation", e);
-  return AC_OK;
+  return nat_o3(J, M->mod, err);
 }
 
 ac_status nat_optimise(nat_jit *J, cg_module *M, ac_error **err) {
@@ -405,5 +420,196 @@ ac_status nat_compile(nat_jit *J, cg_module *M, const char *const *symbols, size
   pthread_mutex_lock(&J->mu);
   ac_status st = nat_compile_locked(J, M, symbols, n, addrs, err);
   pthread_mutex_unlock(&J->mu);
+  return st;
+}
+
+/* ---- ahead of time ----
+ *
+ * An object file for the host's triple, optimised as the JIT optimises
+ * (nat_o3), with a target machine for position-independent code
+ * (LLVMRelocPIC, the default code model) so that it can be linked into a
+ * shared library. The nat_jit made for it has no LLJIT: the triple, data
+ * layout, CPU, features and target machine are all it needs.
+ *
+ * A CPU name is checked before LLVM sees it: LLVM accepts any name, prints
+ * "'X' is not a recognized processor" on stderr and compiles for the
+ * baseline, which the library must neither print nor hide. The C API has
+ * no query for valid names, so the x86 names are listed here: LLVM 19's
+ * (`llc -mtriple=x86_64-pc-linux-gnu -mcpu=help`). On other hosts only
+ * NULL, "generic" and the host's own CPU name are accepted. */
+
+/* clang-format off */
+static const char *const nat_x86_cpus[] = {
+    "alderlake", "amdfam10", "arrowlake", "arrowlake-s", "arrowlake_s", "athlon", "athlon-4",
+    "athlon-fx", "athlon-mp", "athlon-tbird", "athlon-xp", "athlon64", "athlon64-sse3", "atom",
+    "atom_sse4_2", "atom_sse4_2_movbe", "barcelona", "bdver1", "bdver2", "bdver3", "bdver4",
+    "bonnell", "broadwell", "btver1", "btver2", "c3", "c3-2", "cannonlake", "cascadelake",
+    "clearwaterforest", "cooperlake", "core-avx-i", "core-avx2", "core2", "core_2_duo_sse4_1",
+    "core_2_duo_ssse3", "core_2nd_gen_avx", "core_3rd_gen_avx", "core_4th_gen_avx",
+    "core_4th_gen_avx_tsx", "core_5th_gen_avx", "core_5th_gen_avx_tsx", "core_aes_pclmulqdq",
+    "core_i7_sse4_2", "corei7", "corei7-avx", "emeraldrapids", "generic", "geode", "goldmont",
+    "goldmont-plus", "goldmont_plus", "gracemont", "grandridge", "graniterapids",
+    "graniterapids-d", "graniterapids_d", "haswell", "i386", "i486", "i586", "i686",
+    "icelake-client", "icelake-server", "icelake_client", "icelake_server", "ivybridge", "k6",
+    "k6-2", "k6-3", "k8", "k8-sse3", "knl", "knm", "lakemont", "lunarlake", "meteorlake",
+    "mic_avx512", "nehalem", "nocona", "opteron", "opteron-sse3", "pantherlake", "penryn",
+    "pentium", "pentium-m", "pentium-mmx", "pentium2", "pentium3", "pentium3m", "pentium4",
+    "pentium4m", "pentium_4", "pentium_4_sse3", "pentium_ii", "pentium_iii",
+    "pentium_iii_no_xmm_regs", "pentium_m", "pentium_mmx", "pentium_pro", "pentiumpro",
+    "prescott", "raptorlake", "rocketlake", "sandybridge", "sapphirerapids", "sierraforest",
+    "silvermont", "skx", "skylake", "skylake-avx512", "skylake_avx512", "slm", "tigerlake",
+    "tremont", "westmere", "winchip-c6", "winchip2", "x86-64", "x86-64-v2", "x86-64-v3",
+    "x86-64-v4", "yonah", "znver1", "znver2", "znver3", "znver4", "znver5",
+};
+/* clang-format on */
+
+static bool nat_is_x86(const char *triple) {
+  static const char *const archs[] = {"x86_64", "i386", "i486", "i586", "i686"};
+  for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+    if (strncmp(triple, archs[i], strlen(archs[i])) == 0 && triple[strlen(archs[i])] == '-')
+      return true;
+  return false;
+}
+
+static bool nat_cpu_known(const char *triple, const char *cpu, const char *host) {
+  if (strcmp(cpu, host) == 0)
+    return true;
+  if (!nat_is_x86(triple))
+    return false;
+  for (size_t i = 0; i < sizeof nat_x86_cpus / sizeof nat_x86_cpus[0]; i++)
+    if (strcmp(cpu, nat_x86_cpus[i]) == 0)
+      return true;
+  return false;
+}
+
+/* LLVM strings (LLVMDisposeMessage) so that nat_jit_destroy frees them as
+ * the JIT's own. */
+static char *nat_llvm_strdup(const char *s) {
+  return LLVMCreateMessage(s);
+}
+
+ac_status nat_aot_create(ac_context *ctx, const char *cpu, nat_jit **out, ac_error **err) {
+  *out = NULL;
+  pthread_once(&nat_once, nat_init_targets);
+  if (nat_init_failed)
+    return nat_fail(ctx, err, "the native target is not available in this LLVM", NULL);
+  nat_jit *J = ac_alloc(ctx, sizeof *J);
+  if (!J)
+    return ir_report(err, ir_error(ctx, AC_ERR_NOMEM, NULL, (ir_loc){0, 0}, "out of memory"),
+                     AC_ERR_NOMEM);
+  memset(J, 0, sizeof *J);
+  J->ctx = ctx;
+  if (pthread_mutex_init(&J->mu, NULL) != 0) {
+    ac_free(ctx, J);
+    return nat_fail(ctx, err, "cannot create a mutex", NULL);
+  }
+  ac_status st = AC_OK;
+  /* the triple as the JIT sees it (nat_jit_create), without making a JIT */
+  LLVMOrcJITTargetMachineBuilderRef jtmb = NULL;
+  LLVMErrorRef e = LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
+  if (e) {
+    st = nat_llvm_fail(ctx, err, "host detection", e);
+    goto fail;
+  }
+  J->triple = LLVMOrcJITTargetMachineBuilderGetTargetTriple(jtmb);
+  LLVMOrcDisposeJITTargetMachineBuilder(jtmb);
+  char *host = LLVMGetHostCPUName();
+  if (!cpu) {
+    J->cpu = host;
+    host = NULL;
+    J->features = LLVMGetHostCPUFeatures();
+  } else if (strcmp(cpu, "generic") == 0) {
+    /* the triple's baseline: LLVM's "generic" x86 is older than x86-64 */
+    J->cpu = nat_llvm_strdup(strncmp(J->triple, "x86_64-", 7) == 0 ? "x86-64" : "generic");
+    J->features = nat_llvm_strdup("");
+  } else if (nat_cpu_known(J->triple, cpu, host)) {
+    J->cpu = nat_llvm_strdup(cpu);
+    J->features = nat_llvm_strdup("");
+  } else {
+    st = ir_report(err,
+                   ir_error(ctx, AC_ERR_INVALID, NULL, (ir_loc){0, 0}, "unknown CPU '%s' for %s%s",
+                            cpu, J->triple,
+                            nat_is_x86(J->triple)
+                                ? " (see llc -mcpu=help)"
+                                : " (on this host only \"generic\" and the host's CPU are known)"),
+                   AC_ERR_INVALID);
+    LLVMDisposeMessage(host);
+    goto fail;
+  }
+  LLVMDisposeMessage(host);
+  LLVMTargetRef target;
+  char *msg = NULL;
+  if (LLVMGetTargetFromTriple(J->triple, &target, &msg)) {
+    st = nat_fail(ctx, err, "no target for the host triple", msg);
+    LLVMDisposeMessage(msg);
+    goto fail;
+  }
+  J->tm = LLVMCreateTargetMachine(target, J->triple, J->cpu, J->features,
+                                  LLVMCodeGenLevelAggressive, LLVMRelocPIC, LLVMCodeModelDefault);
+  if (!J->tm) {
+    st = nat_fail(ctx, err, "cannot create a target machine for the host", NULL);
+    goto fail;
+  }
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(J->tm);
+  J->layout_owned = LLVMCopyStringRepOfTargetData(td);
+  LLVMDisposeTargetData(td);
+  J->layout = J->layout_owned;
+  *out = J;
+  return AC_OK;
+fail:
+  nat_jit_destroy(J);
+  return st;
+}
+
+ac_status nat_emit_object(nat_jit *J, LLVMModuleRef mod, char **obj, size_t *len, char **ir_out,
+                          ac_error **err) {
+  *obj = NULL;
+  *len = 0;
+  if (ir_out)
+    *ir_out = NULL;
+  ac_context *ctx = J->ctx;
+  LLVMSetTarget(mod, J->triple);
+  LLVMSetDataLayout(mod, J->layout);
+  char *msg = NULL;
+  if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+    ac_status st = nat_fail(ctx, err, "invalid LLVM IR", msg);
+    LLVMDisposeMessage(msg);
+    return st;
+  }
+  LLVMDisposeMessage(msg);
+  pthread_mutex_lock(&J->mu);
+  ac_status st = nat_o3(J, mod, err);
+  pthread_mutex_unlock(&J->mu);
+  if (st != AC_OK)
+    return st;
+  if (ir_out) {
+    char *text = LLVMPrintModuleToString(mod);
+    *ir_out = text ? ac_strdup(ctx, text) : NULL;
+    LLVMDisposeMessage(text);
+    if (!*ir_out)
+      return ir_report(err, ir_error(ctx, AC_ERR_NOMEM, NULL, (ir_loc){0, 0}, "out of memory"),
+                       AC_ERR_NOMEM);
+  }
+  LLVMMemoryBufferRef buf = NULL;
+  msg = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(J->tm, mod, LLVMObjectFile, &msg, &buf)) {
+    st = nat_fail(ctx, err, "object emission", msg);
+    LLVMDisposeMessage(msg);
+  } else {
+    size_t n = LLVMGetBufferSize(buf);
+    *obj = ac_alloc(ctx, n ? n : 1);
+    if (*obj) {
+      memcpy(*obj, LLVMGetBufferStart(buf), n);
+      *len = n;
+    } else {
+      st = ir_report(err, ir_error(ctx, AC_ERR_NOMEM, NULL, (ir_loc){0, 0}, "out of memory"),
+                     AC_ERR_NOMEM);
+    }
+    LLVMDisposeMemoryBuffer(buf);
+  }
+  if (st != AC_OK && ir_out) {
+    ac_free(ctx, *ir_out);
+    *ir_out = NULL;
+  }
   return st;
 }

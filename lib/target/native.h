@@ -35,4 +35,22 @@ ac_status nat_optimise(nat_jit *J, cg_module *M, ac_error **err);
 const char *nat_cpu_name(const nat_jit *J);
 const char *nat_cpu_features(const nat_jit *J);
 
+/* ---- ahead of time (lib/api/aot_emit.c) ---- */
+/* A nat_jit without a JIT, for writing object files: the host's triple
+ * (as nat_jit_create detects it), code for `cpu` (NULL: this host's CPU
+ * and features, as the JIT; "generic": the triple's baseline, x86-64 on
+ * x86_64, no extra features; another name: that CPU with its default
+ * features, AC_ERR_INVALID when LLVM does not know it) and a target
+ * machine for position-independent code. It serves nat_prepare,
+ * nat_cpu_name/features, nat_optimise and nat_emit_object, never
+ * nat_compile. The caller destroys it with nat_jit_destroy. */
+ac_status nat_aot_create(ac_context *ctx, const char *cpu, nat_jit **out, ac_error **err);
+/* Sets mod's triple and layout, verifies it, optimises it as nat_optimise
+ * does (O3 for J's CPU) and emits an ELF relocatable object into *obj
+ * (ac_alloc'd, *len bytes). With ir_out, the optimised IR text too
+ * (ac_alloc'd). mod stays the caller's (it is changed). Undefined symbols
+ * (the rt.h helpers, libm) stay undefined in the object. */
+ac_status nat_emit_object(nat_jit *J, LLVMModuleRef mod, char **obj, size_t *len, char **ir_out,
+                          ac_error **err);
+
 #endif

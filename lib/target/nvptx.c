@@ -530,3 +530,16 @@ ac_status nv_emit(cg_module *M, unsigned sm, int driver_version, char **ptx, siz
                   char **ir_out, ac_error **err) {
   return nv_emit_with(M, nv_libdevice_path(), sm, driver_version, ptx, len, ir_out, err);
 }
+
+ac_status nv_emit_module(ac_context *ctx, LLVMModuleRef mod, unsigned sm, int driver_version,
+                         char **ptx, size_t *len, char **ir_out, ac_error **err) {
+  /* nv_emit_with needs of a cg_module only its context, LLVM module and
+   * context, and status: a shell that owns nothing */
+  cg_module M;
+  memset(&M, 0, sizeof M);
+  M.ctx = ctx;
+  M.mod = mod;
+  M.llctx = LLVMGetModuleContext(mod);
+  M.st = AC_OK;
+  return nv_emit(&M, sm, driver_version, ptx, len, ir_out, err);
+}

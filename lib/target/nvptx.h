@@ -50,6 +50,11 @@ ac_status nv_emit(cg_module *M, unsigned sm, int driver_version, char **ptx, siz
  * can compile with and without it in one process. */
 ac_status nv_emit_with(cg_module *M, const char *libdevice, unsigned sm, int driver_version,
                        char **ptx, size_t *len, char **ir_out, ac_error **err);
+/* nv_emit of an LLVM module that is not a cg_module's (ahead of time:
+ * the kernels of several functions linked into one module). mod stays the
+ * caller's; it is changed (libdevice linked in, optimised). */
+ac_status nv_emit_module(ac_context *ctx, LLVMModuleRef mod, unsigned sm, int driver_version,
+                         char **ptx, size_t *len, char **ir_out, ac_error **err);
 /* Is sm a valid architecture (75, 80, 86, 87, 89, 90, ... as LLVM 19 knows
  * them)? For `--gpu=sm_XX` validation. */
 bool nv_sm_valid(unsigned sm);
