@@ -57,10 +57,17 @@ else:
 #   %rtlink   the link flags of libarrayc_rt in this build (with an rpath)
 #   %cuda-mock  the fake CUDA driver of test/unit/cuda_mock.c (for
 #             ARRAYC_LIBCUDA): loads PTX modules without a GPU
+# In a sanitizer build (-DARRAYC_SANITIZE=ON) libarrayc_rt is instrumented,
+# so the programs linking it are too (%cc carries the flags), and tests that
+# load it into an uninstrumented process (Python) say `UNSUPPORTED: asan`.
 _cc = shutil.which(os.environ.get("CC") or "cc")
+_sanitize = getattr(config, "sanitize", "").upper() in ("ON", "1", "TRUE", "YES")
+if _sanitize:
+    config.available_features.add("asan")
 if _cc:
     config.available_features.add("cc")
-    config.substitutions.append(("%cc", _cc))
+    config.substitutions.append(
+        ("%cc", _cc + (" -fsanitize=address,undefined" if _sanitize else "")))
 else:
     lit_config.note("no C compiler (cc, or $CC): ahead-of-time tests are unsupported")
 config.substitutions.append(("%incdir", os.path.join(config.arrayc_src_root, "include")))
