@@ -21,6 +21,7 @@
 #include "toolutil.h"
 
 #include "api/aot_impl.h"
+#include "api/function_impl.h"
 #include "runtime/bundle.h"
 
 #include <llvm-c/Core.h>
@@ -283,6 +284,32 @@ static void header_function(aot_run *R, ir_buf *b, size_t i, const char *P) {
   ir_buf_puts(b, "  return AC_OK;\n}\n");
 }
 
+/* The module's extern functions, which the kernels call by name. */
+static void header_externs(aot_run *R, ir_buf *b) {
+  bool first = true;
+  for (size_t i = 0; i < R->m->nfuncs; i++) {
+    const ir_func *fd = &R->m->funcs[i];
+    if (!fd->is_extern)
+      continue;
+    if (first)
+      ir_buf_printf(b, "\n/* The host functions the kernels call (extern fn in %s), by name: the\n"
+                       " * program defines them (with a shared object: exports them, e.g. with\n"
+                       " * -rdynamic, or they come from a library it loads first, as libm's). */\n",
+                    R->m->name ? R->m->name : "the module");
+    first = false;
+    ac_scalar sc = AC_I64;
+    ir_ty_is_scalar(R->ctx, fd->result, &sc);
+    ir_buf_printf(b, "%s %s(", c_type(sc), ir_sym_str(R->ctx, fd->name));
+    for (uint32_t k = 0; k < fd->nparams; k++) {
+      ir_ty_is_scalar(R->ctx, ir_func_param(R->m, fd, k), &sc);
+      char cname[160];
+      arg_name(cname, sizeof cname, ir_sym_str(R->ctx, R->m->syms[fd->pnames + k]));
+      ir_buf_printf(b, "%s%s %s", k ? ", " : "", c_type(sc), cname);
+    }
+    ir_buf_puts(b, fd->nparams ? ");\n" : "void);\n");
+  }
+}
+
 static char *make_header(aot_run *R, const api_aot_out *out, const char *code_path) {
   const char *P = R->prefix;
   char U[256];
@@ -344,6 +371,8 @@ static char *make_header(aot_run *R, const api_aot_out *out, const char *code_pa
         ir_buf_printf(&b, "void %s(uint64_t *, int64_t, int64_t, int64_t, void *);\n",
                       out->plans[i]->kernels[k].symbol);
   }
+  if (!o->gpu)
+    header_externs(R, &b);
   ir_buf_printf(&b, "\n/* Releases everything %s_open made (lib may be half made). */\n"
                     "static inline void %s_close(%s_lib *lib) {\n"
                     "  for (size_t i = 0; i < %zu; i++) {\n"
@@ -438,7 +467,7 @@ static bool link_shared(const char *obj, const char *so) {
   char ldir[PATH_MAX + 8], rpath[PATH_MAX + 16];
   snprintf(ldir, sizeof ldir, "-L%s", dir);
   snprintf(rpath, sizeof rpath, "-Wl,-rpath,%s", dir);
-  const char *argv[12];
+  const char *argv[16];
   size_t n = 0;
   argv[n++] = cc;
   argv[n++] = "-shared";
@@ -448,7 +477,12 @@ static bool link_shared(const char *obj, const char *so) {
   if (have_rt) {
     argv[n++] = ldir;
     argv[n++] = rpath;
+    /* named even when no kernel calls into it (a compiler linking with
+     * --as-needed would drop it): whoever dlopens the object gets the
+     * runtime that loads it */
+    argv[n++] = "-Wl,--push-state,--no-as-needed";
     argv[n++] = "-larrayc_rt";
+    argv[n++] = "-Wl,--pop-state";
   } else {
     fprintf(stderr, "arrayc: note: libarrayc_rt.so not found beside arrayc; %s will need it "
                     "loaded first (RTLD_GLOBAL)\n",
@@ -494,7 +528,7 @@ static bool pick_functions(aot_run *R) {
       continue;
     found = true;
     ac_error *err = NULL;
-    if (ac_function_create(R->m, name, AC_BACKEND_INTERP, &R->sig[R->nfns], &err) != AC_OK) {
+    if (api_function_signature(R->m, name, &R->sig[R->nfns], &err) != AC_OK) {
       tool_print_error(err);
       ac_error_destroy(err);
       return false;

@@ -90,9 +90,10 @@ static bool aot_is_ident(const char *s) {
 
 /* Each requested function exists once and has a body, and nothing any of
  * them reaches (through CALL and FNREF) lacks a body, is unverified or is
- * an extern. One walk over all of them: a node or function seen from an
+ * an extern on the GPU. One walk over all of them: a node or function seen from an
  * earlier one was checked already. */
-static ac_status aot_check(ac_module *m, const uint32_t *fns, size_t nfns, ac_error **err) {
+static ac_status aot_check(ac_module *m, const uint32_t *fns, size_t nfns, bool gpu,
+                           ac_error **err) {
   ac_context *ctx = m->ctx;
   bool *seen_fn = ac_alloc(ctx, (m->nfuncs ? m->nfuncs : 1) * sizeof *seen_fn);
   unsigned char *seen = ac_alloc(ctx, m->nnodes ? m->nnodes : 1);
@@ -129,13 +130,15 @@ static ac_status aot_check(ac_module *m, const uint32_t *fns, size_t nfns, ac_er
     while (fsp > 0 && st == AC_OK) {
       uint32_t f = fstack[--fsp];
       const char *fname = ir_sym_str(ctx, m->funcs[f].name);
-      if (m->funcs[f].is_extern) {
+      if (m->funcs[f].is_extern && gpu) {
         st = aot_fail(ctx, err, AC_ERR_UNSUPPORTED,
-                      "ahead-of-time compilation cannot call extern function '%s' yet "
+                      "extern function '%s' is host code and cannot be called on the GPU "
                       "(reached from '%s')",
                       fname, top);
         break;
       }
+      if (m->funcs[f].is_extern)
+        continue; /* called by name: the program that loads the code defines it */
       ir_ref body = m->funcs[f].body;
       if (body == IR_NONE || body >= m->nnodes) {
         st = aot_fail(ctx, err, AC_ERR_INVALID, "function '%s' calls '%s', which has no body", top,
@@ -304,7 +307,7 @@ static ac_status aot_function(aot *A, uint32_t fn, pl_plan **plan, ac_error **er
   ac_module *opt = NULL;
   *plan = NULL;
   ac_status st = api_generate(A->jit, A->o->gpu ? CG_TARGET_NVPTX : CG_TARGET_CPU, A->m, fn,
-                              A->o->passes, plan, &M, &opt, err);
+                              A->o->passes, API_GEN_EXTERNS_BY_NAME, plan, &M, &opt, err);
   if (st == AC_OK)
     st = aot_rename(A, fn, *plan, M.mod, err);
   LLVMMemoryBufferRef buf = NULL;
@@ -389,7 +392,7 @@ ac_status api_emit_aot(ac_module *m, const uint32_t *fns, size_t nfns, const api
                     o->sm, NV_SM_MIN);
   if (nfns > 0 && !fns)
     return aot_fail(ctx, err, AC_ERR_INVALID, "no function list");
-  ac_status st = aot_check(m, fns, nfns, err);
+  ac_status st = aot_check(m, fns, nfns, o->gpu, err);
   if (st != AC_OK)
     return st;
 

@@ -15,9 +15,10 @@
  *   one LLVM context: parse + link every module ─► [embed] ─► O3 + object (native.c)
  *                                                          or nv_emit's PTX (nvptx.c)
  *
- * Kernels call extern host functions through their in-process address,
- * which an object file cannot hold, so functions that reach an extern are
- * refused (AC_ERR_UNSUPPORTED) for now.
+ * Kernels call extern host functions (`extern fn`) through an undefined
+ * symbol of the extern's name (the JIT calls the address bound in its own
+ * process), so the program that links or loads the code defines them; on
+ * the GPU they are refused (host code).
  *
  * Thread safety: as compiling (compile.c): one thread at a time per context.
  */
@@ -72,8 +73,8 @@ typedef struct api_aot_out {
  * architecture), a function index out of range, repeated, without a body
  * or not verified, or kernel symbols of two functions that clash (function
  * names that differ only in characters other than [A-Za-z0-9_]);
- * AC_ERR_UNSUPPORTED "ahead-of-time compilation cannot call extern function
- * 'NAME' yet" for a function that reaches an extern; AC_ERR_NOMEM; and
+ * AC_ERR_UNSUPPORTED "extern function 'NAME' is host code and cannot be
+ * called on the GPU" for a GPU function that reaches an extern; AC_ERR_NOMEM; and
  * whatever generation and emission report. On failure *out is empty. */
 ac_status api_emit_aot(ac_module *m, const uint32_t *fns, size_t nfns, const api_aot_opts *o,
                        api_aot_out *out, ac_error **err);
@@ -86,9 +87,11 @@ void api_aot_out_free(ac_context *ctx, api_aot_out *out);
  * copy of m returned in *opt (destroy it after M); then a plan (*plan) and
  * a cg_module (*M, dispose of it) for `target`, prepared by nat_prepare(jit)
  * on the CPU (jit may be NULL for NVPTX), lowered and the plan finished.
- * The caller destroys *plan, also on failure. */
+ * flags: API_GEN_* below (0 for the JIT). The caller destroys *plan, also
+ * on failure. */
+#define API_GEN_EXTERNS_BY_NAME 1u /* cg_module.externs_by_name: ahead of time */
 ac_status api_generate(nat_jit *jit, cg_target target, ac_module *m, uint32_t fn,
-                       const char *passes, pl_plan **plan, cg_module *M, ac_module **opt,
-                       ac_error **err);
+                       const char *passes, unsigned flags, pl_plan **plan, cg_module *M,
+                       ac_module **opt, ac_error **err);
 
 #endif

@@ -225,8 +225,8 @@ static cg_target target_of(ac_backend be) {
  * returned in *opt (the caller destroys it after M: the kernels were
  * lowered from it), so the caller's module stays as written. */
 ac_status api_generate(nat_jit *jit, cg_target target, ac_module *m, uint32_t fn,
-                       const char *passes, pl_plan **plan, cg_module *M, ac_module **opt,
-                       ac_error **err) {
+                       const char *passes, unsigned flags, pl_plan **plan, cg_module *M,
+                       ac_module **opt, ac_error **err) {
   ac_context *ctx = m->ctx;
   memset(M, 0, sizeof *M);
   *opt = NULL;
@@ -247,6 +247,7 @@ ac_status api_generate(nat_jit *jit, cg_target target, ac_module *m, uint32_t fn
   ac_status st = cg_module_init(M, m, *plan, target, err);
   if (st != AC_OK)
     return st;
+  M->externs_by_name = (flags & API_GEN_EXTERNS_BY_NAME) != 0;
   if (target == CG_TARGET_NVPTX) {
     if ((st = nv_prepare(M, err)) != AC_OK)
       return st;
@@ -337,7 +338,7 @@ static ac_status compile_entry(ac_runtime *rt, ac_module *m, uint32_t fn, api_co
   cg_module M;
   ac_module *opt = NULL;
   ac_status st =
-      api_generate(rt->jit, target_of(rt->backend), m, fn, rt->passes, &c->plan, &M, &opt, err);
+      api_generate(rt->jit, target_of(rt->backend), m, fn, rt->passes, 0, &c->plan, &M, &opt, err);
   uint32_t n = c->plan ? c->plan->nkernels : 0;
   const char **symbols = NULL;
   void **addrs = NULL;
@@ -436,7 +437,7 @@ ac_status api_print_llvm(ac_runtime *rt, ac_module *m, uint32_t fn, char **out, 
    * the optimiser itself */
   ac_module *opt = NULL;
   ac_status st =
-      api_generate(rt->jit, target_of(rt->backend), m, fn, rt->passes, &plan, &M, &opt, err);
+      api_generate(rt->jit, target_of(rt->backend), m, fn, rt->passes, 0, &plan, &M, &opt, err);
   if (st == AC_OK && rt->backend == AC_BACKEND_GPU) {
     char *ptx = NULL, *ir = NULL;
     size_t len;
@@ -467,7 +468,7 @@ ac_status api_emit_ptx(ac_module *m, uint32_t fn, const char *passes, unsigned s
   size_t len;
   char *ptx = NULL, *ir = NULL;
   ac_module *opt = NULL;
-  ac_status st = api_generate(NULL, CG_TARGET_NVPTX, m, fn, passes, &plan, &M, &opt, err);
+  ac_status st = api_generate(NULL, CG_TARGET_NVPTX, m, fn, passes, 0, &plan, &M, &opt, err);
   if (st == AC_OK)
     st = nv_emit(&M, sm, 0, &ptx, &len, llvm ? &ir : NULL, err);
   *out = llvm ? ir : ptx;

@@ -190,8 +190,9 @@ static void fn_release(ac_function *f) {
 
 static const rt_fn_hooks fn_hooks = {fn_interp, fn_relocate, fn_print_llvm, fn_release};
 
-ac_status api_function_new(ac_module *m, const char *name, ac_runtime *rt, ac_function **out,
-                           ac_error **err) {
+/* api_function_new, and with `bind` false api_function_signature. */
+static ac_status function_new(ac_module *m, const char *name, ac_runtime *rt, bool bind,
+                              ac_function **out, ac_error **err) {
   ac_context *ctx = m->ctx;
   if (!name)
     return api_fail(ctx, err, AC_ERR_INVALID, "no function name given (NULL)");
@@ -204,7 +205,7 @@ ac_status api_function_new(ac_module *m, const char *name, ac_runtime *rt, ac_fu
     return api_fail(ctx, err, AC_ERR_INVALID, "no function named '%s'", name);
   /* binds the externs fn reaches (lib/api/extern.c) before anything runs or
    * is compiled: the backends call extern_addr directly */
-  ac_status st = ir_resolve_externs(m, (uint32_t)fn, err);
+  ac_status st = bind ? ir_resolve_externs(m, (uint32_t)fn, err) : AC_OK;
   if (st != AC_OK)
     return st;
   st = check_reachable(m, (uint32_t)fn, err);
@@ -259,6 +260,21 @@ ac_status api_function_new(ac_module *m, const char *name, ac_runtime *rt, ac_fu
   }
   *out = f;
   return AC_OK;
+}
+
+ac_status api_function_new(ac_module *m, const char *name, ac_runtime *rt, ac_function **out,
+                           ac_error **err) {
+  return function_new(m, name, rt, true, out, err);
+}
+
+ac_status api_function_signature(ac_module *m, const char *name, ac_function **out,
+                                 ac_error **err) {
+  if (m->funcs && name) {
+    int32_t fi = ir_func_find(m, ir_sym_intern(m->ctx, name, strlen(name)));
+    if (fi >= 0 && m->funcs[fi].is_extern)
+      return api_fail(m->ctx, err, AC_ERR_INVALID, "'%s' is an extern function", name);
+  }
+  return function_new(m, name, NULL, false, out, err);
 }
 
 ac_status ac_function_create(ac_module *m, const char *name, ac_backend be, ac_function **out,

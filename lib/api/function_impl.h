@@ -71,6 +71,12 @@ struct ac_runtime {
 ac_status api_function_new(ac_module *m, const char *name, ac_runtime *rt, ac_function **out,
                            ac_error **err);
 
+/* The flattened signature of function `name` of m as an interpreter
+ * function, without binding the externs it reaches (ahead-of-time output:
+ * its kernels call them by name). Only for its leaves: calling it would
+ * need the externs bound. */
+ac_status api_function_signature(ac_module *m, const char *name, ac_function **out,
+                                 ac_error **err);
 /* ---- runtime.c ---- */
 /* The context's own runtime for backend be (CPU only for now), created on
  * first use and destroyed with the context. Borrowed. */

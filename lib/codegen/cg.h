@@ -93,6 +93,11 @@ typedef struct cg_module {
   /* arena for cg_new: freed by cg_module_dispose */
   void *arena;
   uint32_t nkernels; /* for unique kernel names */
+  /* Ahead of time (lib/api/aot_emit.c): an extern function is called
+   * through an undefined symbol of its own name, which the linker or the
+   * dynamic loader resolves in the program that loads the code, instead of
+   * at the address it is bound to in this process (the JIT's way). */
+  bool externs_by_name;
   /* The ORC ThreadSafeContext that owns llctx (cg_module_init creates the
    * context through it so that the CPU JIT can take the module without a
    * copy: LLJIT only accepts modules whose context a ThreadSafeContext

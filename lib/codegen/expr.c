@@ -373,7 +373,7 @@ static void ex_call_extern(cg_fn *f, uint32_t fi, const cg_val *args, ir_ref at,
     ex_dummy(f, fn->result, out);
     return;
   }
-  if (!fn->extern_addr || !ir_ty_is_scalar(M->ctx, fn->result, &rsc)) {
+  if ((!fn->extern_addr && !M->externs_by_name) || !ir_ty_is_scalar(M->ctx, fn->result, &rsc)) {
     cg_error(M, AC_ERR_INVALID, at, "extern function %s is not bound", name);
     ex_dummy(f, fn->result, out);
     return;
@@ -391,10 +391,25 @@ static void ex_call_extern(cg_fn *f, uint32_t fi, const cg_val *args, ir_ref at,
   const char *rext;
   LLVMTypeRef rt = ex_c_type(M, rsc, &rext);
   LLVMTypeRef fty = LLVMFunctionType(rt, pt, n, 0);
-  /* the address is a constant of this compilation: the module is built for
-   * one process (the JIT), and ac_function_create resolved it */
-  LLVMValueRef addr = LLVMConstIntToPtr(
-      LLVMConstInt(M->t_i64, (unsigned long long)(uintptr_t)fn->extern_addr, 0), M->t_ptr);
+  LLVMValueRef addr;
+  if (M->externs_by_name) {
+    /* ahead of time: an undefined symbol of the extern's name */
+    addr = LLVMGetNamedFunction(M->mod, name);
+    if (addr && LLVMGlobalGetValueType(addr) != fty) {
+      cg_error(M, AC_ERR_INVALID, at,
+               "extern function %s clashes with another function of that name in the code",
+               name);
+      ex_dummy(f, fn->result, out);
+      return;
+    }
+    if (!addr)
+      addr = LLVMAddFunction(M->mod, name, fty);
+  } else {
+    /* the address is a constant of this compilation: the module is built
+     * for one process (the JIT), and ac_function_create resolved it */
+    addr = LLVMConstIntToPtr(
+        LLVMConstInt(M->t_i64, (unsigned long long)(uintptr_t)fn->extern_addr, 0), M->t_ptr);
+  }
   LLVMValueRef call = LLVMBuildCall2(M->b, fty, addr, av, n, "");
   for (uint32_t i = 0; i <= n; i++) {
     const char *x = i < n ? pext[i] : rext;
