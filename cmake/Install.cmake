@@ -1,0 +1,126 @@
+# cmake/Install.cmake: what `cmake --install` puts where, and how other
+# projects find it afterwards (docs/install.md is the user's side of this).
+#
+#   bin/                         arrayc, arrayc-opt, arrayc-run
+#   include/arrayc/              the public headers and ops.def
+#   LIBDIR/                      libarrayc_rt.so(.0, .0.1.0), libarrayc_rt.a,
+#                                libarrayc.a (libarrayc.so with BUILD_SHARED_LIBS)
+#   LIBDIR/cmake/arrayc/         arrayc-config.cmake, arrayc-config-version.cmake,
+#                                arrayc-targets*.cmake, ArraycAot.cmake (arrayc_add_aot)
+#   LIBDIR/pkgconfig/            arrayc_rt.pc, arrayc.pc
+#
+# LIBDIR is GNUInstallDirs' CMAKE_INSTALL_LIBDIR ("lib", or lib/<multiarch>
+# under /usr on Debian). find_package(arrayc) gives the imported targets
+#   arrayc::arrayc_rt          libarrayc_rt.so: the runtime of ahead-of-time code
+#   arrayc::arrayc_rt_static   libarrayc_rt.a (carries -lffi -lm -ldl and threads)
+#   arrayc::arrayc             libarrayc: the compiler and JIT (carries LLVM)
+#   arrayc::arrayc_compiler    the `arrayc` tool (ARRAYC_EXECUTABLE is its path)
+#   arrayc::arrayc-opt, arrayc::arrayc-run
+# and the function arrayc_add_aot (cmake/ArraycAot.cmake).
+#
+# Included once, at the end of the top CMakeLists.txt, when every target
+# exists. The targets' include directories are $<BUILD_INTERFACE:...> and
+# $<INSTALL_INTERFACE:include> there; what cannot be exported as it is in
+# the build tree (pkg-config's PkgConfig::FFI target) is named plainly for
+# the install interface.
+
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(ARRAYC_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/arrayc)
+
+# ---- libraries, tools and headers ------------------------------------------------
+# The exported name of the `arrayc` tool: its target is arrayc_driver (the
+# name `arrayc` is the library's), and arrayc::arrayc is the library.
+set_target_properties(arrayc_driver PROPERTIES EXPORT_NAME arrayc_compiler)
+
+# Installed tools find a shared libarrayc (BUILD_SHARED_LIBS) beside them in
+# ../LIBDIR, and LLVM's shared library where they were linked against it
+# (INSTALL_RPATH_USE_LINK_PATH adds the link directories outside this
+# project, such as /usr/lib/llvm-19/lib), wherever the prefix is moved.
+set_target_properties(arrayc_driver arrayc-opt arrayc-run PROPERTIES
+  INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}"
+  INSTALL_RPATH_USE_LINK_PATH ON)
+if(BUILD_SHARED_LIBS)
+  set_target_properties(arrayc PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+endif()
+
+install(TARGETS arrayc arrayc_rt arrayc_rt_static arrayc_driver arrayc-opt arrayc-run
+        EXPORT arrayc-targets
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/arrayc
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.h" PATTERN "*.def")
+
+# ---- find_package(arrayc) ------------------------------------------------------------
+install(EXPORT arrayc-targets NAMESPACE arrayc:: FILE arrayc-targets.cmake
+        DESTINATION ${ARRAYC_INSTALL_CMAKEDIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/arrayc-config.cmake.in
+  ${PROJECT_BINARY_DIR}/arrayc-config.cmake
+  INSTALL_DESTINATION ${ARRAYC_INSTALL_CMAKEDIR}
+  PATH_VARS CMAKE_INSTALL_BINDIR CMAKE_INSTALL_INCLUDEDIR)
+# 0.x releases: a new minor release may change the API, and ahead-of-time
+# files are accepted only by the runtime of the compiler that wrote them.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/arrayc-config-version.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/arrayc-config.cmake
+        ${PROJECT_BINARY_DIR}/arrayc-config-version.cmake
+        DESTINATION ${ARRAYC_INSTALL_CMAKEDIR})
+# arrayc_add_aot(); the config includes it when it is there
+install(FILES ${PROJECT_SOURCE_DIR}/cmake/ArraycAot.cmake
+        DESTINATION ${ARRAYC_INSTALL_CMAKEDIR} OPTIONAL)
+
+# ---- pkg-config ----------------------------------------------------------------------
+# The .pc files are made from cmake/*.pc.in in two steps: at configure time
+# everything but the prefix is filled in (the prefix placeholder is kept by
+# substituting it for itself); at install time the prefix of that install,
+# which `cmake --install --prefix` may change, completes them.
+set(ARRAYC_PC_PREFIX "@ARRAYC_PC_PREFIX@")
+foreach(kind LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${kind}}")
+    set(ARRAYC_PC_${kind} "${CMAKE_INSTALL_${kind}}")
+  else()
+    set(ARRAYC_PC_${kind} "\${prefix}/${CMAKE_INSTALL_${kind}}")
+  endif()
+endforeach()
+# LLVM as llvm-config named it (-lLLVM-19, or the static components and
+# their system libraries), from its library directory.
+set(_pc_llvm "-L${ARRAYC_LLVM_LIBDIR}")
+foreach(lib ${ARRAYC_LLVM_LIBS})
+  if(lib MATCHES "^-" OR IS_ABSOLUTE "${lib}")
+    string(APPEND _pc_llvm " ${lib}")
+  else()
+    string(APPEND _pc_llvm " -l${lib}")
+  endif()
+endforeach()
+# A static libarrayc (the default) needs its dependencies on every link
+# line; a shared one records them itself.
+get_target_property(_arrayc_type arrayc TYPE)
+if(_arrayc_type STREQUAL "STATIC_LIBRARY")
+  set(ARRAYC_PC_REQUIRES "Requires: libffi")
+  set(ARRAYC_PC_LIBS "${_pc_llvm} -lm -lpthread -ldl")
+  set(ARRAYC_PC_LIBS_PRIVATE "")
+else()
+  set(ARRAYC_PC_REQUIRES "Requires.private: libffi")
+  set(ARRAYC_PC_LIBS "")
+  set(ARRAYC_PC_LIBS_PRIVATE "${_pc_llvm} -lm -lpthread -ldl")
+endif()
+set(_pc_dir ${PROJECT_BINARY_DIR}/pkgconfig)
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(_pc_dest "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+else()
+  set(_pc_dest "\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+endif()
+foreach(pc arrayc_rt arrayc)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/${pc}.pc.in ${_pc_dir}/${pc}.pc.in @ONLY)
+endforeach()
+install(CODE "
+  set(ARRAYC_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  foreach(pc arrayc_rt arrayc)
+    configure_file(\"${_pc_dir}/\${pc}.pc.in\" \"${_pc_dir}/install/\${pc}.pc\" @ONLY)
+  endforeach()
+  file(INSTALL DESTINATION \"${_pc_dest}\"
+       TYPE FILE FILES \"${_pc_dir}/install/arrayc_rt.pc\" \"${_pc_dir}/install/arrayc.pc\")
+")
