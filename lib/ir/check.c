@@ -789,8 +789,14 @@ ir_type chk_infer(chk *c, ir_ref r, ir_type expect) {
   if (c->depth >= CHK_MAX_DEPTH)
     return chk_fail(c, r, "malformed IR: expression nested deeper than %d levels", CHK_MAX_DEPTH),
            IR_TY_NONE;
+  if (r < c->nonpath && c->onpath[r])
+    return chk_fail(c, r, "malformed IR: a %s node is its own descendant (the IR has a cycle)",
+                    ir_ops[ir_node_get(c->m, r)->op].name),
+           IR_TY_NONE;
   if (!chk_well_formed(c, r))
     return IR_TY_NONE;
+  if (r < c->nonpath)
+    c->onpath[r] = 1;
   c->depth++;
   ir_type t;
   ir_op op = (ir_op)ir_node_get(c->m, r)->op;
@@ -850,6 +856,8 @@ ir_type chk_infer(chk *c, ir_ref r, ir_type expect) {
     break;
   }
   c->depth--;
+  if (r < c->nonpath)
+    c->onpath[r] = 0;
   if (t && op != IR_LIT && op != IR_CAST)
     ir_node_get(c->m, r)->type = t;
   return c->st == AC_OK ? t : IR_TY_NONE;
@@ -1006,6 +1014,14 @@ ac_status ir_check_module(ac_module *m, ac_error **err) {
   c.t_f64 = ir_ty_scalar(c.ctx, AC_F64);
   if (!c.t_bool || !c.t_i32 || !c.t_i64 || !c.t_f64)
     chk_oom(&c);
+  c.nonpath = m->nnodes;
+  c.onpath = ac_alloc(c.ctx, c.nonpath ? c.nonpath : 1);
+  if (c.onpath) {
+    memset(c.onpath, 0, c.nonpath ? c.nonpath : 1);
+  } else {
+    c.nonpath = 0;
+    chk_oom(&c);
+  }
   for (uint32_t fi = 0; fi < m->nfuncs && c.st == AC_OK; fi++)
     check_function(&c, fi);
   if (c.st == AC_OK)
@@ -1014,6 +1030,7 @@ ac_status ir_check_module(ac_module *m, ac_error **err) {
     c.st = AC_ERR_NOMEM;
   ac_free(c.ctx, c.env);
   ac_free(c.ctx, c.edges);
+  ac_free(c.ctx, c.onpath);
   for (int i = 0; i < 4; i++)
     ir_buf_free(&c.names[i]);
   return ir_report(err, c.err, c.st);

@@ -49,6 +49,12 @@ typedef struct chk {
   size_t nedges, capedges;
   uint32_t fn;     /* function being checked */
   uint32_t depth;  /* current expression depth */
+  /* onpath[r] is 1 while node r is being checked (r < nonpath): a node met
+   * again below itself makes the IR a cycle, reported at once instead of
+   * recursing CHK_MAX_DEPTH deep (which a sanitizer's larger frames may not
+   * survive). */
+  unsigned char *onpath;
+  size_t nonpath;
   ir_buf names[4]; /* ring of buffers for type names in messages */
   unsigned nextname;
   ir_type t_bool, t_i32, t_i64, t_f64;
