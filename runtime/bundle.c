@@ -60,6 +60,11 @@ ac_status rt_bundle_print(ac_context *ctx, const rt_bundle *bd, char **out, size
   ir_buf_puts(&b, "\nprefix ");
   pl_print_quoted(&b, bd->prefix);
   ir_buf_putc(&b, '\n');
+  if (bd->source_text) {
+    ir_buf_printf(&b, "source-text %zu\n", bd->source_len);
+    ir_buf_putn(&b, bd->source_text, bd->source_len);
+    ir_buf_putc(&b, '\n');
+  }
   ac_status st = AC_OK;
   for (uint32_t i = 0; i < bd->nfns && st == AC_OK; i++) {
     const rt_bundle_fn *f = &bd->fns[i];
@@ -361,6 +366,28 @@ static bool bp_function(bp *P, rt_bundle *B) {
   return true;
 }
 
+/* `source-text N`, then N bytes of text and a newline. */
+static bool bp_source_text(bp *P, rt_bundle *B) {
+  uint64_t n;
+  if (!bp_uint(P, SIZE_MAX, &n) || !bp_eol(P))
+    return false;
+  if (n > (uint64_t)(P->end - P->s))
+    return bp_fail(P, "the source text runs past the end of the bundle");
+  if (memchr(P->s, 0, (size_t)n))
+    return bp_fail(P, "a NUL byte in the source text");
+  if (!(B->source_text = ac_strndup(P->ctx, P->s, (size_t)n)))
+    return bp_oom(P);
+  B->source_len = (size_t)n;
+  for (const char *c = P->s; c < P->s + n; c++)
+    if (*c == '\n')
+      P->lineno++;
+  P->s += n;
+  if (P->s >= P->end || *P->s != '\n')
+    return bp_fail(P, "expected a new line after the source text");
+  P->s++;
+  return true;
+}
+
 static bool bp_bundle(bp *P, rt_bundle *B) {
   uint64_t v, sm;
   if (!bp_next_line(P) || !bp_expect_keyword(P, "arrayc-bundle") || !bp_uint(P, 1000000, &v) ||
@@ -395,11 +422,16 @@ static bool bp_bundle(bp *P, rt_bundle *B) {
   if (!bp_next_line(P) || !bp_expect_keyword(P, "prefix") || !bp_string(P, &B->prefix) ||
       !bp_eol(P))
     return false;
-  for (;;) {
+  for (bool first = true;; first = false) {
     if (!bp_next_line(P))
       return false;
     if (bp_keyword(P, "end"))
       break;
+    if (first && bp_keyword(P, "source-text")) {
+      if (!bp_source_text(P, B))
+        return false;
+      continue;
+    }
     if (!bp_expect_keyword(P, "function") || !bp_function(P, B))
       return false;
   }
@@ -460,6 +492,7 @@ void rt_bundle_free(ac_context *ctx, rt_bundle *b) {
   ac_free(ctx, b->cpu);
   ac_free(ctx, b->source);
   ac_free(ctx, b->prefix);
+  ac_free(ctx, b->source_text);
   ac_free(ctx, b);
 }
 
@@ -520,19 +553,19 @@ ac_status rt_ptx_bundle_text(ac_context *ctx, const char *where, const char *ptx
   s += hn + 1;
   ir_buf b;
   ir_buf_init(&b, ctx);
+  /* the declared length decides where the text ends (a line of the
+   * source text may look like anything, the closing line included) */
   bool closed = false;
-  while (s < end) {
+  while (s < end && b.len < want && !b.oom) {
     const char *nl = memchr(s, '\n', (size_t)(end - s));
     size_t n = nl ? (size_t)(nl - s) + 1 : (size_t)(end - s);
-    if (n == strlen(PTX_CLOSE) && memcmp(s, PTX_CLOSE, n) == 0) {
-      closed = true;
-      break;
-    }
     if (n < 2 || s[0] != '/' || s[1] != '/')
       break;
     ir_buf_putn(&b, s + 2, n - 2);
     s += n;
   }
+  size_t nc = strlen(PTX_CLOSE);
+  closed = b.len == want && (size_t)(end - s) >= nc && memcmp(s, PTX_CLOSE, nc) == 0;
   ac_status st = AC_OK;
   if (b.oom)
     st = ir_report(err, NULL, AC_ERR_NOMEM);

@@ -22,6 +22,10 @@
  *   target cpu "x86_64-pc-linux-gnu" "znver3"   or: target gpu sm_80
  *   source "bs.ac"                        the module's file name (error positions)
  *   prefix bs                             the C prefix of the header and kernels
+ *   source-text 480                       optional: 480 bytes of the module's source
+ *                                         text and a newline (runtime errors then
+ *                                         show the line and a caret, as the
+ *                                         interpreter's do)
  *   function blackscholes                 then its leaves, one per line:
  *   arg "S" f32[]                           parameter leaves, in order
  *   result "0" f32[]                        result leaves, in order
@@ -60,6 +64,8 @@ typedef struct rt_bundle {
   char *cpu;      /* cpu: the LLVM CPU name the code was made for */
   char *source;   /* may be "" */
   char *prefix;
+  char *source_text; /* the module's source (NULL: not carried) */
+  size_t source_len;
   uint32_t nfns;
   rt_bundle_fn *fns;
 } rt_bundle;

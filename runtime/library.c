@@ -16,6 +16,7 @@
 #include "arrayc/library.h"
 
 #include "runtime/bundle.h"
+#include "runtime/plan_impl.h"
 
 #include "ir.h"
 
@@ -374,7 +375,17 @@ static void fn_release(ac_function *f) {
   lib_release(f->owner);
 }
 
-static const rt_fn_hooks lib_hooks = {NULL, NULL, NULL, fn_release};
+/* A runtime error rebuilt with the source line and caret, when the bundle
+ * carries the module's text (as the interpreter shows them). */
+static ac_error *fn_relocate(const ac_function *f, const ac_error *e) {
+  const ac_library *lib = f->owner;
+  if (!lib->b->source_text || !e->file)
+    return NULL;
+  return pl_error(f->ctx, e->status, e->file, lib->b->source_text, lib->b->source_len, e->line,
+                  e->col, "%s", e->message);
+}
+
+static const rt_fn_hooks lib_hooks = {NULL, fn_relocate, NULL, fn_release};
 
 static bool copy_leaves(ac_context *ctx, rt_leaf *dst, const rt_leaf *src, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {

@@ -95,6 +95,8 @@ static bool make_bundle(aot_run *R, pl_plan *const *plans, size_t n, char **text
   b.cpu = R->cpu;
   b.source = R->m->name ? R->m->name : "";
   b.prefix = (char *)R->prefix;
+  b.source_text = R->m->src; /* NULL for a module without text */
+  b.source_len = R->m->src ? R->m->srclen : 0;
   b.nfns = (uint32_t)n;
   rt_bundle_fn *fns = calloc(n ? n : 1, sizeof *fns);
   if (!fns)

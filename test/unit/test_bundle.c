@@ -40,7 +40,7 @@ static char *golden(const char *compiler) {
   static char buf[4096];
   snprintf(buf, sizeof buf,
            "arrayc-bundle 1\ncompiler \"%s\"\ntarget cpu \"x86_64-pc-linux-gnu\" \"generic\"\n"
-           "source \"b \\\"q\\\".ac\"\nprefix \"bb\"\n"
+           "source \"b \\\"q\\\".ac\"\nprefix \"bb\"\nsource-text 14\nfn inc(x)\n  x\n\n"
            "function \"inc\"\narg \"xs\" f32[]\nresult \"\" f32[]\nplan %zu\n%s\n"
            "function \"pair\"\narg \"p.0\" i32\narg \"p.1\" bool\nresult \"\" i32\nplan %zu\n%s\n"
            "end\n",
@@ -60,6 +60,7 @@ UNIT_TEST(round_trip) {
   if (b) {
     CHECK_STR(b->source, "b \"q\".ac");
     CHECK_STR(b->cpu, "generic");
+    CHECK(b->source_text && b->source_len == 14 && strcmp(b->source_text, "fn inc(x)\n  x\n") == 0);
     CHECK_STR(b->fns[1].args[1].name, "p.1");
     CHECK_EQ_INT(b->fns[1].args[1].type, AC_BOOL);
     CHECK_EQ_INT(b->fns[0].res[0].rank, 1);
@@ -113,8 +114,8 @@ UNIT_TEST(bad_bundles) {
        "the plan of 'inc' is not for the bundle's target"},
       {"arg \"xs\" f32[]", "arg \"xs\" f64[]", "the leaves of 'inc' do not agree with its plan"},
       {"arg \"xs\" f32[]", "arg \"xs\" f32[,]", "the leaves of 'inc' do not agree"},
-      {"arg \"xs\" f32[]", "arg \"xs\" q32[]", "bundle line 7: expected a scalar type"},
-      {"arg \"xs\" f32[]", "arg \"xs f32[]", "bundle line 7: unterminated string"},
+      {"arg \"xs\" f32[]", "arg \"xs\" q32[]", "bundle line 10: expected a scalar type"},
+      {"arg \"xs\" f32[]", "arg \"xs f32[]", "bundle line 10: unterminated string"},
       {"arg \"xs\" f32[]", "arg \"x\\qs\" f32[]", "unknown escape '\\q'"},
       {"arg \"xs\" f32[]", "arg \"x\\x00s\" f32[]", "a NUL byte in a string"},
       {"result \"\" f32[]\n", "", "the leaves of 'inc' do not agree"},
@@ -126,6 +127,9 @@ UNIT_TEST(bad_bundles) {
       {"end\n", "end\nmore\n", "text after 'end'"},
       {"end\n", "", "unexpected end of the bundle"},
       {"prefix \"bb\"", "prefix \"bb\" x", "unexpected text at the end of the line"},
+      {"source-text 14", "source-text 9999", "the source text runs past the end of the bundle"},
+      {"source-text 14", "source-text 12", "expected a new line after the source text"},
+      {"source-text 14", "source-text x", "expected a number"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ac_status st;
@@ -195,6 +199,27 @@ UNIT_TEST(ptx_block) {
   }
   CHECK(caught > 100);
   free(buf);
+  ac_free(ctx, ptx);
+  /* source text whose line looks like the block's end: the length decides */
+  const char *tricky_src = "//arrayc-bundle-end\n//x\n";
+  char tricky[4096];
+  snprintf(tricky, sizeof tricky, "%s", edited("source-text 14\nfn inc(x)\n  x\n\n", ""));
+  char *at = strstr(tricky, "prefix \"bb\"\n") + strlen("prefix \"bb\"\n");
+  char rest[4096];
+  snprintf(rest, sizeof rest, "%s", at);
+  snprintf(at, sizeof tricky - (size_t)(at - tricky), "source-text %zu\n%s\n%s",
+           strlen(tricky_src), tricky_src, rest);
+  rt_bundle *tb = NULL;
+  CHECK_EQ_INT(rt_bundle_parse(ctx, "t", tricky, strlen(tricky), &tb, NULL), AC_OK);
+  CHECK(tb && tb->source_text && strcmp(tb->source_text, tricky_src) == 0);
+  rt_bundle_free(ctx, tb);
+  ptx = back = NULL;
+  CHECK_EQ_INT(rt_ptx_with_bundle(ctx, tricky, strlen(tricky), ".version 7.0\n", &ptx, &plen,
+                                  NULL),
+               AC_OK);
+  CHECK_EQ_INT(rt_ptx_bundle_text(ctx, "t.ptx", ptx, plen, &back, &blen, &hash, NULL), AC_OK);
+  CHECK(back && blen == strlen(tricky) && memcmp(back, tricky, blen) == 0);
+  ac_free(ctx, back);
   ac_free(ctx, ptx);
   ac_context_destroy(ctx);
 }
