@@ -1,5 +1,6 @@
 # lit configuration for arrayc: every .ac and .test file under test/ (except
-# unit/) with RUN lines is a test.
+# unit/, install/ (ctest's install.consumer) and Inputs/ directories) with
+# RUN lines is a test.
 #
 # Substitutions:
 #   %arrayc-opt  %arrayc-run   the tools of this build
@@ -19,7 +20,7 @@ config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".ac", ".test"]
 config.test_source_root = os.path.join(config.arrayc_src_root, "test")
 config.test_exec_root = os.path.join(config.arrayc_obj_root, "test")
-config.excludes = ["unit", "Inputs", "CMakeLists.txt"]
+config.excludes = ["unit", "Inputs", "install", "CMakeLists.txt"]
 
 tools = config.arrayc_obj_root
 config.substitutions.append(("%arrayc-opt", os.path.join(tools, "arrayc-opt")))
