@@ -119,6 +119,7 @@ function(arrayc_add_aot name)
     endif()
   else()
     set(code "${dir}/${AOT_PREFIX}.o")
+    list(APPEND flags --target=cpu)
   endif()
 
   add_custom_command(

@@ -8,8 +8,9 @@
  *
  * Ahead of time (the first form, tools/aot.c): compiles every function
  * with a body (or only NAME) of FILE into one code file and a C header for
- * the runtime library: PREFIX.o (--shared: PREFIX.so) for the CPU, the
- * default, or PREFIX.ptx for the GPU, plus PREFIX.h. --emit=LIST picks
+ * the runtime library: PREFIX.ptx for the GPU (the default), or PREFIX.o
+ * (--shared: PREFIX.so) for the CPU (--target=cpu, or implied by --shared,
+ * --cpu and --emit=obj|so), plus PREFIX.h. --emit=LIST picks
  * among header, obj, so, ptx, plan (PREFIX.plan, the plans) and llvm
  * (PREFIX.ll); PREFIX defaults to FILE's name without its extension.
  *
@@ -18,8 +19,8 @@
  * its optimised LLVM IR, or the PTX of its GPU kernels for architecture
  * sm_XY (default sm_75) to OUT or standard output, for people and tests.
  * --target=gpu makes plans and LLVM IR for the GPU (the plan is the one the
- * GPU and the SIMT emulator run; the LLVM IR is NVPTX's); the default is
- * the host CPU.
+ * GPU and the SIMT emulator run; the LLVM IR is NVPTX's); when printing,
+ * the default is the host CPU.
  *
  * The optimisation passes run first: -O2 unless -O0..-O3 or --passes=LIST
  * (docs/passes.md) says otherwise. No GPU is needed for any of it.
@@ -43,12 +44,13 @@ static void usage(FILE *f) {
              "       arrayc --emit=plan|llvm|ptx [options] [-o OUT] FILE.ac\n"
              "       arrayc --read-plan [-o OUT] FILE.plan\n"
              "  Compiles FILE (\"-\" for standard input). Ahead of time, every function\n"
-             "  goes into PREFIX.o (CPU) or PREFIX.ptx (GPU) plus PREFIX.h, a C header\n"
-             "  for the runtime library libarrayc_rt (docs/runtime.md).\n"
+             "  goes into PREFIX.ptx (GPU, the default) or PREFIX.o (--target=cpu) plus\n"
+             "  PREFIX.h, a C header for the runtime library libarrayc_rt (docs/runtime.md).\n"
              "options:\n"
              "  -o PREFIX      ahead of time: output path without extension (default: FILE's\n"
              "                 name without .ac); printing: the output file\n"
-             "  --target=T     cpu (the default: the host CPU) or gpu\n"
+             "  --target=T     gpu or cpu (the host CPU); default: gpu ahead of time (cpu with\n"
+             "                 --shared, --cpu, --emit=obj|so), cpu when printing\n"
              "  --gpu=sm_XY    GPU architecture for --target=gpu (default sm_75, at least sm_75)\n"
              "  --cpu=NAME     CPU of a host object: LLVM's name (znver3, skylake, ...), generic\n"
              "                 for any CPU of the architecture; default: this host's CPU\n"
@@ -186,7 +188,7 @@ static char *default_prefix(const char *file) {
 }
 
 int main(int argc, char **argv) {
-  const char *file = NULL, *out = NULL, *fn = NULL, *emit = NULL, *target = "cpu";
+  const char *file = NULL, *out = NULL, *fn = NULL, *emit = NULL, *target = NULL;
   const char *passes = "O2", *cpu = NULL;
   unsigned sm = NV_SM_DEFAULT;
   bool read_plan = false, shared = false;
@@ -245,9 +247,14 @@ int main(int argc, char **argv) {
   if (read_plan)
     return emit || fn ? (fprintf(stderr, "arrayc: --read-plan takes no --emit or --fn\n"), 2)
                       : read_plan_file(file, out);
-  bool gpu = strcmp(target, "gpu") == 0;
   bool print = emit && (strcmp(emit, "plan") == 0 || strcmp(emit, "llvm") == 0 ||
                         strcmp(emit, "ptx") == 0);
+  /* The default target: printing is for the host CPU; ahead-of-time output
+   * is for the GPU (PREFIX.ptx) unless a CPU-only option asks for the CPU
+   * (--shared, --cpu, --emit=obj or so). */
+  bool cpu_only = shared || cpu ||
+                  (emit && !print && (strstr(emit, "obj") || strstr(emit, "so")));
+  bool gpu = target ? strcmp(target, "gpu") == 0 : !print && !cpu_only;
   aot_opts ao;
   memset(&ao, 0, sizeof ao);
   char *prefix = NULL;

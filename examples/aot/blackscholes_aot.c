@@ -1,8 +1,8 @@
 /* examples/aot/blackscholes_aot.c: Black-Scholes option pricing, compiled
  * ahead of time.
  *
- * `arrayc examples/blackscholes.ac -o bs` wrote bs.o (the CPU's kernels and
- * plans) or, with --target=gpu, bs.ptx, and bs.h, which declares
+ * `arrayc examples/blackscholes.ac --target=cpu -o bs` wrote bs.o (the CPU's
+ * kernels and plans) or, with --target=gpu, bs.ptx, and bs.h, which declares
  *
  *   ac_status bs_blackscholes(const bs_lib *lib, ac_array *s, ac_array *x,
  *                             ac_array *t, float r_, float v,

@@ -1,7 +1,7 @@
 /* examples/aot/smvm_aot.c: sparse matrix times vector (CSR), compiled ahead
  * of time.
  *
- * `arrayc examples/smvm.ac -o smvm` wrote smvm.o (CPU) or smvm.ptx (GPU) and
+ * `arrayc examples/smvm.ac [--target=cpu] -o smvm` wrote smvm.ptx (GPU) or smvm.o (CPU) and
  * smvm.h, which declares
  *
  *   ac_status smvm_smvm(const smvm_lib *lib, ac_array *vals, ac_array *cols,

@@ -5,8 +5,8 @@
  *   --target=cpu   PREFIX.o (or, with --shared, PREFIX.so): the kernels for
  *                  the host CPU, and the module's bundle (its plans and
  *                  signatures) as the symbol PREFIX_arrayc_bundle;
- *   --target=gpu   PREFIX.ptx: the kernels in PTX, the bundle in comment
- *                  lines at its start;
+ *   --target=gpu   (the default) PREFIX.ptx: the kernels in PTX, the
+ *                  bundle in comment lines at its start;
  *   and PREFIX.h:  one typed C function per function of the module
  *                  (PREFIX_open, PREFIX_close, PREFIX_NAME), written on top
  *                  of this header.

@@ -56,7 +56,7 @@ done
 # sin may differ in the last bits: numbers compare to 1e-12 relative).
 aot=$probe/aot
 mkdir -p "$aot/cpu" "$aot/gpu"
-if ! "$build/arrayc" "$src/test/lit/aot/Inputs/prog.ac" -o "$aot/cpu/prog" ||
+if ! "$build/arrayc" "$src/test/lit/aot/Inputs/prog.ac" --target=cpu -o "$aot/cpu/prog" ||
    ! "$build/arrayc" "$src/test/lit/aot/Inputs/prog.ac" --target=gpu -o "$aot/gpu/prog" ||
    ! cc -std=c11 -I"$src/include" -I"$aot/cpu" "$src/test/lit/aot/Inputs/prog_main.c" \
         "$aot/cpu/prog.o" -L"$build" -larrayc_rt -Wl,-rpath,"$build" -lm -o "$aot/cpu/main" ||

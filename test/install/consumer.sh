@@ -149,7 +149,7 @@ arrayc_libs=$(pkg-config --libs arrayc)
 contains "pkg-config --libs arrayc names libarrayc" "$arrayc_libs" "-larrayc "
 contains "pkg-config --libs arrayc names LLVM" "$arrayc_libs" "-lLLVM"
 if step "installed arrayc: demo.ac -> demo.o, demo.h" "$work/pc/arrayc.log" \
-  "$prefix/bin/arrayc" "$consumer/demo.ac" -o "$work/pc/demo"; then
+  "$prefix/bin/arrayc" "$consumer/demo.ac" --target=cpu -o "$work/pc/demo"; then
   # shellcheck disable=SC2046,SC2086 # pkg-config's output is word-split
   step "cc with pkg-config arrayc_rt" "$work/pc/cc.log" \
     "$cc" $flags -o "$work/pc/aot" "$consumer/aot_main.c" "$work/pc/demo.o" -I"$work/pc" \
