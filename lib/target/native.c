@@ -109,7 +109,10 @@ static LLVMTargetMachineRef nat_target_machine(nat_jit *J, LLVMTargetRef target)
                                  LLVMRelocDefault, LLVMCodeModelJITDefault);
 }
 
-ac_status nat_jit_create(ac_context *ctx, nat_jit **out, ac_error **err) {
+/* A zeroed nat_jit of ctx with its mutex and the host's triple as ORC
+ * detects it for this process: what the JIT (nat_jit_create) and ahead of
+ * time (nat_aot_create) both start from. On failure nothing is left. */
+static ac_status nat_new(ac_context *ctx, nat_jit **out, ac_error **err) {
   *out = NULL;
   pthread_once(&nat_once, nat_init_targets);
   if (nat_init_failed)
@@ -125,15 +128,25 @@ ac_status nat_jit_create(ac_context *ctx, nat_jit **out, ac_error **err) {
     return nat_fail(ctx, err, "cannot create a mutex", NULL);
   }
   ac_status st = AC_OK;
-  /* The triple as ORC detects it for this process. */
   LLVMOrcJITTargetMachineBuilderRef jtmb = NULL;
   LLVMErrorRef e = LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
   if (e) {
     st = nat_llvm_fail(ctx, err, "host detection", e);
-    goto fail;
+    nat_jit_destroy(J);
+    return st;
   }
   J->triple = LLVMOrcJITTargetMachineBuilderGetTargetTriple(jtmb);
   LLVMOrcDisposeJITTargetMachineBuilder(jtmb);
+  *out = J;
+  return AC_OK;
+}
+
+ac_status nat_jit_create(ac_context *ctx, nat_jit **out, ac_error **err) {
+  *out = NULL;
+  nat_jit *J = NULL;
+  ac_status st = nat_new(ctx, &J, err);
+  if (st != AC_OK)
+    return st;
   J->cpu = LLVMGetHostCPUName();
   J->features = LLVMGetHostCPUFeatures();
   LLVMTargetRef target;
@@ -154,7 +167,7 @@ ac_status nat_jit_create(ac_context *ctx, nat_jit **out, ac_error **err) {
   LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
   LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
       builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(jit_tm)); /* takes both */
-  e = LLVMOrcCreateLLJIT(&J->jit, builder);                                    /* takes builder */
+  LLVMErrorRef e = LLVMOrcCreateLLJIT(&J->jit, builder); /* takes builder */
   if (e) {
     J->jit = NULL;
     st = nat_llvm_fail(ctx, err, "cannot create the JIT", e);
@@ -490,29 +503,10 @@ static char *nat_llvm_strdup(const char *s) {
 
 ac_status nat_aot_create(ac_context *ctx, const char *cpu, nat_jit **out, ac_error **err) {
   *out = NULL;
-  pthread_once(&nat_once, nat_init_targets);
-  if (nat_init_failed)
-    return nat_fail(ctx, err, "the native target is not available in this LLVM", NULL);
-  nat_jit *J = ac_alloc(ctx, sizeof *J);
-  if (!J)
-    return ir_report(err, ir_error(ctx, AC_ERR_NOMEM, NULL, (ir_loc){0, 0}, "out of memory"),
-                     AC_ERR_NOMEM);
-  memset(J, 0, sizeof *J);
-  J->ctx = ctx;
-  if (pthread_mutex_init(&J->mu, NULL) != 0) {
-    ac_free(ctx, J);
-    return nat_fail(ctx, err, "cannot create a mutex", NULL);
-  }
-  ac_status st = AC_OK;
-  /* the triple as the JIT sees it (nat_jit_create), without making a JIT */
-  LLVMOrcJITTargetMachineBuilderRef jtmb = NULL;
-  LLVMErrorRef e = LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
-  if (e) {
-    st = nat_llvm_fail(ctx, err, "host detection", e);
-    goto fail;
-  }
-  J->triple = LLVMOrcJITTargetMachineBuilderGetTargetTriple(jtmb);
-  LLVMOrcDisposeJITTargetMachineBuilder(jtmb);
+  nat_jit *J = NULL;
+  ac_status st = nat_new(ctx, &J, err);
+  if (st != AC_OK)
+    return st;
   char *host = LLVMGetHostCPUName();
   if (!cpu) {
     J->cpu = host;
