@@ -24,6 +24,9 @@
  *   - scratch: at least the kernel's scratch_fixed + grid * scratch_block
  *     bytes (plan.h) of device memory, ZEROED before the launch, for block
  *     partials, tickets, look-back descriptors.
+ * Extern kernels (plan.h: a program's hand-written PTX .entry) are not
+ * arrayc's: they take their own parameters, by value, and get neither the
+ * frame nor the control block (rt_gpu_ops.launch_params).
  *
  * ---- Devices -------------------------------------------------------------------
  * An rt_gpu is one device with one stream: operations are queued in order
@@ -96,6 +99,13 @@ typedef struct rt_gpu_ops {
    * memory (on top of the kernel's static shared memory). */
   ac_status (*launch)(rt_gpu *g, rt_gkernel *k, unsigned grid, unsigned block, size_t smem,
                       rt_dptr frame, rt_dptr ctl, int64_t n, ac_error **err);
+  /* Queues an extern kernel (plan.h: a hand-written PTX .entry) over grid x
+   * block threads: params[i] points at the value of parameter i (the
+   * driver's kernelParams convention; the values are copied before it
+   * returns). A block beyond what the kernel allows is refused with a
+   * message naming the kernel. */
+  ac_status (*launch_params)(rt_gpu *g, rt_gkernel *k, unsigned grid, unsigned block, void **params,
+                             ac_error **err);
   /* Waits for everything queued. */
   ac_status (*sync)(rt_gpu *g, ac_error **err);
   void (*limits)(rt_gpu *g, rt_gkernel *k, rt_glimits *out);
@@ -130,6 +140,12 @@ typedef struct rt_cuda_module rt_cuda_module;
 ac_status rt_cuda_load(rt_gpu *g, const char *ptx, const char *const *syms, size_t n,
                        rt_cuda_module **mod, rt_gkernel **out, ac_error **err);
 void rt_cuda_module_free(rt_gpu *g, rt_cuda_module *mod);
+/* Loads extern kernel k of a plan (k->ptx defines k->symbol) as a module
+ * of its own: rt_cuda_load with its one symbol, errors saying which extern
+ * kernel's PTX failed (a module the driver rejects is the program's fault:
+ * AC_ERR_INVALID, not an internal error). */
+ac_status rt_cuda_load_extern(rt_gpu *g, const pl_kernel *k, rt_cuda_module **mod, rt_gkernel **out,
+                              ac_error **err);
 
 /* ---- SIMT emulator (simt_emu.c; see simt_emu.h for the kernels' side) ----
  * An emulated device. Its kernels are host functions of the kernel

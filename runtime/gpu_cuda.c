@@ -363,6 +363,26 @@ static ac_status cu_launch(rt_gpu *gp, rt_gkernel *k, unsigned grid, unsigned bl
   return r == CUDA_SUCCESS ? AC_OK : CU_FAIL(g, r, "cuLaunchKernel", k->name, err);
 }
 
+static ac_status cu_launch_params(rt_gpu *gp, rt_gkernel *k, unsigned grid, unsigned block,
+                                  void **params, ac_error **err) {
+  cu_gpu *g = (cu_gpu *)gp;
+  if (grid == 0)
+    return AC_OK;
+  /* The driver would say CUDA_ERROR_INVALID_VALUE; say why (the limit is
+   * the PTX's .maxntid, or what its registers allow; cuFuncGetAttribute at
+   * load time). */
+  if (block == 0 || block > k->lim.max_block)
+    return cu_report(g->base.ctx, AC_ERR_INVALID, err,
+                     "kernel %s launched with blocks of %u threads; it allows at most %u on %s",
+                     k->name, block, k->lim.max_block, g->name);
+  ac_status st = cu_enter(g, err);
+  if (st != AC_OK)
+    return st;
+  CUresult r = g->cu.LaunchKernel(k->fn, grid, 1, 1, block, 1, 1, 0, g->stream, params, NULL);
+  cu_leave(g);
+  return r == CUDA_SUCCESS ? AC_OK : CU_FAIL(g, r, "cuLaunchKernel", k->name, err);
+}
+
 static ac_status cu_sync(rt_gpu *gp, ac_error **err) {
   cu_gpu *g = (cu_gpu *)gp;
   ac_status st = cu_enter(g, err);
@@ -393,6 +413,7 @@ static const rt_gpu_ops cu_ops = {
     .dtod = cu_dtod,
     .memset0 = cu_memset0,
     .launch = cu_launch,
+    .launch_params = cu_launch_params,
     .sync = cu_sync,
     .limits = cu_limits,
     .parallelism = cu_parallelism,
@@ -721,4 +742,25 @@ void rt_cuda_module_free(rt_gpu *gp, rt_cuda_module *m) {
     cu_leave(g);
   }
   ac_free(g->base.ctx, m);
+}
+
+ac_status rt_cuda_load_extern(rt_gpu *gp, const pl_kernel *k, rt_cuda_module **mod,
+                              rt_gkernel **out, ac_error **err) {
+  if (!gp)
+    return ir_report(err, NULL, AC_ERR_INVALID);
+  if (!k || !k->ptx || !k->symbol)
+    return cu_report(gp->ctx, AC_ERR_INVALID, err, "rt_cuda_load_extern: not an extern kernel");
+  const char *syms[1] = {k->symbol};
+  ac_error *e = NULL;
+  ac_status st = rt_cuda_load(gp, k->ptx, syms, 1, mod, out, &e);
+  if (st == AC_OK || !e)
+    return ir_report(err, e, st);
+  /* ptxas's complaint is about the program's PTX, not ours */
+  ac_status st2 = st == AC_ERR_INTERNAL ? AC_ERR_INVALID : st;
+  ac_error *full = ir_error(gp->ctx, st2, NULL, (ir_loc){0, 0}, "the PTX of extern kernel '%s': %s",
+                            k->symbol, e->message);
+  if (!full)
+    return ir_report(err, e, st);
+  ac_error_destroy(e);
+  return ir_report(err, full, st2);
 }

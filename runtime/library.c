@@ -7,7 +7,9 @@
  *   - CPU: in the table a generated header passes (kernels linked into the
  *     program), else with dlsym in the shared object we dlopen'd; the
  *     plans run on a thread pool of the library's own;
- *   - GPU: in the PTX file, loaded as one CUDA module on the device.
+ *   - GPU: in the PTX file, loaded as one CUDA module on the device; an
+ *     extern kernel (hand-written PTX, plan.h) from the PTX text its plan
+ *     carries, as a module of its own.
  * Functions (runtime/function.h) point into the library's flat kernel
  * arrays and hold a reference to it.
  */
@@ -37,7 +39,9 @@ struct ac_library {
   uint32_t nkernels;
   rt_pool *pool;           /* CPU */
   rt_gpu *gpu;             /* GPU: one reference */
-  rt_cuda_module *cmod;    /* GPU */
+  rt_cuda_module *cmod;    /* GPU: the .ptx file's module (arrayc's kernels) */
+  rt_cuda_module **xmods;  /* GPU: per kernel of the arrays above, an extern kernel's own
+                              module, else NULL (NULL when there are none) */
   void *dl;                /* the dlopen'd shared object, or NULL */
 };
 
@@ -49,6 +53,9 @@ static void lib_free(ac_library *lib) {
   ac_context *ctx = lib->ctx;
   if (lib->cmod)
     rt_cuda_module_free(lib->gpu, lib->cmod);
+  for (uint32_t i = 0; lib->xmods && i < lib->nkernels; i++)
+    rt_cuda_module_free(lib->gpu, lib->xmods[i]); /* NULL-safe */
+  ac_free(ctx, lib->xmods);
   rt_gpu_release(lib->gpu);
   rt_pool_destroy(lib->pool);
   rt_bundle_free(ctx, lib->b);
@@ -232,15 +239,42 @@ static ac_status gpu_kernels(ac_library *lib, const char *where, const char *ptx
     return ir_report(err, NULL, AC_ERR_NOMEM);
   }
   memset(lib->gkernels, 0, (lib->nkernels + 1) * sizeof *lib->gkernels);
-  uint32_t k = 0;
+  /* arrayc's kernels are in the .ptx file; an extern kernel's PTX is in
+   * its plan, loaded as a module of its own */
+  uint32_t nown = 0, nextern = 0;
   for (uint32_t i = 0; i < lib->b->nfns; i++) {
     const pl_plan *p = lib->b->fns[i].plan;
-    for (uint32_t j = 0; j < p->nkernels; j++)
-      syms[k++] = p->kernels[j].symbol;
+    for (uint32_t j = 0; j < p->nkernels; j++) {
+      if (p->kernels[j].ptx)
+        nextern++;
+      else
+        syms[nown++] = p->kernels[j].symbol;
+    }
   }
-  if (lib->nkernels > 0)
-    st = rt_cuda_load(lib->gpu, ptx, syms, lib->nkernels, &lib->cmod, lib->gkernels, err);
+  rt_gkernel **own = ac_alloc(ctx, (nown + 1) * sizeof *own);
+  if (!own)
+    st = ir_report(err, NULL, AC_ERR_NOMEM);
+  if (st == AC_OK && nown > 0)
+    st = rt_cuda_load(lib->gpu, ptx, syms, nown, &lib->cmod, own, err);
   ac_free(ctx, (void *)syms);
+  if (st == AC_OK && nextern > 0) {
+    lib->xmods = ac_alloc(ctx, lib->nkernels * sizeof *lib->xmods);
+    if (!lib->xmods)
+      st = ir_report(err, NULL, AC_ERR_NOMEM);
+    else
+      memset(lib->xmods, 0, lib->nkernels * sizeof *lib->xmods);
+  }
+  uint32_t k = 0, o = 0;
+  for (uint32_t i = 0; st == AC_OK && i < lib->b->nfns; i++) {
+    const pl_plan *p = lib->b->fns[i].plan;
+    for (uint32_t j = 0; st == AC_OK && j < p->nkernels; j++, k++) {
+      if (!p->kernels[j].ptx)
+        lib->gkernels[k] = own[o++];
+      else
+        st = rt_cuda_load_extern(lib->gpu, &p->kernels[j], &lib->xmods[k], &lib->gkernels[k], err);
+    }
+  }
+  ac_free(ctx, own);
   return st;
 }
 

@@ -64,6 +64,8 @@ void pl_destroy(pl_plan *p) {
     ac_free(ctx, p->kernels[i].symbol);
     ac_free(ctx, p->kernels[i].uses);
     ac_free(ctx, p->kernels[i].writes);
+    ac_free(ctx, p->kernels[i].ptx);
+    ac_free(ctx, p->kernels[i].kargs);
   }
   ac_free(ctx, p->name);
   ac_free(ctx, p->file);
@@ -150,6 +152,20 @@ uint32_t pl_kernel_add(pl_plan *p, const char *kind, const char *symbol, int64_t
   return p->nkernels++;
 }
 
+uint32_t pl_kernel_add_extern(pl_plan *p, const char *entry, const char *ptx, size_t len,
+                              unsigned block) {
+  char *text = ac_strndup(p->ctx, ptx ? ptx : "", ptx ? len : 0);
+  uint32_t k = text ? pl_kernel_add(p, "extern", entry, 1) : 0;
+  if (!text || p->oom) {
+    p->oom = true;
+    ac_free(p->ctx, text);
+    return 0;
+  }
+  p->kernels[k].ptx = text;
+  p->kernels[k].block = block; /* pl_finish refuses one outside 1..1024 */
+  return k;
+}
+
 /* Inserts slot into the sorted, unique list (*list, *n); false on OOM. */
 static bool pl_sorted_insert(pl_plan *p, uint32_t **list, uint32_t *n, uint32_t slot) {
   /* binary search for the insertion point */
@@ -195,6 +211,24 @@ void pl_kernel_write(pl_plan *p, uint32_t kernel, uint32_t slot) {
   if (k && (!pl_sorted_insert(p, &k->uses, &k->nuses, slot) ||
             !pl_sorted_insert(p, &k->writes, &k->nwrites, slot)))
     p->oom = true;
+}
+
+void pl_kernel_arg(pl_plan *p, uint32_t kernel, uint32_t word, ac_scalar sc, bool ptr) {
+  pl_kernel *k = pl_kernel_at(p, kernel);
+  if (!k)
+    return;
+  /* exactly sized, like uses: extern kernels have few parameters */
+  pl_karg *nu = k->nkargs < UINT32_MAX - 1
+                    ? ac_realloc(p->ctx, k->kargs, ((size_t)k->nkargs + 1) * sizeof *nu)
+                    : NULL;
+  if (!nu || !pl_sorted_insert(p, &k->uses, &k->nuses, word)) {
+    if (nu)
+      k->kargs = nu;
+    p->oom = true;
+    return;
+  }
+  k->kargs = nu;
+  k->kargs[k->nkargs++] = (pl_karg){.word = word, .sc = ptr ? 0 : (uint8_t)sc, .ptr = ptr};
 }
 
 static void pl_leaf_push(pl_plan *p, bool result, uint32_t slot, ac_scalar sc, uint32_t rank) {
@@ -408,6 +442,65 @@ static bool pl_check_exprs(const pl_plan *p, pl_fault *f, uint8_t *depth, uint32
   return true;
 }
 
+/* An extern kernel (kind "extern", or PTX text): PTX, a block of 1..1024
+ * threads, arguments inside the frame whose words are exactly its uses, no
+ * writes and none of arrayc's GPU settings; GPU plans only. */
+static bool pl_check_extern(const pl_plan *p, pl_fault *f, uint32_t i) {
+  const pl_kernel *k = &p->kernels[i];
+  if (!k->ptx)
+    return pl_fail(f, PP_KERNEL, i, "extern kernel k%u has no PTX", i);
+  if (strcmp(k->kind, "extern") != 0)
+    return pl_fail(f, PP_KERNEL, i, "kernel k%u has PTX, but its kind is '%.40s', not 'extern'", i,
+                   k->kind);
+  if (!p->gpu)
+    return pl_fail(f, PP_KERNEL, i, "extern kernel k%u in a CPU plan (only GPU plans have them)",
+                   i);
+  if (k->block < 1 || k->block > 1024)
+    return pl_fail(f, PP_KERNEL, i, "extern kernel k%u: block %u is not between 1 and 1024", i,
+                   k->block);
+  if (k->smem || k->scratch_fixed || k->scratch_block || k->tmp)
+    return pl_fail(f, PP_KERNEL, i, "extern kernel k%u has shared, scratch or temporary memory", i);
+  if (k->nwrites)
+    return pl_fail(f, PP_KERNEL, i,
+                   "extern kernel k%u writes a word (it writes array elements only)", i);
+  if (k->nkargs > PL_MAX_KARGS)
+    return pl_fail(f, PP_KERNEL, i, "extern kernel k%u has %u arguments, more than %u", i,
+                   k->nkargs, PL_MAX_KARGS);
+  for (uint32_t a = 0; a < k->nkargs; a++) {
+    const pl_karg *g = &k->kargs[a];
+    if (g->word >= p->nslots)
+      return pl_fail(f, PP_KERNEL, i, "extern kernel k%u: argument %u is %%%u, beyond the %u slots",
+                     i, a, g->word, p->nslots);
+    if (!g->ptr && g->sc >= AC_NUM_SCALARS)
+      return pl_fail(f, PP_KERNEL, i, "extern kernel k%u: argument %u has invalid scalar type %u",
+                     i, a, g->sc);
+    /* uses is sorted: binary search */
+    uint32_t lo = 0, hi = k->nuses;
+    while (lo < hi) {
+      uint32_t mid = lo + (hi - lo) / 2;
+      if (k->uses[mid] < g->word)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo == k->nuses || k->uses[lo] != g->word)
+      return pl_fail(f, PP_KERNEL, i, "extern kernel k%u: argument %%%u is not among its uses", i,
+                     g->word);
+  }
+  /* ... and every use is an argument (uses are unique, so counting the
+   * distinct argument words is enough) */
+  uint32_t distinct = 0;
+  for (uint32_t a = 0; a < k->nkargs; a++) {
+    bool seen = false;
+    for (uint32_t b = 0; b < a && !seen; b++)
+      seen = k->kargs[b].word == k->kargs[a].word;
+    distinct += !seen;
+  }
+  if (distinct != k->nuses)
+    return pl_fail(f, PP_KERNEL, i, "extern kernel k%u uses words that are not its arguments", i);
+  return true;
+}
+
 static bool pl_check_kernels(const pl_plan *p, pl_fault *f) {
   for (uint32_t i = 0; i < p->nkernels; i++) {
     const pl_kernel *k = &p->kernels[i];
@@ -434,9 +527,15 @@ static bool pl_check_kernels(const pl_plan *p, pl_fault *f) {
         return pl_fail(f, PP_KERNEL, i, "kernel k%u writes %%%u, which it does not use", i,
                        k->writes[u]);
     }
+    bool ext = k->ptx || strcmp(k->kind, "extern") == 0;
+    if (ext && !pl_check_extern(p, f, i))
+      return false;
+    if (!ext && k->nkargs)
+      return pl_fail(f, PP_KERNEL, i, "kernel k%u has arguments, but only extern kernels take them",
+                     i);
     if (!p->gpu && (k->block || k->smem || k->scratch_fixed || k->scratch_block || k->tmp))
       return pl_fail(f, PP_KERNEL, i, "kernel k%u has GPU settings in a CPU plan", i);
-    if (k->block % 32 || k->block > 1024)
+    if (!ext && (k->block % 32 || k->block > 1024))
       return pl_fail(f, PP_KERNEL, i, "kernel k%u: block %u is not a multiple of 32 up to 1024",
                      i, k->block);
     if (k->smem > PL_MAX_SMEM || k->scratch_fixed > PL_MAX_SCRATCH ||
@@ -494,6 +593,10 @@ static bool pl_check_inst(const pl_plan *p, pl_fault *f, uint32_t i) {
   case PI_LAUNCH:
     if (in->k >= p->nkernels)
       return pl_fail(f, PP_INST, i, "kernel k%u does not exist", in->k);
+    if (p->kernels[in->k].ptx && in->e2 != PL_AUTO)
+      return pl_fail(f, PP_INST, i,
+                     "launch of extern kernel k%u gives chunks (extern kernels take 'chunks auto')",
+                     in->k);
     if (p->gpu && in->e2 != PL_AUTO && !p->kernels[in->k].block)
       return pl_fail(f, PP_INST, i,
                      "launch of k%u gives a grid, but the kernel has no fixed block size", in->k);

@@ -67,6 +67,27 @@
  * device can hold at once (grid-stride kernels loop over the rest).
  * A plan expression chunks(n, grain) evaluates against the device's
  * parallelism (rt_gpu_ops.parallelism) instead of the pool's.
+ *
+ * ---- Extern kernels (GPU plans only) ----------------------------------------------
+ * A kernel that is not arrayc's, a hand-written PTX `.entry` of the program
+ * (`extern kernel` declarations), has its own kernel line:
+ *   kernel k1 extern "saxpy_entry" block 256 args %3:f32 %0:ptr %1:i64 %5:ptr %6:i64
+ *     ptx ".version 7.0\n"
+ *         ".target sm_70\n"
+ *         ...
+ * `block B` (1..1024) is its threads per block; `args` lists its
+ * parameters in order: `%W:ptr` passes the data word %W (a device address)
+ * as a .u64, `%W:T` passes the scalar of type T that word %W holds, by value
+ * with T's C size (bool 1 byte, i8 1, ..., f32 4, f64 8; extents are i64
+ * words); `ptx` is the text of the PTX module that defines the entry, given
+ * as one or more strings that are joined (the printer writes one per PTX
+ * line). Its uses are its argument words (not printed: they follow from
+ * `args`) and it writes no word: it writes array ELEMENTS in device memory.
+ * The kind `extern` is reserved for such kernels. `launch kN n N chunks
+ * auto` (chunks must be auto) launches ceil(N / B) blocks of B threads (1-D)
+ * with the arguments read from the frame at that point; N <= 0 launches
+ * nothing, and more blocks than a grid may have (2^31 - 1) is a run-time
+ * error.
  * Comments start with // and run to the end of the line. The plan's NAME
  * and a kernel's kind are bare names ([A-Za-z_][A-Za-z0-9_.]*) or, when
  * they are not, strings; strings use the C escapes \" \\ \n \t and \xNN.
@@ -155,6 +176,15 @@ typedef struct pl_site {
   char *fmt;          /* printf format taking two long long values */
 } pl_site;
 
+/* A parameter of an extern kernel: frame word `word`, passed as the device
+ * address it holds (ptr != 0: an array's data word; a .u64 parameter) or
+ * as the scalar of type sc (ac_scalar) in its low bytes, with sc's C size. */
+typedef struct pl_karg {
+  uint32_t word;
+  uint8_t sc; /* ac_scalar; 0 when ptr */
+  uint8_t ptr;
+} pl_karg;
+
 typedef struct pl_kernel {
   char *kind;     /* skeleton name for people: "map", "fold.partial", ... */
   char *symbol;   /* the compiled function's name */
@@ -169,6 +199,11 @@ typedef struct pl_kernel {
   uint64_t scratch_fixed; /* zeroed scratch bytes: fixed + per block * grid */
   uint64_t scratch_block;
   bool tmp;               /* needs per-thread temporary memory (gpu.h) */
+  /* Extern kernels (GPU plans only; see the text form above): */
+  char *ptx; /* text of the PTX module that defines `symbol` as an .entry (NUL-terminated,
+                owned); NULL for arrayc's own kernels */
+  uint32_t nkargs;
+  pl_karg *kargs; /* its parameters, in order */
 } pl_kernel;
 
 typedef struct pl_plan {
@@ -204,6 +239,15 @@ uint32_t pl_kernel_add(pl_plan *p, const char *kind, const char *symbol, int64_t
 void pl_kernel_use(pl_plan *p, uint32_t kernel, uint32_t slot); /* keeps uses sorted, unique */
 /* A use the kernel writes (also recorded as a use). */
 void pl_kernel_write(pl_plan *p, uint32_t kernel, uint32_t slot);
+/* A kernel that is not arrayc's: `entry` in the PTX module text ptx[0..len)
+ * (copied), launched with `block` threads per block (1..1024). Its kind is
+ * "extern", its grain 1. Returns its index. GPU plans only. */
+uint32_t pl_kernel_add_extern(pl_plan *p, const char *entry, const char *ptx, size_t len,
+                              unsigned block);
+/* Appends a parameter to extern kernel `kernel`: frame word `word` (ptr: a
+ * data word passed as its device address, sc ignored; else a scalar of
+ * type sc). Also records the word in the kernel's uses. */
+void pl_kernel_arg(pl_plan *p, uint32_t kernel, uint32_t word, ac_scalar sc, bool ptr);
 void pl_param(pl_plan *p, uint32_t slot, ac_scalar sc, uint32_t rank);
 void pl_result(pl_plan *p, uint32_t slot, ac_scalar sc, uint32_t rank);
 /* Instructions: append; return the instruction index. */
@@ -227,7 +271,9 @@ uint32_t pl_if(pl_plan *p, uint32_t slot);
 uint32_t pl_else(pl_plan *p);
 uint32_t pl_end(pl_plan *p);
 /* Checks structure (blocks balanced, slots and kernels in range, break
- * inside while, leaves within nslots) and sets `match`. */
+ * inside while, leaves within nslots, extern kernels as described above:
+ * PTX, block 1..1024, arguments in range that are exactly their uses, GPU
+ * plans only, `chunks auto`) and sets `match`. */
 ac_status pl_finish(pl_plan *p, ac_error **err);
 
 /* ---- text (plan_text.c) ---- */

@@ -418,6 +418,11 @@ static bool pl_do_launch(pl_exec *X, const pl_inst *in, rt_kernel_fn const *kern
     return pl_gpu_launch(X, in);
   const pl_kernel *k = &X->p->kernels[in->k];
   rt_kernel_fn fn = kernels ? kernels[in->k] : NULL;
+  if (k->ptx) /* pl_validate keeps them out of CPU plans; a second line of defence */
+    return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO,
+                      "plan '%s': kernel k%u (%s) is an extern PTX kernel, which only a GPU plan "
+                      "can launch",
+                      X->p->name, in->k, k->symbol);
   if (!fn)
     return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': kernel k%u (%s) is not compiled",
                       X->p->name, in->k, k->symbol);

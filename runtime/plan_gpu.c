@@ -18,6 +18,9 @@
  *   4. the control block's settings and the host-written words the kernel
  *      uses are uploaded (runs of consecutive words in one copy each);
  *   5. the launch is queued; the words the kernel writes become pending.
+ * An extern kernel (a hand-written PTX .entry; plan.h) has none of this:
+ * ceil(n / block) blocks of its block, its parameters by value from the
+ * host's words (fetching pending ones first), no frame, no control block.
  * Nothing waits for the device except pl_gpu_fetch (a host read of a
  * pending word) and pl_gpu_sync (the end of the call), which also read the
  * control block and turn a recorded kernel failure into the call's error.
@@ -154,6 +157,65 @@ static bool pg_upload_ctl(pl_exec *X) {
   return st == AC_OK || pg_err(X, st, e);
 }
 
+/* An extern kernel (plan.h): n threads in blocks of k->block, its
+ * parameters read from the host's frame words. pl_wget fetches a word a
+ * kernel wrote (a pending word: say, a length a filter computed) before
+ * its value is used, so the host copy is current. Nothing is uploaded to
+ * the device frame: the kernel gets its parameters by value and never
+ * reads the frame (dirty words stay dirty for the next arrayc kernel). */
+static bool pg_launch_extern(pl_exec *X, const pl_inst *in, rt_gkernel *gk) {
+  rt_gpu *g = X->g;
+  const pl_plan *p = X->p;
+  const pl_kernel *k = &p->kernels[in->k];
+  int64_t n = pl_eval_expr(X, in->e);
+  if (X->st != AC_OK)
+    return false;
+  if (n <= 0)
+    return true;
+  int64_t grid = n / k->block + (n % k->block != 0);
+  if (grid > PG_MAX_GRID)
+    return pl_fail_at(X, AC_ERR_RUNTIME, PL_AUTO,
+                      "plan '%s': extern kernel k%u (%s): %lld threads need %lld blocks of %u, "
+                      "more than the %lld a launch may have",
+                      p->name, in->k, k->symbol, (long long)n, (long long)grid, k->block,
+                      (long long)PG_MAX_GRID);
+  /* values and pointers to them; the driver copies them before returning */
+  enum { PG_SMALL = 16 };
+  uint64_t vsmall[PG_SMALL];
+  void *psmall[PG_SMALL];
+  uint64_t *vals = vsmall;
+  void **params = psmall;
+  void *heap = NULL;
+  if (k->nkargs > PG_SMALL) {
+    heap = ac_alloc(p->ctx, (size_t)k->nkargs * (sizeof *vals + sizeof *params));
+    if (!heap)
+      return pg_err(X, AC_ERR_NOMEM, NULL);
+    params = heap;
+    vals = (uint64_t *)(void *)(params + k->nkargs);
+  }
+  /* A data word holds the array's device address; a scalar word holds the
+   * value in its low bytes (rt.h: little-endian), and the driver reads the
+   * parameter's size from its start. */
+  for (uint32_t a = 0; a < k->nkargs && X->st == AC_OK; a++) {
+    vals[a] = pl_wget(X, k->kargs[a].word);
+    params[a] = &vals[a];
+  }
+  bool ok = X->st == AC_OK;
+  if (ok) {
+    ac_error *e = NULL;
+    ac_status st = g->ops->launch_params(g, gk, (unsigned)grid, k->block, params, &e);
+    if (st == AC_ERR_UNSUPPORTED && e) { /* the emulator's kernels have no names */
+      ok = pl_fail_at(X, st, PL_AUTO, "plan '%s': extern kernel k%u (%s): %s", p->name, in->k,
+                      k->symbol, e->message);
+      ac_error_destroy(e);
+    } else {
+      ok = st == AC_OK || pg_err(X, st, e);
+    }
+  }
+  ac_free(p->ctx, heap);
+  return ok;
+}
+
 bool pl_gpu_launch(pl_exec *X, const pl_inst *in) {
   rt_gpu *g = X->g;
   const pl_plan *p = X->p;
@@ -162,6 +224,8 @@ bool pl_gpu_launch(pl_exec *X, const pl_inst *in) {
   if (!gk)
     return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': kernel k%u (%s) is not loaded",
                       p->name, in->k, k->symbol);
+  if (k->ptx)
+    return pg_launch_extern(X, in, gk);
   int64_t n = pl_eval_expr(X, in->e);
   rt_glimits lim;
   g->ops->limits(g, gk, &lim);

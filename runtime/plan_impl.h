@@ -3,10 +3,11 @@
  *
  * pl_validate is the ONE statement of what a well-formed plan is: every
  * index in range, every leaf inside the frame, blocks balanced, `break`
- * inside a `while`, site formats that take at most two %lld, expression
- * trees no deeper than PL_MAX_DEPTH and no larger than PL_MAX_NODES written
- * out (so the recursive evaluator, printer and comparer can neither
- * overflow the stack nor blow up on shared subexpressions). pl_finish calls it on plans built by
+ * inside a `while`, extern kernels as plan.h says, site formats that take
+ * at most two %lld, expression trees no deeper than PL_MAX_DEPTH and no
+ * larger than PL_MAX_NODES written out (so the recursive evaluator,
+ * printer and comparer can neither overflow the stack nor blow up on
+ * shared subexpressions). pl_finish calls it on plans built by
  * lowering (a failure is a compiler bug: AC_ERR_INTERNAL), pl_parse on plans
  * read from text (a failure is the text's fault: AC_ERR_SYNTAX at the
  * position of the offending line), pl_print before printing. Everything
@@ -31,6 +32,9 @@
  * has), and most scratch bytes a kernel may ask for per block or fixed. */
 #define PL_MAX_SMEM (228u * 1024u)
 #define PL_MAX_SCRATCH ((uint64_t)1 << 32)
+/* Most parameters of an extern kernel: CUDA's parameter space holds at
+ * most 32764 bytes, 4095 parameters of 8 bytes. */
+#define PL_MAX_KARGS 4096u
 
 /* The part of a plan a fault is about (the parser maps it to a position). */
 typedef enum pl_part { PP_PLAN, PP_PARAM, PP_RESULT, PP_SITE, PP_KERNEL, PP_INST, PP_EXPR } pl_part;
@@ -49,6 +53,8 @@ ac_status pl_validate(const pl_plan *p, pl_fault *f, uint32_t *links);
 /* Appends s as a string of the text form: in quotes, with the C escapes
  * \" \\ \n \t and \xNN for other bytes outside printable ASCII. */
 void pl_print_quoted(ir_buf *b, const char *s);
+/* The same for the n bytes at s (which contain no NUL). */
+void pl_print_quoted_n(ir_buf *b, const char *s, size_t n);
 
 /* True if fmt is a site format: text with %% and at most two %lld. */
 bool pl_site_format_ok(const char *fmt);

@@ -42,8 +42,12 @@ static bool pl_is_ident(const char *s) {
 }
 
 void pl_print_quoted(ir_buf *b, const char *s) {
+  pl_print_quoted_n(b, s, strlen(s));
+}
+
+void pl_print_quoted_n(ir_buf *b, const char *s, size_t n) {
   ir_buf_putc(b, '"');
-  for (; *s; s++) {
+  for (const char *end = s + n; s < end; s++) {
     unsigned char c = (unsigned char)*s;
     if (c == '"' || c == '\\') {
       ir_buf_putc(b, '\\');
@@ -190,6 +194,30 @@ static void pl_print_inst(ir_buf *b, const pl_plan *p, const pl_inst *in) {
   ir_buf_putc(b, '\n');
 }
 
+/* The rest of an extern kernel's line (after its symbol): block, args and
+ * the PTX, one string per line of it, so that the text (and a bundle
+ * holding it: each line becomes a comment of a .ptx file) keeps short
+ * lines however large the module. */
+static void pl_print_extern(ir_buf *b, const pl_kernel *k) {
+  ir_buf_printf(b, " block %u args", k->block);
+  for (uint32_t a = 0; a < k->nkargs; a++)
+    ir_buf_printf(b, " %%%u:%s", k->kargs[a].word,
+                  k->kargs[a].ptr ? "ptr" : ac_scalar_name((ac_scalar)k->kargs[a].sc));
+  ir_buf_puts(b, "\n  ptx ");
+  const char *s = k->ptx;
+  if (!*s)
+    pl_print_quoted(b, "");
+  for (bool first = true; *s; first = false) {
+    const char *nl = strchr(s, '\n');
+    size_t n = nl ? (size_t)(nl - s) + 1 : strlen(s);
+    if (!first)
+      ir_buf_puts(b, "\n      ");
+    pl_print_quoted_n(b, s, n);
+    s += n;
+  }
+  ir_buf_putc(b, '\n');
+}
+
 ac_status pl_print(const pl_plan *p, char **out, ac_error **err) {
   *out = NULL;
   if (err)
@@ -228,6 +256,10 @@ ac_status pl_print(const pl_plan *p, char **out, ac_error **err) {
     pl_print_name(&b, k->kind);
     ir_buf_putc(&b, ' ');
     pl_print_quoted(&b, k->symbol);
+    if (k->ptx) {
+      pl_print_extern(&b, k);
+      continue;
+    }
     ir_buf_printf(&b, " grain %lld", (long long)k->grain);
     if (k->block)
       ir_buf_printf(&b, " block %u", k->block);
@@ -372,8 +404,13 @@ bool pl_equal(const pl_plan *a, const pl_plan *b) {
         x->nwrites != y->nwrites ||
         (x->nwrites && memcmp(x->writes, y->writes, x->nwrites * sizeof *x->writes) != 0) ||
         x->block != y->block || x->smem != y->smem || x->scratch_fixed != y->scratch_fixed ||
-        x->scratch_block != y->scratch_block || x->tmp != y->tmp)
+        x->scratch_block != y->scratch_block || x->tmp != y->tmp || !pl_str_equal(x->ptx, y->ptx) ||
+        x->nkargs != y->nkargs)
       return false;
+    for (uint32_t g = 0; g < x->nkargs; g++)
+      if (x->kargs[g].word != y->kargs[g].word || x->kargs[g].ptr != y->kargs[g].ptr ||
+          (!x->kargs[g].ptr && x->kargs[g].sc != y->kargs[g].sc))
+        return false;
   }
   for (uint32_t i = 0; i < a->ninsts; i++)
     if (!pl_inst_equal(a, &a->insts[i], b, &b->insts[i]))
@@ -485,6 +522,8 @@ static int pp_hex(char c) {
 /* A string token: C escapes \" \\ \n \t \xNN; no raw control characters. */
 static bool pp_string(pl_parser *P) {
   P->str.len = 0;
+  if (P->str.data) /* ir_buf_cstr of an empty string must not see the last one */
+    P->str.data[0] = '\0';
   pp_advance(P); /* the opening quote */
   for (;;) {
     if (P->pos >= P->len || P->src[P->pos] == '\n')
@@ -929,6 +968,64 @@ static bool pl_kernel_uses(const pl_kernel *k, uint32_t w) {
   return false;
 }
 
+/* The rest of an extern kernel's line, its symbol being the current token
+ * (plan.h): block B args %W:T ... ptx "..." "..." (the strings are joined). */
+static bool pp_extern(pl_parser *P, ir_loc at) {
+  pl_plan *p = P->p;
+  uint32_t k = pl_kernel_add_extern(p, ir_buf_cstr(&P->str), "", 0, 1);
+  pp_mark(P, PP_KERNEL, k, at);
+  int64_t block = 0;
+  if (p->oom || !pp_next(P) || !pp_expect(P, PT_IDENT, "block") ||
+      !pp_uint(P, 1, 1024, "a block size", &block) || !pp_expect(P, PT_IDENT, "args"))
+    return false;
+  p->kernels[k].block = (uint32_t)block;
+  while (P->t.kind == PT_WORD) {
+    ir_loc wat = P->t.at;
+    uint32_t w, rank = 0;
+    ac_scalar sc = AC_BOOL;
+    bool ptr = false;
+    if (p->kernels[k].nkargs == PL_MAX_KARGS)
+      return pp_fail(P, wat, "an extern kernel has at most %u arguments", PL_MAX_KARGS);
+    if (!pp_word(P, &w) || !pp_expect(P, PT_PUNCT, ":"))
+      return false;
+    ir_loc tat = P->t.at;
+    if (pp_is(P, PT_IDENT, "ptr")) {
+      ptr = true;
+      if (!pp_next(P))
+        return false;
+    } else if (P->t.kind != PT_IDENT) {
+      return pp_expected(P, "'ptr' or a scalar type");
+    } else if (!pp_type(P, &sc, &rank)) {
+      return false;
+    }
+    if (rank)
+      return pp_fail(P, tat, "an extern kernel's argument is 'ptr' (an array's data) or a scalar");
+    pl_kernel_arg(p, k, w, sc, ptr);
+    if (p->oom)
+      return false;
+  }
+  if (!pp_expect(P, PT_IDENT, "ptx"))
+    return false;
+  if (P->t.kind != PT_STRING)
+    return pp_expected(P, "the kernel's PTX (strings)");
+  ir_buf text;
+  ir_buf_init(&text, P->ctx);
+  bool ok = true;
+  while (ok && P->t.kind == PT_STRING) {
+    ir_buf_puts(&text, ir_buf_cstr(&P->str));
+    ok = pp_next(P);
+  }
+  char *ptx = ok && !text.oom && !P->str.oom ? ir_buf_take(&text) : NULL;
+  ir_buf_free(&text);
+  if (ok && !ptx)
+    p->oom = true;
+  if (!ptx)
+    return false;
+  ac_free(P->ctx, p->kernels[k].ptx);
+  p->kernels[k].ptx = ptx;
+  return true;
+}
+
 static bool pp_kernel(pl_parser *P) {
   pl_plan *p = P->p;
   ir_loc at = P->t.at;
@@ -940,6 +1037,10 @@ static bool pp_kernel(pl_parser *P) {
   if (P->t.kind != PT_STRING) {
     ac_free(P->ctx, kind);
     return pp_expected(P, "the kernel's symbol (a string)");
+  }
+  if (strcmp(kind, "extern") == 0) {
+    ac_free(P->ctx, kind);
+    return pp_extern(P, at);
   }
   k = pl_kernel_add(p, kind, ir_buf_cstr(&P->str), 1);
   ac_free(P->ctx, kind);

@@ -159,6 +159,16 @@ static ac_status rt_emu_launch(rt_gpu *g, rt_gkernel *k, unsigned grid, unsigned
   return st;
 }
 
+/* Extern kernels are PTX, and the emulator runs host code only (lowering
+ * never gives it one; a hand-written plan could). Its kernels have no
+ * name: the plan executor adds which kernel it was. */
+static ac_status rt_emu_launch_params(rt_gpu *g, rt_gkernel *k, unsigned grid, unsigned block,
+                                      void **params, ac_error **err) {
+  return rt_emu_report(g->ctx, err, AC_ERR_UNSUPPORTED,
+                       "the SIMT emulator cannot run PTX kernels (an extern kernel needs a CUDA "
+                       "device)");
+}
+
 static ac_status rt_emu_sync(rt_gpu *g, ac_error **err) {
   return AC_OK;
 }
@@ -187,6 +197,7 @@ static const rt_gpu_ops rt_emu_ops = {
     .dtod = rt_emu_dtod,
     .memset0 = rt_emu_memset0,
     .launch = rt_emu_launch,
+    .launch_params = rt_emu_launch_params,
     .sync = rt_emu_sync,
     .limits = rt_emu_limits,
     .parallelism = rt_emu_parallelism,

@@ -286,6 +286,44 @@ static void header_function(aot_run *R, ir_buf *b, size_t i, const char *P) {
   ir_buf_puts(b, "  return AC_OK;\n}\n");
 }
 
+/* The host function of an extern kernel (docs/language.md §3.4): per
+ * parameter a scalar, or an array's elements and its extents; then per
+ * result array its elements and extents. */
+typedef struct host_proto {
+  ir_buf *b;
+  const char *base; /* name of the parameter or result */
+  bool out, first;
+  uint32_t leaf;
+} host_proto;
+
+static void host_proto_leaf(void *ud, ac_scalar sc, uint32_t rank) {
+  host_proto *h = ud;
+  char name[200];
+  if (h->out)
+    snprintf(name, sizeof name, "result%u", h->leaf);
+  else
+    arg_name(name, sizeof name, h->base);
+  h->leaf++;
+  ir_buf_printf(h->b, "%s%s%s%s%s", h->first ? "" : ", ", rank && !h->out ? "const " : "",
+                c_type(sc), rank ? " *" : " ", name);
+  h->first = false;
+  for (uint32_t d = 0; d < rank; d++)
+    ir_buf_printf(h->b, ", int64_t %s_n%u", name, d);
+}
+
+static void header_kernel_host(aot_run *R, ir_buf *b, const ir_func *fd) {
+  ir_buf_printf(b, "void %s(", ir_sym_str(R->ctx, fd->khost ? fd->khost : fd->name));
+  host_proto h = {b, NULL, false, true, 0};
+  for (uint32_t k = 0; k < fd->nparams; k++) {
+    h.base = ir_sym_str(R->ctx, R->m->syms[fd->pnames + k]);
+    ir_ty_leaves(R->ctx, ir_func_param(R->m, fd, k), host_proto_leaf, &h);
+  }
+  h.out = true;
+  h.leaf = 0;
+  ir_ty_leaves(R->ctx, fd->result, host_proto_leaf, &h);
+  ir_buf_printf(b, "); /* extern kernel %s */\n", ir_sym_str(R->ctx, fd->name));
+}
+
 /* The module's extern functions, which the kernels call by name. */
 static void header_externs(aot_run *R, ir_buf *b) {
   bool first = true;
@@ -294,11 +332,16 @@ static void header_externs(aot_run *R, ir_buf *b) {
     if (!fd->is_extern)
       continue;
     if (first)
-      ir_buf_printf(b, "\n/* The host functions the kernels call (extern fn in %s), by name: the\n"
-                       " * program defines them (with a shared object: exports them, e.g. with\n"
-                       " * -rdynamic, or they come from a library it loads first, as libm's). */\n",
+      ir_buf_printf(b, "\n/* The host functions the kernels call (extern fn and extern kernel in\n"
+                       " * %s), by name: the program defines them (with a shared object:\n"
+                       " * exports them, e.g. with -rdynamic, or they come from a library it\n"
+                       " * loads first, as libm's). */\n",
                     R->m->name ? R->m->name : "the module");
     first = false;
+    if (fd->is_kernel) {
+      header_kernel_host(R, b, fd);
+      continue;
+    }
     ac_scalar sc = AC_I64;
     ir_ty_is_scalar(R->ctx, fd->result, &sc);
     ir_buf_printf(b, "%s %s(", c_type(sc), ir_sym_str(R->ctx, fd->name));

@@ -2,6 +2,7 @@
  *
  *   arrayc-run [--backend=interp|cpu|gpu|simt-emu|auto] FILE.ac --fn NAME [ARG ...]
  *              [-o OUT.npy ...] [--repeat N] [--stats] [-O0..-O3 | --passes=LIST]
+ *              [--load LIB.so ...]
  *
  * This is how the end-to-end tests and benchmarks run programs without a C
  * driver of their own: the module is parsed and verified, the function is
@@ -32,6 +33,7 @@
 #include "npy.h"
 #include "toolutil.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,7 +43,7 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: arrayc-run [--backend=NAME] FILE.ac --fn NAME [ARG ...] [-o OUT.npy ...]\n"
-          "                  [--repeat N] [--stats]\n"
+          "                  [--repeat N] [--stats] [--load LIB.so ...]\n"
           "  Calls function NAME of FILE (\"-\" for standard input) with one ARG per\n"
           "  flattened parameter leaf and prints each result leaf on its own line.\n"
           "arguments:\n"
@@ -54,6 +56,9 @@ static void usage(FILE *f) {
           "                  give one -o per result leaf\n"
           "  --repeat N      call N times and print 'time: median X ms, min Y ms' to stderr\n"
           "  --stats         print 'kernels: N' (kernels in the compiled plan) to stderr\n"
+          "  --load LIB.so   load a shared library first (RTLD_GLOBAL), so that its\n"
+          "                  functions implement the program's extern fn and extern\n"
+          "                  kernel declarations (may be repeated)\n"
           "  -O0 .. -O3      optimise at this level (compiled backends default to -O2;\n"
           "                  the interpreter to none)\n"
           "  --passes=LIST   run these passes (docs/passes.md) on every backend\n"
@@ -81,7 +86,7 @@ static bool is_negative_literal(const char *a) {
                          strncmp(a + 1, "nan", 3) == 0);
 }
 
-enum { OPT_NONE, OPT_BACKEND, OPT_FN, OPT_REPEAT, OPT_OUT };
+enum { OPT_NONE, OPT_BACKEND, OPT_FN, OPT_REPEAT, OPT_OUT, OPT_LOAD };
 
 /* Which option that takes a value `a` is ("--fn", "--fn=NAME", "-o"). */
 static int valued_option(const char *a, const char **eq) {
@@ -89,7 +94,7 @@ static int valued_option(const char *a, const char **eq) {
     const char *name;
     int id;
   } opts[] = {{"--backend", OPT_BACKEND}, {"--fn", OPT_FN}, {"--repeat", OPT_REPEAT},
-              {"-o", OPT_OUT}};
+              {"-o", OPT_OUT}, {"--load", OPT_LOAD}};
   *eq = strchr(a, '=');
   size_t n = *eq ? (size_t)(*eq - a) : strlen(a);
   for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
@@ -136,6 +141,13 @@ static int parse_options(int argc, char **argv, options *o) {
       o->outs[o->nouts++] = val;
     } else if (id == OPT_FN) {
       o->fn = val;
+    } else if (id == OPT_LOAD) {
+      /* global scope: dlsym(RTLD_DEFAULT) finds the externs it defines */
+      if (!dlopen(val, RTLD_NOW | RTLD_GLOBAL)) {
+        const char *why = dlerror();
+        fprintf(stderr, PROG ": cannot load '%s': %s\n", val, why ? why : "unknown error");
+        return 1;
+      }
     } else if (id == OPT_BACKEND) {
       if (!ac_backend_from_name(val, &o->backend)) {
         fprintf(stderr, PROG ": unknown backend '%s' (interp, cpu, gpu, simt-emu, auto)\n", val);

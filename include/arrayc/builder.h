@@ -103,6 +103,40 @@ AC_API ac_value ac_fn_param(ac_builder *b, ac_fn f, size_t i);
 AC_API ac_fn ac_extern_declare(ac_builder *b, const char *name, size_t nparams,
                                const ac_type *param_types, const char *const *param_names,
                                ac_type result);
+/* Declares an extern kernel (`extern kernel`, docs/language.md §3.4): a
+ * hand-written kernel, PTX for the GPU and a C host function for the
+ * interpreter and the CPU, called with ac_call at the plan's level (never
+ * in element code). Parameters are scalars or arrays of scalars; the result
+ * an array of scalars or a tuple of them. Its parameter values
+ * (ac_fn_param) are the variables of the size expressions that
+ * ac_kernel_finish takes. param_names may be NULL (p0, p1, ...). */
+AC_API ac_fn ac_kernel_declare(ac_builder *b, const char *name, size_t nparams,
+                               const ac_type *param_types, const char *const *param_names,
+                               ac_type result);
+/* What ac_kernel_finish needs; set `size` to sizeof(ac_kernel_info) (fields
+ * may be added at the end). Strings are copied. */
+typedef struct ac_kernel_info {
+  size_t size;
+  /* the extents of each result array in order (rank values each): i64 size
+   * expressions over the kernel's parameters (integer literals, the
+   * parameters, AC_OP_LEN / AC_OP_SHAPE and projections, casts, negation,
+   * + - * / % min max) */
+  size_t nextents;
+  const ac_value *extents;
+  /* the GPU code: PTX text, or the path of a file holding it (read when a
+   * function calling the kernel is compiled for the GPU; a relative path
+   * from the current directory); both NULL: host code only */
+  const char *ptx, *ptx_file;
+  const char *entry;  /* the .entry to launch; NULL: the kernel's name */
+  ac_value threads;   /* with PTX: the number of threads (an i64 size expression) */
+  unsigned block;     /* with PTX: threads per block, 1..1024; 0: 256 */
+  const char *host;   /* the host function's name; NULL: the kernel's name */
+} ac_kernel_info;
+/* Gives kernel k its result extents and launch rule and verifies it. Until
+ * then it may be called (ac_call) but a function reaching it cannot be
+ * created. */
+AC_API ac_status ac_kernel_finish(ac_builder *b, ac_fn k, const ac_kernel_info *info,
+                                  ac_error **err);
 /* Makes `body` the function's result, converts the graph to IR with sharing
  * recovered and verifies the function. Functions may be finished in any
  * order; calls to a function not finished yet are checked when the module is

@@ -9,7 +9,9 @@
  *     unique only within one function's module. Each kernel becomes
  *     PREFIX_FUNCNAME_kN_kind (FUNCNAME with every character outside
  *     [A-Za-z0-9_] written as '_'), in the LLVM module and in the plan's
- *     kernel table, the runtime's only way to find it;
+ *     kernel table, the runtime's only way to find it; an extern kernel
+ *     (hand-written PTX that its plan carries) keeps its symbol, the name
+ *     of an .entry of that PTX, and is no part of the module;
  *   - linkage: every other function and global the module defines (helpers,
  *     constant tables) is made internal, so that the helpers of two
  *     functions cannot clash and the file exports the kernels alone;
@@ -130,7 +132,21 @@ static ac_status aot_check(ac_module *m, const uint32_t *fns, size_t nfns, bool 
     while (fsp > 0 && st == AC_OK) {
       uint32_t f = fstack[--fsp];
       const char *fname = ir_sym_str(ctx, m->funcs[f].name);
-      if (m->funcs[f].is_extern && gpu) {
+      if (m->funcs[f].is_kernel && m->funcs[f].nkext == 0) {
+        st = aot_fail(ctx, err, AC_ERR_INVALID,
+                      "function '%s' calls extern kernel '%s', which is not finished "
+                      "(ac_kernel_finish)",
+                      top, fname);
+        break;
+      }
+      if (m->funcs[f].is_kernel && gpu && !m->funcs[f].kptx) {
+        st = aot_fail(ctx, err, AC_ERR_UNSUPPORTED,
+                      "extern kernel '%s' has no PTX, so it cannot run on the GPU (reached from "
+                      "'%s'; give it a 'ptx' clause)",
+                      fname, top);
+        break;
+      }
+      if (m->funcs[f].is_extern && gpu && !m->funcs[f].is_kernel) {
         st = aot_fail(ctx, err, AC_ERR_UNSUPPORTED,
                       "extern function '%s' is host code and cannot be called on the GPU "
                       "(reached from '%s')",
@@ -209,6 +225,8 @@ static ac_status aot_rename(aot *A, uint32_t fn, pl_plan *plan, LLVMModuleRef mo
   size_t np = strlen(A->o->prefix), nf = strlen(fname);
   for (uint32_t i = 0; i < plan->nkernels; i++) {
     pl_kernel *k = &plan->kernels[i];
+    if (k->ptx)
+      continue; /* an extern kernel: its symbol names an .entry of the program's own PTX */
     LLVMValueRef f = LLVMGetNamedFunction(mod, k->symbol);
     if (!f || LLVMIsDeclaration(f))
       return aot_fail(ctx, err, AC_ERR_INTERNAL, "kernel '%s' of function '%s' was not generated",
@@ -236,7 +254,7 @@ static ac_status aot_rename(aot *A, uint32_t fn, pl_plan *plan, LLVMModuleRef mo
 
 static bool aot_is_kernel(const pl_plan *plan, const char *name) {
   for (uint32_t i = 0; i < plan->nkernels; i++)
-    if (strcmp(plan->kernels[i].symbol, name) == 0)
+    if (!plan->kernels[i].ptx && strcmp(plan->kernels[i].symbol, name) == 0)
       return true;
   return false;
 }
@@ -276,7 +294,7 @@ static ac_status aot_link(aot *A, uint32_t fn, const pl_plan *plan, LLVMMemoryBu
   ac_context *ctx = A->ctx;
   const char *fname = ir_sym_str(ctx, A->m->funcs[fn].name);
   for (uint32_t i = 0; i < plan->nkernels; i++)
-    if (aot_taken(A, plan->kernels[i].symbol))
+    if (!plan->kernels[i].ptx && aot_taken(A, plan->kernels[i].symbol))
       return aot_fail(ctx, err, AC_ERR_INVALID,
                       "kernel symbol '%s' of function '%s' clashes with another function's "
                       "(function names that differ only outside [A-Za-z0-9_]?)",

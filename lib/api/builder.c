@@ -252,11 +252,36 @@ void ac_builder_set_location(ac_builder *b, unsigned line, unsigned column) {
 
 /* ---- functions ---- */
 
-/* A function (ext false) or an extern function (docs/language.md §3.3: scalar
- * parameters and result, no body, no parameter values). `api` names the
- * public entry point in messages. */
-static ac_fn declare(ac_builder *b, const char *api, bool ext, const char *name, size_t nparams,
+enum { DECL_FN, DECL_EXTERN, DECL_KERNEL };
+
+/* True if t is a scalar or an array of scalars (an extern kernel's
+ * parameter, §3.4); with `array`, only the latter (its results). */
+static bool kernel_type_ok(ac_context *ctx, ir_type t, bool array) {
+  ir_type elem;
+  uint32_t rank;
+  if (!array && ir_ty_is_scalar(ctx, t, NULL))
+    return true;
+  return ir_ty_array_view(ctx, t, &elem, &rank) && ir_ty_is_scalar(ctx, elem, NULL);
+}
+
+static bool kernel_result_ok(ac_context *ctx, ir_type t) {
+  ir_typeinfo ti = ir_ty_info(ctx, t);
+  if (ti.kind != TK_TUPLE)
+    return kernel_type_ok(ctx, t, true);
+  for (uint32_t i = 0; i < ti.n; i++)
+    if (!kernel_type_ok(ctx, ti.fields[i], true))
+      return false;
+  return ti.n >= 2;
+}
+
+/* A function (DECL_FN), an extern function (DECL_EXTERN, docs/language.md
+ * §3.3: scalar parameters and result, no body, no parameter values) or an
+ * extern kernel (DECL_KERNEL, §3.4: parameter values for its size
+ * expressions, finished by ac_kernel_finish). `api` names the public entry
+ * point in messages. */
+static ac_fn declare(ac_builder *b, const char *api, int kind, const char *name, size_t nparams,
                      const ac_type *param_types, const char *const *param_names, ac_type result) {
+  bool ext = kind != DECL_FN;
   if (!b)
     return (ac_fn){0};
   if (!name || !valid_name(name, true)) {
@@ -280,8 +305,13 @@ static ac_fn declare(ac_builder *b, const char *api, bool ext, const char *name,
     bld_fail(b, "%s: invalid result type of '%s'", api, name);
     return (ac_fn){0};
   }
-  if (ext && !ir_ty_is_scalar(b->ctx, result.id, NULL)) {
+  if (kind == DECL_EXTERN && !ir_ty_is_scalar(b->ctx, result.id, NULL)) {
     bld_fail(b, "%s: the result of extern function '%s' must be a scalar", api, name);
+    return (ac_fn){0};
+  }
+  if (kind == DECL_KERNEL && !kernel_result_ok(b->ctx, result.id)) {
+    bld_fail(b, "%s: the result of extern kernel '%s' must be an array of scalars or a tuple of them",
+             api, name);
     return (ac_fn){0};
   }
   if (!ac_grow(b->ctx, (void **)&b->funcs, &b->capfuncs, b->nfuncs + 1, sizeof *b->funcs)) {
@@ -301,8 +331,14 @@ static ac_fn declare(ac_builder *b, const char *api, bool ext, const char *name,
       ok = false;
       break;
     }
-    if (ext && !ir_ty_is_scalar(b->ctx, pt[i], NULL)) {
+    if (kind == DECL_EXTERN && !ir_ty_is_scalar(b->ctx, pt[i], NULL)) {
       bld_fail(b, "%s: parameter %zu of extern function '%s' must be a scalar", api, i + 1, name);
+      ok = false;
+      break;
+    }
+    if (kind == DECL_KERNEL && !kernel_type_ok(b->ctx, pt[i], false)) {
+      bld_fail(b, "%s: parameter %zu of extern kernel '%s' must be a scalar or an array of scalars",
+               api, i + 1, name);
       ok = false;
       break;
     }
@@ -324,12 +360,14 @@ static ac_fn declare(ac_builder *b, const char *api, bool ext, const char *name,
     index = ir_func_add(b->m, fname, b->loc, (uint32_t)nparams, pt, pn, result.id);
     if (index < 0)
       bld_nomem(b);
-    else
+    else {
       b->m->funcs[index].is_extern = ext;
+      b->m->funcs[index].is_kernel = kind == DECL_KERNEL;
+    }
   }
-  /* The parameters are values of the builder, made once (an extern has no
-   * body to use them in). */
-  for (size_t i = 0; index >= 0 && !ext && i < nparams; i++) {
+  /* The parameters are values of the builder, made once (an extern function
+   * has no body to use them in; a kernel's size expressions use them). */
+  for (size_t i = 0; index >= 0 && kind != DECL_EXTERN && i < nparams; i++) {
     uint32_t v = bld_node(b, IR_VAR, 0, NULL);
     if (!v) {
       index = -1;
@@ -347,19 +385,26 @@ static ac_fn declare(ac_builder *b, const char *api, bool ext, const char *name,
     return (ac_fn){0};
   bfunc *f = &b->funcs[b->nfuncs];
   f->index = index;
-  f->param0 = ext ? 0 : param0;
+  f->param0 = kind == DECL_EXTERN ? 0 : param0;
   f->nparams = (uint32_t)nparams;
   return (ac_fn){(uint32_t)b->nfuncs++};
 }
 
 ac_fn ac_fn_declare(ac_builder *b, const char *name, size_t nparams, const ac_type *param_types,
                     const char *const *param_names, ac_type result) {
-  return declare(b, "ac_fn_declare", false, name, nparams, param_types, param_names, result);
+  return declare(b, "ac_fn_declare", DECL_FN, name, nparams, param_types, param_names, result);
 }
 
 ac_fn ac_extern_declare(ac_builder *b, const char *name, size_t nparams, const ac_type *param_types,
                         const char *const *param_names, ac_type result) {
-  return declare(b, "ac_extern_declare", true, name, nparams, param_types, param_names, result);
+  return declare(b, "ac_extern_declare", DECL_EXTERN, name, nparams, param_types, param_names,
+                 result);
+}
+
+ac_fn ac_kernel_declare(ac_builder *b, const char *name, size_t nparams, const ac_type *param_types,
+                        const char *const *param_names, ac_type result) {
+  return declare(b, "ac_kernel_declare", DECL_KERNEL, name, nparams, param_types, param_names,
+                 result);
 }
 
 static bfunc *get_fn(ac_builder *b, const char *api, ac_fn f) {
@@ -376,7 +421,7 @@ ac_value ac_fn_param(ac_builder *b, ac_fn f, size_t i) {
   bfunc *fn = get_fn(b, "ac_fn_param", f);
   if (!fn)
     return (ac_value){0};
-  if (b->m->funcs[fn->index].is_extern) {
+  if (b->m->funcs[fn->index].is_extern && !b->m->funcs[fn->index].is_kernel) {
     bld_fail(b, "ac_fn_param: '%s' is an extern function: it has no body to use parameters in",
              ir_sym_str(b->ctx, b->m->funcs[fn->index].name));
     return (ac_value){0};
@@ -411,7 +456,10 @@ ac_status ac_fn_finish(ac_builder *b, ac_fn f, ac_value body, ac_error **err) {
   if (irf->is_extern)
     return ir_report(err,
                      ir_error(b->ctx, AC_ERR_INVALID, b->m, b->loc,
-                              "ac_fn_finish: '%s' is an extern function: the host implements it",
+                              irf->is_kernel
+                                  ? "ac_fn_finish: '%s' is an extern kernel: finish it with "
+                                    "ac_kernel_finish"
+                                  : "ac_fn_finish: '%s' is an extern function: the host implements it",
                               fname),
                      AC_ERR_INVALID);
   if (irf->body != IR_NONE)
@@ -433,6 +481,126 @@ ac_status ac_fn_finish(ac_builder *b, ac_fn f, ac_value body, ac_error **err) {
     st = ir_report(err, NULL, AC_ERR_NOMEM);
   if (st != AC_OK)
     b->m->funcs[fn->index].body = IR_NONE; /* not finished: the module stays valid */
+  return st;
+}
+
+/* The builder's first failure as an error (ac_fn_finish's convention). */
+static ac_status bld_status(ac_builder *b, ac_error **err) {
+  if (b->fail_status == AC_ERR_NOMEM || !b->fail_msg)
+    return ir_report(err, NULL, AC_ERR_NOMEM);
+  return ir_report(err, ir_error(b->ctx, b->fail_status, b->m, b->fail_loc, "%s", b->fail_msg),
+                   b->fail_status);
+}
+
+static ac_status kernel_fail(ac_builder *b, ac_error **err, const char *what, const char *name) {
+  return ir_report(err,
+                   ir_error(b->ctx, AC_ERR_INVALID, b->m, b->loc, "ac_kernel_finish: %s of '%s'",
+                            what, name),
+                   AC_ERR_INVALID);
+}
+
+/* Converts size expression v of kernel fn to IR (through the body slot,
+ * which a kernel never keeps). */
+static ac_status kernel_expr(ac_builder *b, const bfunc *fn, ac_value v, ir_ref *out,
+                             ac_error **err) {
+  ir_func *irf = &b->m->funcs[fn->index];
+  if (v.id == 0 || v.id >= b->nnodes || is_fn_value(b, v.id))
+    return kernel_fail(b, err, "a size expression that is not a valid value",
+                       ir_sym_str(b->ctx, irf->name));
+  ac_status st = bld_convert(b, fn, v.id, err);
+  irf = &b->m->funcs[fn->index];
+  *out = irf->body;
+  irf->body = IR_NONE;
+  return st;
+}
+
+static ir_sym kernel_sym(ac_builder *b, const char *s) {
+  ir_sym r = s && *s ? ir_sym_intern(b->ctx, s, strlen(s)) : IR_SYM_NONE;
+  if (s && *s && !r)
+    bld_nomem(b);
+  return r;
+}
+
+ac_status ac_kernel_finish(ac_builder *b, ac_fn k, const ac_kernel_info *info, ac_error **err) {
+  if (err)
+    *err = NULL;
+  if (!b)
+    return AC_ERR_INVALID;
+  if (b->failed)
+    return bld_status(b, err);
+  if (k.id == 0 || k.id >= b->nfuncs)
+    return ir_report(err,
+                     ir_error(b->ctx, AC_ERR_INVALID, b->m, b->loc,
+                              "ac_kernel_finish: not a function of this builder"),
+                     AC_ERR_INVALID);
+  const bfunc *fn = &b->funcs[k.id];
+  ir_func *irf = &b->m->funcs[fn->index];
+  const char *name = ir_sym_str(b->ctx, irf->name);
+  if (!irf->is_kernel)
+    return kernel_fail(b, err, "not an extern kernel (ac_kernel_declare)", name);
+  if (irf->nkext)
+    return kernel_fail(b, err, "already finished", name);
+  if (!info || info->size < sizeof *info)
+    return kernel_fail(b, err, "no ac_kernel_info, or one of an older size", name);
+  uint32_t want = 0;
+  for (uint32_t i = 0, n = ir_ty_num_leaves(b->ctx, irf->result); i < n; i++) {
+    ir_type t = ir_ty_info(b->ctx, irf->result).kind == TK_TUPLE
+                    ? ir_ty_info(b->ctx, irf->result).fields[i]
+                    : irf->result;
+    want += ir_ty_info(b->ctx, t).rank;
+  }
+  if (info->nextents != want || (want && !info->extents))
+    return kernel_fail(b, err, "the number of extents does not match the result", name);
+  bool has_ptx = info->ptx || info->ptx_file;
+  if ((info->ptx && info->ptx_file) || (has_ptx && !info->threads.id) ||
+      (!has_ptx && (info->threads.id || info->block || info->entry)))
+    return kernel_fail(b, err,
+                       "a bad launch rule (give ptx or ptx_file, not both, with threads; block "
+                       "and entry only with them)",
+                       name);
+  if (info->block > 1024)
+    return kernel_fail(b, err, "more than 1024 threads per block", name);
+  ir_ref *refs = ac_alloc(b->ctx, (want + 1) * sizeof *refs);
+  if (!refs)
+    return ir_report(err, NULL, AC_ERR_NOMEM);
+  ac_status st = AC_OK;
+  for (uint32_t j = 0; j < want && st == AC_OK; j++)
+    st = kernel_expr(b, fn, info->extents[j], &refs[j], err);
+  ir_ref threads = IR_NONE;
+  if (st == AC_OK && has_ptx)
+    st = kernel_expr(b, fn, info->threads, &threads, err);
+  int64_t *ints = st == AC_OK ? ac_alloc(b->ctx, (want + 1) * sizeof *ints) : NULL;
+  if (st == AC_OK && !ints)
+    st = ir_report(err, NULL, AC_ERR_NOMEM);
+  for (uint32_t j = 0; st == AC_OK && j < want; j++)
+    ints[j] = refs[j];
+  uint32_t kext = st == AC_OK ? ir_ints_push(b->m, want, ints) : 0;
+  ac_free(b->ctx, ints);
+  ac_free(b->ctx, refs);
+  ir_sym ptx = kernel_sym(b, info->ptx ? info->ptx : info->ptx_file);
+  ir_sym entry = kernel_sym(b, info->entry), host = kernel_sym(b, info->host);
+  if (st == AC_OK && (b->m->oom || b->failed))
+    st = b->failed ? bld_status(b, err) : ir_report(err, NULL, AC_ERR_NOMEM);
+  if (st != AC_OK)
+    return st;
+  irf = &b->m->funcs[fn->index];
+  irf->kext = kext;
+  irf->nkext = want;
+  irf->kthreads = threads;
+  irf->kblock = has_ptx ? (info->block ? info->block : 256) : 0;
+  irf->kptx = ptx;
+  irf->kptx_file = info->ptx_file != NULL;
+  irf->kentry = entry;
+  irf->khost = host;
+  st = ir_check_module(b->m, err);
+  if (st == AC_OK && b->m->oom)
+    st = ir_report(err, NULL, AC_ERR_NOMEM);
+  if (st != AC_OK) { /* not finished: the module stays valid */
+    irf = &b->m->funcs[fn->index];
+    irf->nkext = 0;
+    irf->kthreads = IR_NONE;
+    irf->kptx = irf->kentry = irf->khost = IR_SYM_NONE;
+  }
   return st;
 }
 

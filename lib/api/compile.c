@@ -196,6 +196,9 @@ static void code_free(ac_runtime *rt, api_code *c) {
     else if (c->cmod)
       rt_cuda_module_free(rt->gpu, c->cmod); /* frees its kernels */
   }
+  for (uint32_t i = 0; c->xmods && c->plan && i < c->plan->nkernels; i++)
+    rt_cuda_module_free(rt->gpu, c->xmods[i]); /* NULL-safe */
+  ac_free(ctx, c->xmods);
   pl_destroy(c->plan);
   ac_free(ctx, c->kernels);
   ac_free(ctx, c->gkernels);
@@ -325,6 +328,49 @@ static ac_status jit_kernels(ac_runtime *rt, cg_module *M, const char **symbols,
   return st;
 }
 
+/* GPU: loads the plan's kernels into c->gkernels (indexed by plan kernel):
+ * arrayc's from the PTX of M as one module (c->cmod), each extern kernel
+ * from its own PTX as a module of its own (c->xmods). symbols[] has room
+ * for the plan's kernel symbols. */
+static ac_status gpu_kernels(ac_runtime *rt, api_code *c, cg_module *M, const char **symbols,
+                             ac_error **err) {
+  ac_context *ctx = rt->ctx;
+  const pl_plan *p = c->plan;
+  uint32_t n = p->nkernels, nown = 0;
+  bool any_extern = false;
+  /* arrayc's kernels in plan order, without the extern ones */
+  for (uint32_t i = 0; i < n; i++) {
+    if (p->kernels[i].ptx)
+      any_extern = true;
+    else
+      symbols[nown++] = p->kernels[i].symbol;
+  }
+  ac_status st = AC_OK;
+  if (nown > 0) {
+    rt_gkernel **own = ac_alloc(ctx, (size_t)nown * sizeof *own);
+    char *ptx = NULL;
+    if (!own)
+      st = ir_report(err, NULL, AC_ERR_NOMEM);
+    else if ((st = ptx_of(ctx, M, rt->sm, rt->driver, &ptx, err)) == AC_OK)
+      st = rt_cuda_load(rt->gpu, ptx, symbols, nown, &c->cmod, own, err);
+    for (uint32_t i = 0, j = 0; st == AC_OK && i < n; i++)
+      if (!p->kernels[i].ptx)
+        c->gkernels[i] = own[j++];
+    ac_free(ctx, ptx);
+    ac_free(ctx, own);
+  }
+  if (st == AC_OK && any_extern) {
+    c->xmods = ac_alloc(ctx, (size_t)n * sizeof *c->xmods);
+    if (!c->xmods)
+      return ir_report(err, NULL, AC_ERR_NOMEM);
+    memset(c->xmods, 0, (size_t)n * sizeof *c->xmods);
+  }
+  for (uint32_t i = 0; st == AC_OK && i < n; i++)
+    if (p->kernels[i].ptx)
+      st = rt_cuda_load_extern(rt->gpu, &p->kernels[i], &c->xmods[i], &c->gkernels[i], err);
+  return st;
+}
+
 /* Generates and compiles fn for rt's backend: a new entry (not yet in the
  * cache). */
 static ac_status compile_entry(ac_runtime *rt, ac_module *m, uint32_t fn, api_code **out,
@@ -359,11 +405,17 @@ static ac_status compile_entry(ac_runtime *rt, ac_module *m, uint32_t fn, api_co
   for (uint32_t i = 0; st == AC_OK && i < n; i++)
     symbols[i] = c->plan->kernels[i].symbol;
   if (st == AC_OK && rt->backend == AC_BACKEND_GPU) {
-    char *ptx = NULL;
-    if (n > 0 && (st = ptx_of(ctx, &M, rt->sm, rt->driver, &ptx, err)) == AC_OK)
-      st = rt_cuda_load(rt->gpu, ptx, symbols, n, &c->cmod, c->gkernels, err);
-    ac_free(ctx, ptx);
+    st = gpu_kernels(rt, c, &M, symbols, err);
   } else if (st == AC_OK) {
+    /* extern kernels are PTX: only the CUDA device runs them (lowering
+     * emits them for the NVPTX target alone) */
+    for (uint32_t i = 0; st == AC_OK && i < n; i++)
+      if (c->plan->kernels[i].ptx)
+        st = api_fail(ctx, err, AC_ERR_INTERNAL,
+                      "function '%s': extern kernel k%u (%s) in a plan for the %s backend",
+                      c->plan->name, i, c->plan->kernels[i].symbol, ac_backend_name(rt->backend));
+  }
+  if (st == AC_OK && rt->backend != AC_BACKEND_GPU) {
     st = jit_kernels(rt, &M, symbols, n, addrs, err);
     for (uint32_t i = 0; st == AC_OK && i < n; i++) {
       /* the JIT gives object pointers; POSIX lets them hold functions */

@@ -74,17 +74,24 @@ static ac_status resolve_one(ac_module *m, uint32_t fi, ac_error **err) {
   if (f->extern_addr)
     return AC_OK;
   const char *name = ir_sym_str(m->ctx, f->name);
-  f->extern_addr = lookup_symbol(name);
+  const char *sym = f->khost ? ir_sym_str(m->ctx, f->khost) : name;
+  f->extern_addr = lookup_symbol(sym);
   if (f->extern_addr)
     return AC_OK;
-  ac_error *e = ir_error(m->ctx, AC_ERR_INVALID, m, f->loc,
+  ac_error *e = f->is_kernel
+                    ? ir_error(m->ctx, AC_ERR_INVALID, m, f->loc,
+                               "extern kernel '%s' has no host function: it is not bound and the "
+                               "process has no symbol '%s' (see ac_module_bind_extern; the "
+                               "interpreter and the CPU call the host function, the GPU the PTX)",
+                               name, sym)
+                    : ir_error(m->ctx, AC_ERR_INVALID, m, f->loc,
                          "extern function '%s' is not bound and the process has no symbol '%s' "
                          "(see ac_module_bind_extern)",
                          name, name);
   return ir_report(err, e, e ? AC_ERR_INVALID : AC_ERR_NOMEM);
 }
 
-ac_status ir_resolve_externs(ac_module *m, uint32_t fn, ac_error **err) {
+ac_status ir_resolve_externs(ac_module *m, uint32_t fn, bool kernels, ac_error **err) {
   ac_context *ctx = m->ctx;
   if (fn >= m->nfuncs)
     return ir_report(err,
@@ -117,7 +124,9 @@ ac_status ir_resolve_externs(ac_module *m, uint32_t fn, ac_error **err) {
   while (st == AC_OK && fsp > 0) {
     uint32_t f = fstack[--fsp];
     if (m->funcs[f].is_extern) {
-      st = resolve_one(m, f, err);
+      /* an unfinished kernel (the builder's) is reported by the caller's check */
+      if ((kernels && m->funcs[f].nkext) || !m->funcs[f].is_kernel)
+        st = resolve_one(m, f, err);
       continue;
     }
     ir_ref body = m->funcs[f].body;

@@ -56,6 +56,13 @@ static ac_status check_reachable(ac_module *m, uint32_t fn, ac_error **err) {
   while (fsp > 0 && st == AC_OK) {
     uint32_t f = fstack[--fsp];
     const char *fname = ir_sym_str(ctx, m->funcs[f].name);
+    if (m->funcs[f].is_kernel && m->funcs[f].nkext == 0) {
+      st = api_fail(ctx, err, AC_ERR_INVALID,
+                    "function '%s' calls extern kernel '%s', which is not finished "
+                    "(ac_kernel_finish)",
+                    top, fname);
+      break;
+    }
     if (m->funcs[f].is_extern)
       continue; /* host code: bound by ir_resolve_externs, nothing to check */
     ir_ref body = m->funcs[f].body;
@@ -205,7 +212,8 @@ static ac_status function_new(ac_module *m, const char *name, ac_runtime *rt, bo
     return api_fail(ctx, err, AC_ERR_INVALID, "no function named '%s'", name);
   /* binds the externs fn reaches (lib/api/extern.c) before anything runs or
    * is compiled: the backends call extern_addr directly */
-  ac_status st = bind ? ir_resolve_externs(m, (uint32_t)fn, err) : AC_OK;
+  bool host_kernels = !(rt && rt->backend == AC_BACKEND_GPU);
+  ac_status st = bind ? ir_resolve_externs(m, (uint32_t)fn, host_kernels, err) : AC_OK;
   if (st != AC_OK)
     return st;
   st = check_reachable(m, (uint32_t)fn, err);

@@ -36,7 +36,9 @@ typedef struct api_code {
   pl_plan *plan;
   rt_kernel_fn *kernels;   /* CPU */
   rt_gkernel **gkernels;   /* GPU and SIMT emulator: each plan kernel loaded on the device */
-  rt_cuda_module *cmod;    /* GPU: the loaded PTX module holding them */
+  rt_cuda_module *cmod;    /* GPU: the loaded PTX module holding arrayc's kernels */
+  rt_cuda_module **xmods;  /* GPU: per plan kernel, the module of an extern kernel (its own
+                              PTX), else NULL */
   uint64_t hash;
   char *key; /* the full key text (collisions of the hash are ruled out) */
   size_t keylen;

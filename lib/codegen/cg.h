@@ -152,6 +152,13 @@ LLVMTypeRef cg_scalar_type(cg_module *M, ac_scalar sc); /* register type: i1 for
 LLVMTypeRef cg_mem_type(cg_module *M, ac_scalar sc);    /* memory type: i8 for bool */
 /* Site in the plan's table for a runtime error at node `at` (its location). */
 uint32_t cg_site(cg_module *M, ir_ref at, const char *fmt);
+/* Host code (expr.c): the C type of a scalar of an extern's signature, with
+ * in *ext the attribute C gives small integers ("zeroext"/"signext") or
+ * NULL; and the callee for extern function or kernel fi of type fty: its
+ * resolved address (the JIT), or with externs_by_name an undefined symbol
+ * of its (host) name. NULL after an error recorded at `at`. */
+LLVMTypeRef cg_c_type(cg_module *M, ac_scalar sc, const char **ext);
+LLVMValueRef cg_host_fn(cg_module *M, uint32_t fi, LLVMTypeRef fty, ir_ref at);
 
 /* ---- functions (cg.c) ---- */
 /* Starts a kernel: `void name(ptr frame, i64 chunk, i64 lo, i64 hi, ptr tctx)`,

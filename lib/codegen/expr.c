@@ -351,13 +351,33 @@ static void ex_logic(cg_fn *f, ir_ref e, cg_val *out) {
 
 /* The C type of an extern's scalar parameter or result, with the attribute
  * the C calling convention gives small integers (clang's zeroext/signext). */
-static LLVMTypeRef ex_c_type(cg_module *M, ac_scalar sc, const char **ext) {
+LLVMTypeRef cg_c_type(cg_module *M, ac_scalar sc, const char **ext) {
   *ext = NULL;
   if (sc == AC_BOOL || sc == AC_U8 || sc == AC_U16)
     *ext = "zeroext";
   else if (sc == AC_I8 || sc == AC_I16)
     *ext = "signext";
   return cg_scalar_type(M, sc);
+}
+
+LLVMValueRef cg_host_fn(cg_module *M, uint32_t fi, LLVMTypeRef fty, ir_ref at) {
+  const ir_func *fn = &M->m->funcs[fi];
+  const char *name = ir_sym_str(M->ctx, fn->khost ? fn->khost : fn->name);
+  if (M->externs_by_name) {
+    /* ahead of time: an undefined symbol of the extern's name */
+    LLVMValueRef addr = LLVMGetNamedFunction(M->mod, name);
+    if (addr && LLVMGlobalGetValueType(addr) != fty) {
+      cg_error(M, AC_ERR_INVALID, at,
+               "extern function %s clashes with another function of that name in the code",
+               name);
+      return NULL;
+    }
+    return addr ? addr : LLVMAddFunction(M->mod, name, fty);
+  }
+  /* the address is a constant of this compilation: the module is built for
+   * one process (the JIT), and ac_function_create resolved it */
+  return LLVMConstIntToPtr(
+      LLVMConstInt(M->t_i64, (unsigned long long)(uintptr_t)fn->extern_addr, 0), M->t_ptr);
 }
 
 /* A call of extern function fi (scalar parameters and result) at its
@@ -385,30 +405,16 @@ static void ex_call_extern(cg_fn *f, uint32_t fi, const cg_val *args, ir_ref at,
   for (uint32_t i = 0; i < n; i++) {
     ac_scalar sc = AC_I64;
     ir_ty_is_scalar(M->ctx, ir_func_param(M->m, fn, i), &sc);
-    pt[i] = ex_c_type(M, sc, &pext[i]);
+    pt[i] = cg_c_type(M, sc, &pext[i]);
     av[i] = ex_scalar(f, &args[i], at);
   }
   const char *rext;
-  LLVMTypeRef rt = ex_c_type(M, rsc, &rext);
+  LLVMTypeRef rt = cg_c_type(M, rsc, &rext);
   LLVMTypeRef fty = LLVMFunctionType(rt, pt, n, 0);
-  LLVMValueRef addr;
-  if (M->externs_by_name) {
-    /* ahead of time: an undefined symbol of the extern's name */
-    addr = LLVMGetNamedFunction(M->mod, name);
-    if (addr && LLVMGlobalGetValueType(addr) != fty) {
-      cg_error(M, AC_ERR_INVALID, at,
-               "extern function %s clashes with another function of that name in the code",
-               name);
-      ex_dummy(f, fn->result, out);
-      return;
-    }
-    if (!addr)
-      addr = LLVMAddFunction(M->mod, name, fty);
-  } else {
-    /* the address is a constant of this compilation: the module is built
-     * for one process (the JIT), and ac_function_create resolved it */
-    addr = LLVMConstIntToPtr(
-        LLVMConstInt(M->t_i64, (unsigned long long)(uintptr_t)fn->extern_addr, 0), M->t_ptr);
+  LLVMValueRef addr = cg_host_fn(M, fi, fty, at);
+  if (!addr) {
+    ex_dummy(f, fn->result, out);
+    return;
   }
   LLVMValueRef call = LLVMBuildCall2(M->b, fty, addr, av, n, "");
   for (uint32_t i = 0; i <= n; i++) {
@@ -435,6 +441,12 @@ static void ex_call_fn(cg_fn *f, uint32_t fi, uint32_t nargs, const cg_val *args
     return;
   }
   const ir_func *fn = &M->m->funcs[fi];
+  if (fn->is_kernel) { /* the verifier keeps them out of element code */
+    cg_error(M, AC_ERR_INTERNAL, at, "extern kernel %s called in element code",
+             ir_sym_str(M->ctx, fn->name));
+    ex_dummy(f, fn->result, out);
+    return;
+  }
   if (fn->is_extern) {
     ex_call_extern(f, fi, args, at, out);
     return;

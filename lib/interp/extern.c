@@ -241,3 +241,169 @@ bool interp_extern_apply(interp *I, const interp_lam *l, size_t base) {
   interp_leaf r = {LK_SCALAR, 0, {.s = from_c(x->ret, &ret)}};
   return interp_push(I, r);
 }
+
+/* ---- extern kernels (docs/language.md §3.4) ----
+ * A call evaluates the arguments, then the result extents (size
+ * expressions over the parameters: the arguments are bound as the only
+ * variables they see), allocates the results zeroed, and calls the host
+ * function once through libffi with the kernel ABI: per parameter a scalar
+ * in its C type, or an array as its element pointer followed by its rank
+ * extents (int64_t); then per result array its element pointer and
+ * extents; no return value. */
+
+/* One C argument of a kernel call. */
+typedef struct kern_arg {
+  ffi_type *type;
+  ext_slot slot;
+  void *ptr;
+} kern_arg;
+
+static bool kern_push_array(interp *I, ir_ref at, kern_arg *a, size_t *na, size_t cap,
+                            const ac_array *arr) {
+  if (*na + 1 + arr->rank > cap)
+    return interp_internal(I, at, "extern kernel: too many C arguments");
+  a[*na].type = &ffi_type_pointer;
+  a[(*na)++].ptr = arr->data;
+  for (unsigned d = 0; d < arr->rank; d++) {
+    a[*na].type = &ffi_type_sint64;
+    a[*na].ptr = NULL;
+    a[(*na)++].slot.i64 = arr->extents[d];
+  }
+  return true;
+}
+
+typedef struct kern_res_acc {
+  interp *I;
+  ir_ref at;
+  const int64_t *ext;
+  uint32_t next;
+  bool ok;
+} kern_res_acc;
+
+static void kern_res_leaf(void *ud, ac_scalar sc, uint32_t rank) {
+  kern_res_acc *r = ud;
+  if (!r->ok)
+    return;
+  ac_array *a = NULL;
+  ac_status st = rt_array_alloc(r->I->ctx, sc, rank, r->ext + r->next, &a);
+  r->next += rank;
+  if (st == AC_ERR_RUNTIME)
+    r->ok = interp_fail(r->I, r->at, "array too large");
+  else if (st != AC_OK)
+    r->ok = interp_nomem(r->I, r->at);
+  if (!r->ok)
+    return;
+  memset(a->data, 0, (size_t)a->size * rt_array_elsize(a));
+  interp_leaf l = {LK_ARRAY, 0, {.a = a}};
+  if (!interp_push(r->I, l)) {
+    ac_array_release(a);
+    r->ok = false;
+  }
+}
+
+bool interp_kernel_call(interp *I, ir_ref r) {
+  const ir_node *n = INODE(I, r);
+  size_t base = I->sp;
+  for (uint32_t i = 0; i < n->nkids; i++) {
+    if (!interp_eval(I, IKID(I, r, i))) {
+      interp_drop(I, base);
+      return false;
+    }
+  }
+  return interp_kernel_apply(I, r, (uint32_t)n->attr, base);
+}
+
+bool interp_kernel_apply(interp *I, ir_ref r, uint32_t fi, size_t base) {
+  const ir_func *f = &I->m->funcs[fi];
+  const char *name = ir_sym_str(I->ctx, f->name);
+  size_t env0 = I->nenv;
+  if (I->sp - base != f->nparams) {
+    interp_internal(I, r, "extern kernel '%s' of %u parameters applied to %zu leaves", name,
+                    f->nparams, I->sp - base);
+    goto fail;
+  }
+  if (!f->extern_addr) {
+    interp_fail(I, r, "extern kernel '%s' has no host function (bind one with "
+                      "ac_module_bind_extern, or export '%s' from the program)",
+                name, f->khost ? ir_sym_str(I->ctx, f->khost) : name);
+    goto fail;
+  }
+  /* the extents, with the arguments as the environment */
+  interp_ints ext;
+  if (!interp_ints_init(I, r, &ext, f->nkext ? f->nkext : 1))
+    goto fail;
+  for (uint32_t i = 0; i < f->nparams; i++)
+    if (!interp_env_push(I, base + i, 1))
+      goto fail_ext;
+  for (uint32_t j = 0; j < f->nkext; j++) {
+    size_t top = I->sp;
+    if (!interp_eval(I, ir_kernel_extent(I->m, f, j)))
+      goto fail_ext;
+    ext.p[j] = I->stk[top].v.s.i;
+    I->sp = top;
+    if (ext.p[j] < 0) {
+      interp_fail(I, r, "negative extent %lld", (long long)ext.p[j]);
+      goto fail_ext;
+    }
+  }
+  I->nenv = env0;
+  size_t res = I->sp;
+  kern_res_acc acc = {I, r, ext.p, 0, true};
+  ir_ty_leaves(I->ctx, f->result, kern_res_leaf, &acc);
+  interp_ints_free(I, &ext);
+  if (!acc.ok)
+    goto fail;
+  /* the C arguments */
+  size_t cap = 0;
+  for (size_t k = base; k < I->sp; k++)
+    cap += 1 + (I->stk[k].kind == LK_ARRAY ? I->stk[k].v.a->rank : 0);
+  kern_arg *args = interp_scratch(I, r, (int64_t)(cap ? cap : 1), sizeof *args);
+  ffi_type **types = interp_scratch(I, r, (int64_t)(cap ? cap : 1), sizeof *types);
+  void **ptrs = interp_scratch(I, r, (int64_t)(cap ? cap : 1), sizeof *ptrs);
+  bool ok = args && types && ptrs;
+  size_t na = 0;
+  for (uint32_t i = 0; ok && i < f->nparams; i++) {
+    const interp_leaf *l = &I->stk[base + i];
+    ac_scalar sc;
+    if (l->kind == LK_ARRAY) {
+      /* the interpreter's arrays have host elements (function.c fetches
+       * the arguments' before interpreting) */
+      ok = kern_push_array(I, r, args, &na, cap, l->v.a);
+    } else if (l->kind == LK_SCALAR && ir_ty_is_scalar(I->ctx, ir_func_param(I->m, f, i), &sc)) {
+      args[na].type = ffi_type_of(sc);
+      args[na].ptr = to_c(sc, l->v.s, &args[na].slot);
+      na++;
+    } else {
+      ok = interp_internal(I, r, "argument %u of extern kernel '%s' is not a scalar or an array",
+                           i + 1, name);
+    }
+  }
+  for (size_t k = res; ok && k < I->sp; k++)
+    ok = kern_push_array(I, r, args, &na, cap, I->stk[k].v.a);
+  for (size_t k = 0; ok && k < na; k++) {
+    types[k] = args[k].type;
+    /* an array's pointer lives in .ptr; a scalar's .ptr points into its
+     * slot; an extent is in the slot */
+    ptrs[k] = args[k].type == &ffi_type_pointer ? (void *)&args[k].ptr
+              : args[k].ptr                     ? args[k].ptr
+                                                : (void *)&args[k].slot;
+  }
+  ffi_cif cif;
+  if (ok && ffi_prep_cif(&cif, FFI_DEFAULT_ABI, (unsigned)na, &ffi_type_void, types) != FFI_OK)
+    ok = interp_internal(I, r, "libffi cannot call extern kernel '%s'", name);
+  if (ok)
+    ffi_call(&cif, f->extern_addr, NULL, ptrs);
+  ac_free(I->ctx, args);
+  ac_free(I->ctx, types);
+  ac_free(I->ctx, ptrs);
+  if (!ok)
+    goto fail;
+  interp_collapse(I, base, res);
+  return true;
+fail_ext:
+  interp_ints_free(I, &ext);
+fail:
+  I->nenv = env0;
+  interp_drop(I, base);
+  return false;
+}

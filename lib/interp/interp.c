@@ -369,6 +369,20 @@ bool interp_lam_init(interp *I, interp_lam *l, ir_ref fn, uint32_t nparams) {
     return lam_setup(I, l, fn, IKID(I, fn, 0), (uint32_t)n->attr, nparams);
   if ((n->op == IR_FNREF || n->op == IR_CALL) && n->attr >= 0 && (uint64_t)n->attr < I->m->nfuncs) {
     const ir_func *f = &I->m->funcs[n->attr];
+    if (f->is_kernel) { /* launched through the host function (extern.c) */
+      memset(l, 0, sizeof *l);
+      l->fn = fn;
+      l->counts = l->small;
+      l->nparams = nparams;
+      l->ret = f->result;
+      l->kernel = n->attr + 1;
+      if (nparams <= sizeof l->small / sizeof l->small[0])
+        return true;
+      l->counts = interp_scratch(I, fn, nparams, sizeof *l->counts);
+      if (!l->counts)
+        l->counts = l->small;
+      return l->counts != l->small;
+    }
     if (f->is_extern) /* no body: called through libffi (extern.c) */
       return interp_extern_init(I, l, fn, (uint32_t)n->attr, nparams);
     return lam_setup(I, l, fn, f->body, f->nparams, nparams);
@@ -389,6 +403,8 @@ void interp_lam_free(interp *I, interp_lam *l) {
 bool interp_apply(interp *I, const interp_lam *l, size_t base) {
   if (l->ext)
     return interp_extern_apply(I, l, base);
+  if (l->kernel)
+    return interp_kernel_apply(I, l->fn, (uint32_t)(l->kernel - 1), base);
   size_t env0 = I->nenv, off = base;
   for (uint32_t i = 0; i < l->nparams; i++) {
     if (!interp_env_push(I, off, l->counts[i])) {
@@ -510,6 +526,8 @@ static bool eval_if(interp *I, ir_ref r) {
 
 static bool eval_call(interp *I, ir_ref r) {
   const ir_node *n = INODE(I, r);
+  if (n->attr >= 0 && (uint64_t)n->attr < I->m->nfuncs && I->m->funcs[n->attr].is_kernel)
+    return interp_kernel_call(I, r);
   interp_lam l;
   if (!interp_lam_init(I, &l, r, n->nkids))
     return false;

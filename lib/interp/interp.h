@@ -96,6 +96,7 @@ typedef struct interp_lam {
   size_t *counts;
   size_t small[4];
   struct interp_ffi *ext; /* extern functions only; owned, freed by interp_lam_free */
+  int64_t kernel;         /* an extern kernel named by FNREF (iterate, while): its index + 1 */
 } interp_lam;
 
 /* ---- interp.c ---- */
@@ -178,6 +179,11 @@ bool interp_extern_init(interp *I, interp_lam *l, ir_ref at, uint32_t fi, uint32
 /* interp_apply for an extern: calls it on the scalar arguments at
  * [base, sp) and leaves its result at base. */
 bool interp_extern_apply(interp *I, const interp_lam *l, size_t base);
+/* A CALL node r of an extern kernel (§3.4): pushes its results. */
+bool interp_kernel_call(interp *I, ir_ref r);
+/* Extern kernel fi (called at node r) on the arguments at [base, sp), one
+ * leaf each: they are replaced by its results. */
+bool interp_kernel_apply(interp *I, ir_ref r, uint32_t fi, size_t base);
 
 /* ---- scalar.c ---- */
 interp_scalar interp_sc_norm(ac_scalar sc, interp_scalar v);

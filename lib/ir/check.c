@@ -950,6 +950,195 @@ done:
   ac_free(c->ctx, via);
 }
 
+/* ---- extern kernels (docs/language.md §3.4) ---- */
+
+/* A size expression of an extern kernel: integer literals, parameters,
+ * len, shape and its fields, casts, negation and + - * / % min max. */
+static bool size_expr_ok(chk *c, ir_ref r, unsigned depth) {
+  if (r == IR_NONE || r >= c->m->nnodes || depth > CHK_MAX_DEPTH)
+    return chk_fail_at(c, c->m->funcs[c->fn].loc, "malformed IR: a bad extent expression");
+  const ir_node *n = ir_node_get(c->m, r);
+  switch ((ir_op)n->op) {
+  case IR_LIT:
+  case IR_VAR:
+    return true;
+  case IR_LET: /* the builder's sharing recovery may bind a shared part */
+  case IR_PROJ:
+  case IR_LEN:
+  case IR_SHAPE:
+  case IR_CAST:
+  case IR_NEG:
+  case IR_ADD:
+  case IR_SUB:
+  case IR_MUL:
+  case IR_DIV:
+  case IR_REM:
+  case IR_MIN:
+  case IR_MAX:
+    break;
+  default:
+    return chk_fail(c, r,
+                    "an extern kernel's extents and thread count are size expressions: integer "
+                    "literals and parameters, len, shape, casts and + - * / %% min max");
+  }
+  if ((size_t)n->kids + n->nkids > c->m->nkids)
+    return chk_fail(c, r, "malformed IR: bad children");
+  for (uint32_t i = 0; i < n->nkids; i++)
+    if (!size_expr_ok(c, ir_kid(c->m, r, i), depth + 1))
+      return false;
+  return true;
+}
+
+typedef struct kleaf_acc {
+  bool ok;
+  uint32_t ext;
+} kleaf_acc;
+
+static void kernel_leaf(void *ud, ac_scalar sc, uint32_t rank) {
+  (void)sc;
+  kleaf_acc *a = ud;
+  if (rank == 0)
+    a->ok = false;
+  a->ext += rank;
+}
+
+/* Everything but the calls (check_kernel_calls). The function's
+ * parameters are in c->env. */
+static void check_kernel(chk *c, uint32_t fi) {
+  const ir_func *f = &c->m->funcs[fi];
+  const char *name = ir_sym_str(c->ctx, f->name);
+  if (f->nkext == 0)
+    return; /* declared by the builder, not finished yet (results have extents) */
+  for (uint32_t i = 0; i < f->nparams; i++) {
+    ir_type t = ir_func_param(c->m, f, i), elem;
+    uint32_t rank;
+    if (!ir_ty_is_scalar(c->ctx, t, NULL) &&
+        !(ir_ty_array_view(c->ctx, t, &elem, &rank) && ir_ty_is_scalar(c->ctx, elem, NULL))) {
+      chk_fail_at(c, f->loc, "parameter %u of extern kernel '%s' is neither a scalar nor an array "
+                             "of scalars", i + 1, name);
+      return;
+    }
+  }
+  kleaf_acc a = {true, 0};
+  ir_ty_leaves(c->ctx, f->result, kernel_leaf, &a);
+  if (!a.ok || (ir_ty_info(c->ctx, f->result).kind == TK_TUPLE &&
+                ir_ty_info(c->ctx, f->result).n == 0)) {
+    chk_fail_at(c, f->loc, "the results of extern kernel '%s' must be arrays of scalars", name);
+    return;
+  }
+  if (a.ext != f->nkext || (size_t)f->kext + f->nkext > c->m->nints) {
+    chk_fail_at(c, f->loc, "malformed IR: extern kernel '%s' has %u extents for a result of %u",
+                name, f->nkext, a.ext);
+    return;
+  }
+  if (f->body != IR_NONE) {
+    chk_fail_at(c, f->loc, "malformed IR: extern kernel '%s' has a body", name);
+    return;
+  }
+  if (f->kptx && (!f->kthreads || f->kblock < 1 || f->kblock > 1024)) {
+    chk_fail_at(c, f->loc, "malformed IR: extern kernel '%s' has PTX but no valid launch rule",
+                name);
+    return;
+  }
+  for (uint32_t j = 0; j <= f->nkext && c->st == AC_OK; j++) {
+    ir_ref e = j < f->nkext ? ir_kernel_extent(c->m, f, j) : f->kthreads;
+    if (j == f->nkext && !e)
+      break;
+    if (size_expr_ok(c, e, 0))
+      chk_check(c, e, c->t_i64);
+    f = &c->m->funcs[fi];
+  }
+}
+
+/* Extern kernels are launched by the host, so neither they nor functions
+ * that call them may be called from element code: the functions given to
+ * array operations other than iterate and while (whose functions run at
+ * the plan's level when they launch anything) and the bodies of rec. One
+ * pass marks the functions that reach a kernel, a second walks every body
+ * with a flag "in element code". */
+static void check_kernel_calls(chk *c) {
+  ac_module *m = c->m;
+  size_t nf = m->nfuncs;
+  bool any = false;
+  for (size_t f = 0; f < nf; f++)
+    any |= m->funcs[f].is_kernel;
+  if (!any)
+    return;
+  uint32_t *reach = ac_alloc(c->ctx, nf * sizeof *reach); /* kernel reached + 1, or 0 */
+  uint8_t *seen = ac_alloc(c->ctx, m->nnodes ? m->nnodes : 1);
+  struct kwalk {
+    ir_ref r;
+    bool elem;
+  } *stack = NULL;
+  size_t sp = 0, cap = 0;
+  if (!reach || !seen) {
+    chk_oom(c);
+    goto done;
+  }
+  for (size_t f = 0; f < nf; f++)
+    reach[f] = m->funcs[f].is_kernel ? (uint32_t)f + 1 : 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t e = 0; e < c->nedges; e++)
+      if (!reach[c->edges[e].from] && reach[c->edges[e].to]) {
+        reach[c->edges[e].from] = reach[c->edges[e].to];
+        changed = true;
+      }
+  }
+  memset(seen, 0, m->nnodes ? m->nnodes : 1);
+  for (size_t f = 0; f < nf && c->st == AC_OK; f++) {
+    if (!m->funcs[f].body || m->funcs[f].is_extern)
+      continue;
+    sp = 0;
+    if (!ac_grow(c->ctx, (void **)&stack, &cap, 1, sizeof *stack)) {
+      chk_oom(c);
+      break;
+    }
+    stack[sp++] = (struct kwalk){m->funcs[f].body, false};
+    while (sp && c->st == AC_OK) {
+      struct kwalk w = stack[--sp];
+      if (w.r == IR_NONE || w.r >= m->nnodes || (seen[w.r] & (1u << w.elem)))
+        continue;
+      seen[w.r] |= (uint8_t)(1u << w.elem);
+      const ir_node *n = ir_node_get(m, w.r);
+      if (w.elem && (n->op == IR_CALL || n->op == IR_FNREF) && n->attr >= 0 &&
+          (uint64_t)n->attr < nf && reach[n->attr]) {
+        const char *callee = ir_sym_str(c->ctx, m->funcs[n->attr].name);
+        const char *kern = ir_sym_str(c->ctx, m->funcs[reach[n->attr] - 1].name);
+        if (m->funcs[n->attr].is_kernel)
+          chk_fail(c, w.r,
+                   "extern kernel '%s' is launched by the host and cannot be called in element "
+                   "code (a function applied by an array operation, or a rec body)",
+                   kern);
+        else
+          chk_fail(c, w.r,
+                   "'%s' launches extern kernel '%s' and cannot be called in element code (a "
+                   "function applied by an array operation, or a rec body)",
+                   callee, kern);
+        break;
+      }
+      if ((size_t)n->kids + n->nkids > m->nkids)
+        continue;
+      if (!ac_grow(c->ctx, (void **)&stack, &cap, sp + n->nkids, sizeof *stack)) {
+        chk_oom(c);
+        break;
+      }
+      bool loop = n->op == IR_ITERATE || n->op == IR_WHILE || n->op == IR_LOOP;
+      for (uint32_t i = 0; i < n->nkids; i++) {
+        ir_ref k = ir_kid(m, w.r, i);
+        bool fnarg = k < m->nnodes && (ir_node_get(m, k)->op == IR_LAM ||
+                                       ir_node_get(m, k)->op == IR_FNREF);
+        bool elem = w.elem || (fnarg && !loop) || (n->op == IR_REC && i + 1 == n->nkids);
+        stack[sp++] = (struct kwalk){k, elem};
+      }
+    }
+  }
+done:
+  ac_free(c->ctx, reach);
+  ac_free(c->ctx, seen);
+  ac_free(c->ctx, stack);
+}
+
 /* ---- functions and modules ---- */
 
 static void check_function(chk *c, uint32_t fi) {
@@ -968,6 +1157,20 @@ static void check_function(chk *c, uint32_t fi) {
   }
   if (!chk_is_value_type(c, f->result)) {
     chk_fail_at(c, f->loc, "malformed IR: function '%s' has no valid result type", name);
+    return;
+  }
+  if (f->is_kernel) {
+    c->fn = fi;
+    c->nenv = 0;
+    c->depth = 0;
+    for (uint32_t i = 0; i < f->nparams; i++) {
+      f = &c->m->funcs[fi];
+      ir_sym pn = (size_t)f->pnames + i < c->m->nsyms ? c->m->syms[f->pnames + i] : IR_SYM_NONE;
+      if (!chk_push(c, ir_func_param(c->m, f, i), pn, ENV_PLAIN))
+        return;
+    }
+    check_kernel(c, fi);
+    c->nenv = 0;
     return;
   }
   if (f->is_extern) {
@@ -1026,6 +1229,8 @@ ac_status ir_check_module(ac_module *m, ac_error **err) {
     check_function(&c, fi);
   if (c.st == AC_OK)
     check_recursion(&c);
+  if (c.st == AC_OK)
+    check_kernel_calls(&c);
   if (c.st == AC_OK && m->oom)
     c.st = AC_ERR_NOMEM;
   ac_free(c.ctx, c.env);

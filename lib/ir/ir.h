@@ -220,7 +220,25 @@ typedef struct ir_func {
    * by ac_module_bind_extern or found by ir_resolve_externs. */
   bool is_extern;
   void (*extern_addr)(void);
+  /* `extern kernel` (docs/language.md §3.4): is_extern and is_kernel. Its
+   * parameters are scalars or arrays of scalars; its result an array of
+   * scalars or a tuple of them, whose extents are expressions over the
+   * parameters: kext is the offset in m->ints of nkext node refs, the rank
+   * extents of each result leaf in leaf order. extern_addr is then the host
+   * function (named khost, or the kernel's name when khost is
+   * IR_SYM_NONE). kptx (IR_SYM_NONE: no GPU code) is the PTX text, or with
+   * kptx_file the path of a file holding it (relative to the source file's
+   * directory); kentry the .entry to launch (IR_SYM_NONE: the kernel's
+   * name); kthreads the expression of the number of threads and kblock the
+   * threads per block. */
+  bool is_kernel;
+  bool kptx_file;
+  uint32_t kext, nkext;
+  ir_ref kthreads;
+  uint32_t kblock;
+  ir_sym kptx, kentry, khost;
 } ir_func;
+
 
 struct ac_module {
   ac_context *ctx;
@@ -234,6 +252,11 @@ struct ac_module {
   ir_func *funcs; size_t nfuncs, capfuncs;
   bool oom;       /* an allocation failed; the module is unusable */
 };
+
+/* Extent j (in leaf order) of extern kernel f's result. */
+static inline ir_ref ir_kernel_extent(const ac_module *m, const ir_func *f, uint32_t j) {
+  return (ir_ref)m->ints[f->kext + j];
+}
 
 /* Creates a node; kids are copied. Returns IR_NONE (and sets m->oom) if
  * memory runs out. */
@@ -350,8 +373,10 @@ ac_status interp_call(ac_module *m, uint32_t fn, const ac_datum *args, size_t na
  * dlsym(RTLD_DEFAULT, name) and the address stored in its ir_func. Fails with
  * AC_ERR_INVALID (at the extern's declaration) when a symbol is missing, or
  * when fn is itself an extern. ac_function_create calls it before checking
- * and compiling, so backends find extern_addr set. Modifies the module. */
-ac_status ir_resolve_externs(ac_module *m, uint32_t fn, ac_error **err);
+ * and compiling, so backends find extern_addr set. The host functions of
+ * extern kernels (looked up by their `host` name) only when `kernels` is
+ * true: the GPU launches their PTX instead. Modifies the module. */
+ac_status ir_resolve_externs(ac_module *m, uint32_t fn, bool kernels, ac_error **err);
 
 /* Walks a type's leaves in order (flattening of arguments/results): calls
  * fn(ud, sc, rank) for each scalar (rank 0) or array leaf. */

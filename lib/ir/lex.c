@@ -68,6 +68,8 @@ const char *lex_kind_name(lex_kind k) {
   case TOK_INT:
   case TOK_FLOAT:
     return "number";
+  case TOK_STRING:
+    return "string";
   default:
     return spellings[k] ? spellings[k] : "token";
   }
@@ -446,6 +448,73 @@ static lex_kind punct(const char *s, size_t avail, size_t *len) {
 #undef TWO
 }
 
+static int hex_digit(char c) { return digit_value(c, 16); }
+
+/* A string literal from the opening quote at lx->pos: printable ASCII,
+ * tabs, newlines (a string may span lines) and UTF-8 up to the closing
+ * quote; escapes \" \\ \n \t \r \0 and \xNN. */
+static bool lex_string_lit(lexer *lx, lex_token *t) {
+  const char *s = lx->src;
+  lx->pos++;
+  for (;;) {
+    if (lx->pos >= lx->len)
+      return lex_fail(lx, t->loc, "unterminated string");
+    char c = s[lx->pos];
+    if (c == '"') {
+      lx->pos++;
+      t->kind = TOK_STRING;
+      return true;
+    }
+    if (c == '\n') {
+      newline(lx);
+    } else if (c == '\\') {
+      ir_loc at = loc_at(lx, lx->pos);
+      char e = lx->pos + 1 < lx->len ? s[lx->pos + 1] : 0;
+      if (e == 'x') {
+        if (lx->pos + 3 >= lx->len || hex_digit(s[lx->pos + 2]) < 0 || hex_digit(s[lx->pos + 3]) < 0)
+          return lex_fail(lx, at, "\\x in a string needs two hexadecimal digits");
+        lx->pos += 4;
+      } else if (e == '"' || e == '\\' || e == 'n' || e == 't' || e == 'r' || e == '0') {
+        lx->pos += 2;
+      } else {
+        return lex_fail(lx, at, "unknown escape in a string (use \\\" \\\\ \\n \\t \\r \\0 or \\xNN)");
+      }
+    } else if (c == 0) {
+      return lex_fail(lx, loc_at(lx, lx->pos), "NUL byte in source");
+    } else if (c == '\t' || c == '\r' || ((unsigned char)c >= 0x20 && c != 0x7f)) {
+      if (!comment_byte(lx))
+        return false;
+    } else {
+      return lex_fail(lx, loc_at(lx, lx->pos), "control character (byte 0x%02x) in a string",
+                      (unsigned char)c);
+    }
+  }
+}
+
+char *lex_string(ac_context *ctx, const char *src, const lex_token *t, size_t *len) {
+  const char *s = src + t->off + 1;
+  size_t n = t->len >= 2 ? t->len - 2 : 0, k = 0;
+  char *out = ac_alloc(ctx, n + 1);
+  if (!out)
+    return NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] != '\\') {
+      out[k++] = s[i];
+      continue;
+    }
+    char e = s[++i];
+    if (e == 'x') {
+      out[k++] = (char)(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
+      i += 2;
+    } else {
+      out[k++] = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == '0' ? '\0' : e;
+    }
+  }
+  out[k] = 0;
+  *len = k;
+  return out;
+}
+
 bool lex_next(lexer *lx, lex_token *t) {
   memset(t, 0, sizeof *t);
   t->suffix = LEX_NO_SUFFIX;
@@ -476,6 +545,8 @@ bool lex_next(lexer *lx, lex_token *t) {
     t->kind = keyword_kind(s + start, p - start);
   } else if (is_digit((char)c)) {
     ok = after_dot ? lex_field_number(lx, t) : lex_number(lx, t);
+  } else if (c == '"') {
+    ok = lex_string_lit(lx, t);
   } else if (c == 0) {
     ok = lex_fail(lx, t->loc, "NUL byte in source");
   } else if (c >= 0x80) {

@@ -34,6 +34,8 @@ typedef enum lex_kind {
   TOK_IDENT,
   TOK_INT,   /* integer literal: value in u, suffix in suffix */
   TOK_FLOAT, /* float literal, or an integer with a float suffix: value in f */
+  TOK_STRING, /* "..." (extern kernel clauses, §3.4): the bytes between the quotes, escapes
+                 undone by lex_string */
   /* keywords */
   TOK_FN,
   TOK_LET,
@@ -119,6 +121,9 @@ void lex_init(lexer *lx, ac_context *ctx, const char *src, size_t len);
 /* Reads the next token into *t. Returns false (t->kind == TOK_ERROR) on a
  * lexical error, described by lx->status, lx->err_loc and lx->err_msg. */
 bool lex_next(lexer *lx, lex_token *t);
+/* The value of string token t (its escapes undone): a NUL-terminated copy
+ * allocated from ctx (ac_free), its length in *len; NULL on OOM. */
+char *lex_string(ac_context *ctx, const char *src, const lex_token *t, size_t *len);
 /* How a token kind reads in a message: "'('", "identifier", "end of input". */
 const char *lex_kind_name(lex_kind k);
 /* The spelling of a keyword, punctuation or operator kind ("fn", "..="), or

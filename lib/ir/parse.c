@@ -1,6 +1,8 @@
 /* lib/ir/parse.c: text -> unchecked IR (docs/language.md §1-4), including
  * `extern fn` declarations of host functions (§3.3), which become ir_funcs
- * without a body marked is_extern.
+ * without a body marked is_extern, and `extern kernel` declarations of
+ * hand-written kernels (§3.4), marked is_kernel too, whose result extents
+ * and launch rule are expressions over the parameters.
  *
  * A recursive-descent parser over the lexer of lex.h, one token of
  * lookahead plus one of peek. It resolves names while it parses: local names
@@ -1235,18 +1237,206 @@ static bool extern_type_ok(parser *p, ir_type t, ir_loc loc, const char *what) {
   return false;
 }
 
+/* A parameter of an extern kernel is a scalar or an array of scalars
+ * (§3.4): it crosses as a value, or as a pointer plus its extents. */
+static bool kernel_param_ok(parser *p, ir_type t, ir_loc loc) {
+  ir_type elem;
+  uint32_t rank;
+  if (ir_ty_is_scalar(p->ctx, t, NULL) ||
+      (ir_ty_array_view(p->ctx, t, &elem, &rank) && ir_ty_is_scalar(p->ctx, elem, NULL)))
+    return true;
+  scope_error(p, loc,
+              "a parameter of an extern kernel must be a scalar or an array of scalars");
+  return false;
+}
+
+/* True if the current token is the identifier `word` (the clause words of
+ * an extern kernel are not keywords). */
+static bool at_word(const parser *p, const char *word) {
+  size_t n = strlen(word);
+  return p->tok.kind == TOK_IDENT && p->tok.len == n && memcmp(tok_text(p, &p->tok), word, n) == 0;
+}
+
+/* The value of the current string token, interned; advances past it. */
+static ir_sym take_string(parser *p, const char *what) {
+  if (p->tok.kind != TOK_STRING) {
+    expected(p, what);
+    return IR_SYM_NONE;
+  }
+  size_t len = 0;
+  char *v = lex_string(p->ctx, p->lx.src, &p->tok, &len);
+  ir_sym s = v ? ir_sym_intern(p->ctx, v, len) : IR_SYM_NONE;
+  ac_free(p->ctx, v);
+  if (!s) {
+    fail_oom(p);
+    return IR_SYM_NONE;
+  }
+  if (len == 0 || memchr(ir_sym_str(p->ctx, s), 0, len)) {
+    syntax_error(p, p->tok.loc, "%s must not be empty or hold a NUL byte", what);
+    return IR_SYM_NONE;
+  }
+  advance(p);
+  return s;
+}
+
+/* One result of an extern kernel: SCALAR '[' EXPR {',' EXPR} ']' (its
+ * extents pushed on p->stk), or a parenthesised tuple of them. */
+static ir_type parse_kernel_result(parser *p, bool top) {
+  ir_loc start = p->tok.loc;
+  if (top && p->tok.kind == TOK_LPAREN) {
+    if (!open_bracket(p))
+      return IR_TY_NONE;
+    size_t base = p->ntypes;
+    do {
+      ir_type f = parse_kernel_result(p, false);
+      if (!f || !PUSH(p, p->types, p->ntypes, p->captypes, f))
+        return IR_TY_NONE;
+    } while (accept(p, TOK_COMMA));
+    if (!close_bracket(p, TOK_RPAREN, "',' or ')' in the results of an extern kernel"))
+      return IR_TY_NONE;
+    size_t n = p->ntypes - base;
+    ir_type t = n == 1 ? p->types[base] : ir_ty_tuple(p->ctx, (uint32_t)n, p->types + base);
+    p->ntypes = base;
+    if (!t)
+      fail_oom(p);
+    return t;
+  }
+  ac_scalar sc;
+  if (p->tok.kind != TOK_IDENT || !is_scalar_name(tok_text(p, &p->tok), p->tok.len, &sc)) {
+    expected(p, "a result of the form f32[EXTENT, ...] (an extern kernel's results are arrays "
+                "of scalars whose extents are expressions of its parameters)");
+    return IR_TY_NONE;
+  }
+  advance(p);
+  if (p->tok.kind != TOK_LBRACK) {
+    expected(p, "'[' and the result's extents (an extern kernel returns arrays)");
+    return IR_TY_NONE;
+  }
+  if (!open_bracket(p))
+    return IR_TY_NONE;
+  uint32_t rank = 0;
+  do {
+    ir_ref e = parse_expr(p);
+    if (!e || !PUSH(p, p->stk, p->nstk, p->capstk, e))
+      return IR_TY_NONE;
+    if (++rank > PARSE_MAX_RANK) {
+      syntax_error(p, start, "array rank above %d", PARSE_MAX_RANK);
+      return IR_TY_NONE;
+    }
+  } while (accept(p, TOK_COMMA));
+  if (!close_bracket(p, TOK_RBRACK, "',' or ']' after an extent"))
+    return IR_TY_NONE;
+  ir_type t = ir_ty_array(p->ctx, ir_ty_scalar(p->ctx, sc), rank);
+  if (!t)
+    fail_oom(p);
+  return t;
+}
+
+/* What follows `->` in an extern kernel (§3.4): the results with their
+ * extents, then the clauses `threads E`, `block N`, `ptx "TEXT"` or
+ * `ptx file "PATH"`, `entry "NAME"` and `host "NAME"` in any order, each at
+ * most once, then ';'. Fills function fi's kernel fields. */
+static ir_type parse_kernel_tail(parser *p, ir_func *k) {
+  size_t base = p->nstk;
+  ir_type result = parse_kernel_result(p, true);
+  if (!result)
+    return IR_TY_NONE;
+  k->nkext = (uint32_t)(p->nstk - base);
+  int64_t *refs = ac_alloc(p->ctx, (k->nkext ? k->nkext : 1) * sizeof *refs);
+  if (!refs) {
+    fail_oom(p);
+    return IR_TY_NONE;
+  }
+  for (uint32_t j = 0; j < k->nkext; j++)
+    refs[j] = p->stk[base + j];
+  p->nstk = base;
+  k->kext = ir_ints_push(p->m, k->nkext, refs);
+  ac_free(p->ctx, refs);
+  if (p->m->oom) {
+    fail_oom(p);
+    return IR_TY_NONE;
+  }
+  bool seen[5] = {false};
+  static const char *const words[5] = {"threads", "block", "ptx", "entry", "host"};
+  ir_loc ptx_at = {0, 0};
+  while (!p->failed && p->tok.kind != TOK_SEMI) {
+    int w = 0;
+    while (w < 5 && !at_word(p, words[w]))
+      w++;
+    if (w == 5) {
+      expected(p, k->kptx ? "'threads', 'block', 'entry', 'host' or ';'"
+                          : "'threads', 'block', 'ptx', 'entry', 'host' or ';'");
+      return IR_TY_NONE;
+    }
+    if (seen[w]) {
+      syntax_error(p, p->tok.loc, "the extern kernel already has a '%s' clause", words[w]);
+      return IR_TY_NONE;
+    }
+    seen[w] = true;
+    ir_loc at = p->tok.loc;
+    advance(p);
+    switch (w) {
+    case 0:
+      k->kthreads = parse_expr(p);
+      break;
+    case 1:
+      if (p->tok.kind != TOK_INT || p->tok.suffix != LEX_NO_SUFFIX || p->tok.u < 1 ||
+          p->tok.u > 1024) {
+        expected(p, "the threads per block, an integer from 1 to 1024");
+        return IR_TY_NONE;
+      }
+      k->kblock = (uint32_t)p->tok.u;
+      advance(p);
+      break;
+    case 2:
+      ptx_at = at;
+      if (at_word(p, "file")) {
+        advance(p);
+        k->kptx_file = true;
+        k->kptx = take_string(p, "the PTX file's path as a string");
+      } else {
+        k->kptx = take_string(p, "the PTX text as a string, or 'file' and a path");
+      }
+      break;
+    case 3:
+      k->kentry = take_string(p, "the name of the PTX .entry as a string");
+      break;
+    default:
+      k->khost = take_string(p, "the name of the host function as a string");
+      break;
+    }
+  }
+  if (p->failed)
+    return IR_TY_NONE;
+  if (k->kptx && !k->kthreads) {
+    syntax_error(p, ptx_at, "an extern kernel with PTX needs a launch rule: 'threads EXPR' "
+                            "(and optionally 'block N')");
+    return IR_TY_NONE;
+  }
+  if (!k->kptx && (seen[0] || seen[1] || seen[3])) {
+    syntax_error(p, p->tok.loc, "'threads', 'block' and 'entry' describe the GPU launch of a "
+                                "kernel with PTX: add a 'ptx' clause");
+    return IR_TY_NONE;
+  }
+  if (!k->kblock)
+    k->kblock = 256;
+  expect(p, TOK_SEMI, "';' at the end of the extern kernel");
+  return p->failed ? IR_TY_NONE : result;
+}
+
 /* fn NAME(PARAMS) -> T { BODY }, or, after `extern`, fn NAME(PARAMS) -> T;
  * (a host function: scalar types, no body). */
 static bool parse_fn(parser *p) {
-  bool ext = p->tok.kind == TOK_EXTERN;
+  bool ext = p->tok.kind == TOK_EXTERN, kern = false;
   if (ext) {
     advance(p);
-    if (p->tok.kind != TOK_FN) {
-      expected(p, "'fn' after 'extern'");
+    kern = at_word(p, "kernel");
+    if (p->tok.kind != TOK_FN && !kern) {
+      expected(p, "'fn' or 'kernel' after 'extern'");
       return false;
     }
   }
-  advance(p); /* 'fn' */
+  advance(p); /* 'fn' or 'kernel' */
   if (p->tok.kind != TOK_IDENT) {
     expected(p, "a function name");
     return false;
@@ -1289,7 +1479,8 @@ static bool parse_fn(parser *p) {
         return false;
       ir_loc tloc = p->tok.loc;
       ir_type t = parse_type(p);
-      if (!t || (ext && !extern_type_ok(p, t, tloc, "a parameter")) ||
+      if (!t || (ext && !kern && !extern_type_ok(p, t, tloc, "a parameter")) ||
+          (kern && !kernel_param_ok(p, t, tloc)) ||
           !PUSH(p, p->types, p->ntypes, p->captypes, t))
         return false;
     } while (accept(p, TOK_COMMA));
@@ -1298,9 +1489,13 @@ static bool parse_fn(parser *p) {
       !expect(p, TOK_ARROW, "'->' and the result type"))
     return false;
   ir_loc rloc = p->tok.loc;
-  ir_type result = parse_type(p);
+  ir_func kf;
+  memset(&kf, 0, sizeof kf);
+  ir_type result = kern ? parse_kernel_tail(p, &kf) : parse_type(p);
   ir_ref body = IR_NONE;
-  if (result && ext && extern_type_ok(p, result, rloc, "the result")) {
+  if (kern) {
+    /* parse_kernel_tail read up to the ';' */
+  } else if (result && ext && extern_type_ok(p, result, rloc, "the result")) {
     if (p->tok.kind == TOK_LBRACE)
       syntax_error(p, p->tok.loc,
                    "extern function '%.*s' is implemented by the host and cannot "
@@ -1331,8 +1526,20 @@ static bool parse_fn(parser *p) {
     fail_oom(p);
     return false;
   }
-  p->m->funcs[fi].body = body;
-  p->m->funcs[fi].is_extern = ext;
+  ir_func *f = &p->m->funcs[fi];
+  f->body = body;
+  f->is_extern = ext;
+  if (kern) {
+    f->is_kernel = true;
+    f->kext = kf.kext;
+    f->nkext = kf.nkext;
+    f->kthreads = kf.kthreads;
+    f->kblock = kf.kblock;
+    f->kptx = kf.kptx;
+    f->kptx_file = kf.kptx_file;
+    f->kentry = kf.kentry;
+    f->khost = kf.khost;
+  }
   return true;
 }
 
@@ -1346,6 +1553,12 @@ static void prescan(parser *p, const char *text, size_t len) {
   lex_kind prev = TOK_EOF;
   size_t k = p->m->nfuncs;
   while (lex_next(&lx, &t) && t.kind != TOK_EOF && !p->failed) {
+    bool kernel_word = prev == TOK_EXTERN && t.kind == TOK_IDENT && t.len == 6 &&
+                       memcmp(text + t.off, "kernel", 6) == 0;
+    if (kernel_word) {
+      prev = TOK_FN; /* `extern kernel NAME` registers NAME like `fn NAME` */
+      continue;
+    }
     if (prev == TOK_FN && t.kind == TOK_IDENT) {
       ir_sym s = ir_sym_intern(p->ctx, text + t.off, t.len);
       if (!s)

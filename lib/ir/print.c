@@ -922,6 +922,81 @@ static void print_body(printer *pr, ir_ref e, unsigned ind) {
 
 /* ---- functions and modules ---------------------------------------------------- */
 
+/* A string literal of the text format (lex.c reads it back). */
+static void put_string(printer *pr, const char *s) {
+  putc_(pr, '"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') {
+      putc_(pr, '\\');
+      putc_(pr, (char)c);
+    } else if (c == '\n') {
+      puts_(pr, "\\n");
+    } else if (c == '\t') {
+      puts_(pr, "\\t");
+    } else if (c < 0x20 || c == 0x7f || c >= 0x80) {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\x%02x", c);
+      puts_(pr, buf);
+    } else {
+      putc_(pr, (char)c);
+    }
+  }
+  putc_(pr, '"');
+}
+
+/* The result type of an extern kernel with its extents, one leaf at a
+ * time: f32[len(xs)] or (f32[n], i32[n, m]). */
+typedef struct kres_acc {
+  printer *pr;
+  const ir_func *f;
+  uint32_t leaf, ext;
+} kres_acc;
+
+static void kres_leaf(void *ud, ac_scalar sc, uint32_t rank) {
+  kres_acc *a = ud;
+  if (a->leaf++)
+    puts_(a->pr, ", ");
+  puts_(a->pr, ac_scalar_name(sc));
+  putc_(a->pr, '[');
+  for (uint32_t d = 0; d < rank && a->ext < a->f->nkext; d++) {
+    if (d)
+      puts_(a->pr, ", ");
+    print_expr(a->pr, ir_kernel_extent(a->pr->m, a->f, a->ext++), 0, LV_EXPR);
+  }
+  putc_(a->pr, ']');
+}
+
+static void print_kernel_tail(printer *pr, const ir_func *f) {
+  uint32_t nleaves = ir_ty_num_leaves(pr->ctx, f->result);
+  kres_acc a = {pr, f, 0, 0};
+  if (nleaves != 1)
+    putc_(pr, '(');
+  ir_ty_leaves(pr->ctx, f->result, kres_leaf, &a);
+  if (nleaves != 1)
+    putc_(pr, ')');
+  if (f->kthreads) {
+    puts_(pr, " threads ");
+    print_expr(pr, f->kthreads, 0, LV_EXPR);
+  }
+  if (f->kptx) {
+    char buf[32];
+    snprintf(buf, sizeof buf, " block %u", f->kblock);
+    puts_(pr, buf);
+    puts_(pr, f->kptx_file ? " ptx file " : " ptx ");
+    put_string(pr, ir_sym_str(pr->ctx, f->kptx));
+  }
+  if (f->kentry) {
+    puts_(pr, " entry ");
+    put_string(pr, ir_sym_str(pr->ctx, f->kentry));
+  }
+  if (f->khost) {
+    puts_(pr, " host ");
+    put_string(pr, ir_sym_str(pr->ctx, f->khost));
+  }
+  puts_(pr, ";\n");
+}
+
 static void print_fn(printer *pr, const ir_func *f) {
   size_t np = f->nparams;
   bool defined = f->body != IR_NONE && f->body < pr->m->nnodes;
@@ -934,7 +1009,9 @@ static void print_fn(printer *pr, const ir_func *f) {
     h.v[i] = hint_at(pr, f->pnames, (uint32_t)i);
   scope_of sc = {{defined ? f->body : IR_NONE, IR_NONE}, {(uint32_t)np, 0}};
   choose_group(pr, h.v, np, &sc, IR_SYM_NONE, c.v);
-  if (f->is_extern)
+  if (f->is_kernel)
+    puts_(pr, "extern kernel ");
+  else if (f->is_extern)
     puts_(pr, "extern fn ");
   else
     puts_(pr, defined ? "fn " : "// fn ");
@@ -949,8 +1026,13 @@ static void print_fn(printer *pr, const ir_func *f) {
     ir_ty_print(pr->ctx, ir_func_param(pr->m, f, (uint32_t)i), pr->out);
   }
   puts_(pr, ") -> ");
-  ir_ty_print(pr->ctx, f->result, pr->out);
-  if (f->is_extern) {
+  if (f->is_kernel)
+    print_kernel_tail(pr, f);
+  else
+    ir_ty_print(pr->ctx, f->result, pr->out);
+  if (f->is_kernel) {
+    /* print_kernel_tail ended the line */
+  } else if (f->is_extern) {
     puts_(pr, ";\n");
   } else if (!defined) {
     puts_(pr, " (declared, not defined)\n");

@@ -223,6 +223,8 @@ bool lw_has_work(lw *L, ir_ref e) {
 }
 
 static bool fn_work(lw *L, int64_t fi) {
+  if (fi >= 0 && (uint64_t)fi < L->m->nfuncs && L->m->funcs[fi].is_kernel)
+    return true; /* a launch */
   if (fi < 0 || (uint64_t)fi >= L->m->nfuncs || !L->m->funcs[fi].body)
     return false;
   if (L->fwork[fi])
@@ -299,26 +301,34 @@ void lw_store(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, const cg_val *v
 
 /* ---- calls and lambdas at plan level ---- */
 
-/* The body of function fi with an environment of exactly args. */
-static bool inline_fn(lw *L, int64_t fi, uint32_t nargs, const lw_val *args, ir_ref at,
-                      lw_val *out) {
-  if (fi < 0 || (uint64_t)fi >= L->m->nfuncs || !L->m->funcs[fi].body ||
-      L->m->funcs[fi].nparams != nargs) {
-    cg_error(L->M, AC_ERR_INTERNAL, at, "lowering: a call that does not match its function");
-    return false;
-  }
+bool lw_closed_expr(lw *L, uint32_t nargs, const lw_val *args, ir_ref e, lw_val *out) {
   lw_val *env = L->env;
   uint32_t nenv = L->nenv, capenv = L->capenv;
   L->env = NULL;
   L->nenv = L->capenv = 0;
   for (uint32_t i = 0; i < nargs; i++)
     env_push(L, &args[i]);
-  bool ok = L->M->st == AC_OK && lw_expr(L, L->m->funcs[fi].body, out);
+  bool ok = L->M->st == AC_OK && lw_expr(L, e, out);
   ac_free(L->ctx, L->env);
   L->env = env;
   L->nenv = nenv;
   L->capenv = capenv;
   return ok;
+}
+
+/* The body of function fi with an environment of exactly args; an extern
+ * kernel is launched (skel_extern.c). */
+static bool inline_fn(lw *L, int64_t fi, uint32_t nargs, const lw_val *args, ir_ref at,
+                      lw_val *out) {
+  if (fi >= 0 && (uint64_t)fi < L->m->nfuncs && L->m->funcs[fi].is_kernel &&
+      L->m->funcs[fi].nparams == nargs)
+    return lw_extern_kernel(L, at, (uint32_t)fi, args, out);
+  if (fi < 0 || (uint64_t)fi >= L->m->nfuncs || !L->m->funcs[fi].body ||
+      L->m->funcs[fi].nparams != nargs) {
+    cg_error(L->M, AC_ERR_INTERNAL, at, "lowering: a call that does not match its function");
+    return false;
+  }
+  return lw_closed_expr(L, nargs, args, L->m->funcs[fi].body, out);
 }
 
 /* A LAM or FNREF applied at plan level (loop bodies). */
@@ -339,7 +349,8 @@ static bool lw_apply(lw *L, ir_ref fn, uint32_t nargs, const lw_val *args, lw_va
 
 static bool lower_call(lw *L, ir_ref e, lw_val *out) {
   const ir_node *n = ir_node_get(L->m, e);
-  if (n->attr < 0 || (uint64_t)n->attr >= L->m->nfuncs || !L->m->funcs[n->attr].body)
+  bool kernel = n->attr >= 0 && (uint64_t)n->attr < L->m->nfuncs && L->m->funcs[n->attr].is_kernel;
+  if (!kernel && (n->attr < 0 || (uint64_t)n->attr >= L->m->nfuncs || !L->m->funcs[n->attr].body))
     return lw_scalar(L, e, out); /* an extern: scalar code calls it */
   uint32_t nargs = n->nkids;
   lw_val *args = cg_new(L->M, (nargs ? nargs : 1) * sizeof *args);

@@ -113,6 +113,12 @@ ac_status lw_function(cg_module *M, uint32_t fn, ac_error **err);
 /* Lowers plan-level expression e; *out gets its words. false on error
  * (recorded in L->M). */
 bool lw_expr(lw *L, ir_ref e, lw_val *out);
+/* Expression e lowered with exactly args as its environment (a function
+ * body, or an extern kernel's size expressions over its parameters). */
+bool lw_closed_expr(lw *L, uint32_t nargs, const lw_val *args, ir_ref e, lw_val *out);
+/* A call (node at) of extern kernel fi on args (skel_extern.c): allocates
+ * its results into fresh words *out and launches it. */
+bool lw_extern_kernel(lw *L, ir_ref at, uint32_t fi, const lw_val *args, lw_val *out);
 /* Fresh words for a value of type t. */
 void lw_fresh(lw *L, ir_type t, lw_val *out);
 /* Words of leaf `leaf` of v start at v->words[lw_leaf_word(..)]. */

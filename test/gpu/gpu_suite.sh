@@ -5,7 +5,8 @@
 # differential suite (test programs, examples, the examples of
 # docs/language.md and 200 random programs) on the interpreter and the GPU,
 # the C examples (which pick the GPU through AC_BACKEND_AUTO) and the
-# ahead-of-time programs (examples/aot, test/lit/aot) built for the GPU. Without a
+# ahead-of-time programs (examples/aot, test/lit/aot) built for the GPU, and
+# test/lit/kernel's hand-written PTX kernel against its host function. Without a
 # GPU it prints why and exits 77, which ctest reports as skipped.
 set -u
 build=$1
@@ -84,6 +85,37 @@ then
   echo "FAIL: the ahead-of-time program computes otherwise on the GPU"; status=1
 else
   echo "aot prog: the GPU agrees with the CPU"
+fi
+# Extern kernels (language.md §3.4): test/lit/kernel's program launches its
+# hand-written PTX (axpy.ptx) on the GPU; the interpreter runs the host
+# functions of kern_host.c. Every call must agree.
+kern=$probe/kern
+mkdir -p "$kern"
+if ! cc -shared -fPIC -o "$kern/libkern.so" "$src/test/lit/kernel/Inputs/kern_host.c"; then
+  echo "FAIL: cannot build the extern kernels' host functions"; status=1
+else
+  for call in "upd 2 [1,2,3] [10,20,30]" "it 2 [1,2,3]" "lp [1,2,3] 2" "cond [1,2,3] true" \
+              "cond [1,2,3] false" "nested [1,-2]" "upd 1 [] []"; do
+    # shellcheck disable=SC2086 # the call is split into --fn NAME ARGS on purpose
+    want=$("$build/arrayc-run" --load "$kern/libkern.so" "$src/test/lit/kernel/Inputs/kern.ac" \
+             --fn $call 2>&1)
+    # shellcheck disable=SC2086
+    got=$("$build/arrayc-run" --backend=gpu "$src/test/lit/kernel/Inputs/kern.ac" --fn $call 2>&1)
+    if [ "$want" != "$got" ]; then
+      echo "FAIL: extern kernel call $call: GPU '$got', interpreter '$want'"; status=1
+    fi
+  done
+  # many blocks (element-wise, so exactly equal)
+  big=$(python3 -c 'print("[" + ",".join(str(i % 7) for i in range(100000)) + "]")')
+  want=$("$build/arrayc-run" --load "$kern/libkern.so" "$src/test/lit/kernel/Inputs/kern.ac" \
+           --fn it 3 "$big" 2>&1)
+  got=$("$build/arrayc-run" --backend=gpu "$src/test/lit/kernel/Inputs/kern.ac" \
+          --fn it 3 "$big" 2>&1)
+  if [ "$want" != "$got" ]; then
+    echo "FAIL: extern kernel over 100000 elements: GPU '$got', interpreter '$want'"; status=1
+  else
+    echo "extern kernels: the GPU's PTX agrees with the host functions"
+  fi
 fi
 [ $status -eq 0 ] && echo "gpu suite: passed"
 exit $status

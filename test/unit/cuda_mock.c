@@ -14,8 +14,10 @@
  * calling thread (the thread's context stack is thread-local, as in the
  * driver). A module's kernels are its `.entry` names; launching one (all
  * behave as test_cuda's PTX kernel) stores n in frame word 0 and adds
- * grid * block to word 1. A kernel's maximum block is its `.maxntid`, else
- * 1024. The state is global and locked: a driver is process state.
+ * grid * block to word 1, except `arrayc_mock_axpy`, an extern kernel
+ * (plan.h) that computes out = a * x + y (mk_axpy). A kernel's maximum
+ * block is its `.maxntid`, else 1024. The state is global and locked: a
+ * driver is process state.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -53,6 +55,7 @@ struct CUfunc_st {
   char name[64];
   int max_threads;
   int max_dyn_smem;
+  bool axpy; /* the extern kernel arrayc_mock_axpy (see mk_axpy) */
 };
 struct CUmod_st {
   int n;
@@ -614,6 +617,7 @@ static CUresult mk_load(CUmodule *mod, const void *image, unsigned nopts, CUjit_
     snprintf(f->name, sizeof f->name, "%.*s", (int)len, p);
     f->max_threads = 1024;
     f->max_dyn_smem = 48 * 1024;
+    f->axpy = strcmp(f->name, "arrayc_mock_axpy") == 0;
     const char *body = strchr(p, '{'), *maxntid = strstr(p, ".maxntid ");
     if (maxntid && (!body || maxntid < body))
       f->max_threads = atoi(maxntid + strlen(".maxntid "));
@@ -656,6 +660,37 @@ CUresult cuModuleUnload(CUmodule mod) {
 
 /* ---- launches ---- */
 
+/* The extern kernel arrayc_mock_axpy(f32 a, u64 x, i64 nx, u64 y, i64 ny,
+ * u64 out, i64 nout) over `threads` threads: out[i] = a * x[i] + y[i] for
+ * every i below threads, nout, nx and ny, as a hand-written PTX kernel
+ * would (test_extern_kernel.c has one); the arrays must lie in device
+ * memory. */
+static CUresult mk_axpy(uint64_t threads, void **params) {
+  float a;
+  CUdeviceptr x, y, out;
+  int64_t nx, ny, nout;
+  memcpy(&a, params[0], sizeof a);
+  memcpy(&x, params[1], sizeof x);
+  memcpy(&nx, params[2], sizeof nx);
+  memcpy(&y, params[3], sizeof y);
+  memcpy(&ny, params[4], sizeof ny);
+  memcpy(&out, params[5], sizeof out);
+  memcpy(&nout, params[6], sizeof nout);
+  int64_t n = nout < nx ? nout : nx;
+  n = n < ny ? n : ny;
+  if (n <= 0)
+    return CUDA_SUCCESS;
+  n = (uint64_t)n < threads ? n : (int64_t)threads;
+  size_t bytes = (size_t)n * sizeof(float);
+  if (!mk_inside(x, bytes) || !mk_inside(y, bytes) || !mk_inside(out, bytes))
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  const float *xs = (const float *)(uintptr_t)x, *ys = (const float *)(uintptr_t)y;
+  float *os = (float *)(uintptr_t)out;
+  for (int64_t i = 0; i < n; i++)
+    os[i] = a * xs[i] + ys[i];
+  return CUDA_SUCCESS;
+}
+
 static CUresult mk_launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                           unsigned by, unsigned bz, unsigned smem, CUstream s, void **params,
                           void **extra) {
@@ -665,16 +700,22 @@ static CUresult mk_launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, 
   if (!fn || gx == 0 || gy != 1 || gz != 1 || bx == 0 || by != 1 || bz != 1 ||
       bx > (unsigned)fn->max_threads || smem > (unsigned)fn->max_dyn_smem || !params || extra)
     return CUDA_ERROR_INVALID_VALUE;
-  CUdeviceptr frame, ctl;
-  int64_t n;
-  memcpy(&frame, params[0], sizeof frame);
-  memcpy(&ctl, params[1], sizeof ctl);
-  memcpy(&n, params[2], sizeof n);
-  if (!mk_inside(frame, 16) || (ctl && !mk_inside(ctl, 1)))
-    return CUDA_ERROR_ILLEGAL_ADDRESS;
-  uint64_t *w = (uint64_t *)(uintptr_t)frame;
-  w[0] = (uint64_t)n;
-  w[1] += (uint64_t)gx * bx;
+  if (fn->axpy) {
+    r = mk_axpy((uint64_t)gx * bx, params);
+  } else {
+    CUdeviceptr frame, ctl;
+    int64_t n;
+    memcpy(&frame, params[0], sizeof frame);
+    memcpy(&ctl, params[1], sizeof ctl);
+    memcpy(&n, params[2], sizeof n);
+    if (!mk_inside(frame, 16) || (ctl && !mk_inside(ctl, 1)))
+      return CUDA_ERROR_ILLEGAL_ADDRESS;
+    uint64_t *w = (uint64_t *)(uintptr_t)frame;
+    w[0] = (uint64_t)n;
+    w[1] += (uint64_t)gx * bx;
+  }
+  if (r != CUDA_SUCCESS)
+    return r;
   mk.st.launches++;
   mk.st.grid = gx;
   mk.st.block = bx;

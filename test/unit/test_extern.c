@@ -18,6 +18,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* pthreads */
 #include "ir.h"
+#include "api/function_impl.h"
 #include "test_interp_util.h"
 
 #include <pthread.h>
@@ -686,6 +687,199 @@ UNIT_TEST(allocation_failures_in_calls_leak_nothing) {
   teardown();
 }
 
+/* ---- extern kernels (docs/language.md §3.4) ---- */
+
+/* The host function of `extern kernel kmix(k: i8, b: bool, xs: f64[,],
+ * s: f32) -> (f64[shape(xs).1], i32[2])`: column sums of xs times s, and the
+ * scalars as seen (so that a scalar in the wrong slot or widened wrongly
+ * shows). */
+static int kmix_calls;
+static void kmix(int8_t k, bool b, const double *xs, int64_t r, int64_t c, float s, double *sums,
+                 int64_t ns, int32_t *seen, int64_t nseen) {
+  kmix_calls++;
+  for (int64_t j = 0; j < ns && j < c; j++) {
+    double t = 0;
+    for (int64_t i = 0; i < r; i++)
+      t += xs[i * c + j];
+    sums[j] = t * s;
+  }
+  if (nseen == 2) {
+    seen[0] = k;
+    seen[1] = b ? 1 : 0;
+  }
+}
+
+static bool have_emu(void) {
+  ac_context *c = ac_context_create();
+  ac_runtime *rt = NULL;
+  ac_error *err = NULL;
+  bool ok = ac_runtime_create(c, AC_BACKEND_SIMT_EMU, &rt, &err) == AC_OK;
+  ac_error_destroy(err);
+  ac_runtime_destroy(rt);
+  ac_context_destroy(c);
+  return ok;
+}
+
+UNIT_TEST(an_extern_kernel_bound_by_the_api_runs_on_every_host_backend) {
+  if (!load("extern kernel kmix(k: i8, b: bool, xs: f64[,], s: f32) -> "
+            "(f64[shape(xs).1], i32[2]);\n"
+            "fn f(k: i8, xs: f64[,]) -> (f64[], i32[]) {\n"
+            "  let (a, b) = kmix(k, k < 0i8, map(|x| x + 1.0, xs), 2.0);\n"
+            "  (map(|x| x * 10.0, a), b)\n"
+            "}\n"))
+    return;
+  /* unbound and not in the process: an error at the declaration */
+  CHECK_STR(call_on(m, AC_BACKEND_INTERP, "f", "-3 [[1, 2], [3, 4], [5, 6]]"),
+            "1:15: error: extern kernel 'kmix' has no host function: it is not bound and "
+            "the process has no symbol 'kmix' (see ac_module_bind_extern; the interpreter and "
+            "the CPU call the host function, the GPU the PTX)");
+  bind("kmix", (void (*)(void))kmix);
+  kmix_calls = 0;
+  CHECK_RUN(m, "f", "-3 [[1, 2], [3, 4], [5, 6]]", "[240.0, 300.0]\n[-3, 1]");
+  CHECK_RUN(m, "f", "7 [[1, 2, 3]]", "[40.0, 60.0, 80.0]\n[7, 0]");
+  CHECK(kmix_calls >= 2);
+  if (have_emu())
+    CHECK_STR(call_on(m, AC_BACKEND_SIMT_EMU, "f", "-3 [[1, 2], [3, 4], [5, 6]]"),
+              "[240.0, 300.0]\n[-3, 1]");
+  else
+    printf("SKIP: extern kernels on the SIMT emulator: it is not usable in this build\n");
+  teardown();
+}
+
+UNIT_TEST(an_extern_kernel_without_ptx_cannot_be_compiled_for_the_gpu) {
+  if (!load("extern kernel kmix(k: i8, b: bool, xs: f64[,], s: f32) -> "
+            "(f64[shape(xs).1], i32[2]);\n"
+            "fn f(xs: f64[,]) -> f64[] { kmix(1i8, true, xs, 1.0).0 }\n"))
+    return;
+  ac_error *err = NULL;
+  char *ptx = NULL;
+  CHECK_EQ_INT(api_emit_ptx(m, 1, NULL, 80, false, &ptx, &err), AC_ERR_UNSUPPORTED);
+  CHECK(err && strstr(ac_error_message(err), "extern kernel kmix has no PTX"));
+  ac_error_destroy(err);
+  ac_free(ctx, ptx);
+  teardown();
+}
+
+UNIT_TEST(the_builder_declares_and_finishes_extern_kernels) {
+  ctx = ac_context_create();
+  m = ac_module_create(ctx, "b");
+  ac_builder *b = ac_builder_create(m);
+  ac_type i8 = ac_type_scalar(ctx, AC_I8), bl = ac_type_scalar(ctx, AC_BOOL);
+  ac_type f32 = ac_type_scalar(ctx, AC_F32), f64 = ac_type_scalar(ctx, AC_F64);
+  ac_type i32 = ac_type_scalar(ctx, AC_I32);
+  ac_type m64 = ac_type_array(ctx, f64, 2), v64 = ac_type_array(ctx, f64, 1);
+  ac_type vi32 = ac_type_array(ctx, i32, 1);
+  ac_type res = ac_type_tuple(ctx, 2, (ac_type[]){v64, vi32});
+  ac_fn k = ac_kernel_declare(b, "kmix", 4, (ac_type[]){i8, bl, m64, f32},
+                              (const char *[]){"k", "b", "xs", "s"}, res);
+  CHECK(k.id != 0);
+  /* a function calling it is finished before the kernel is */
+  ac_fn f = ac_fn_declare(b, "f", 1, &m64, (const char *[]){"xs"}, v64);
+  ac_value call = ac_call(b, k, 4,
+                          (ac_value[]){ac_lit_int(b, AC_I8, 2), ac_lit_bool(b, true),
+                                       ac_fn_param(b, f, 0), ac_lit_float(b, AC_F32, 0.5)});
+  ac_error *err = NULL;
+  CHECK_EQ_INT(ac_fn_finish(b, f, ac_proj(b, call, 0), &err), AC_OK);
+  ac_error_destroy(err);
+  err = NULL;
+  ac_function *fn = NULL;
+  CHECK_EQ_INT(ac_function_create(m, "f", AC_BACKEND_INTERP, &fn, &err), AC_ERR_INVALID);
+  CHECK(err && strstr(ac_error_message(err), "which is not finished (ac_kernel_finish)"));
+  ac_error_destroy(err);
+  /* shape(xs).1 and 2 */
+  ac_value cols = ac_proj(b, ac_apply(b, AC_OP_SHAPE, 1, (ac_value[]){ac_fn_param(b, k, 2)}), 1);
+  ac_kernel_info info;
+  memset(&info, 0, sizeof info);
+  info.size = sizeof info;
+  info.nextents = 2;
+  info.extents = (ac_value[]){cols, ac_lit_int(b, AC_I64, 2)};
+  info.ptx = "// no code";
+  info.host = "kmix_host";
+  err = NULL;
+  CHECK_EQ_INT(ac_kernel_finish(b, k, &info, &err), AC_ERR_INVALID); /* ptx without threads */
+  CHECK(err && strstr(ac_error_message(err), "a bad launch rule"));
+  ac_error_destroy(err);
+  info.threads = ac_binary(b, AC_OP_MUL, cols, ac_lit_int(b, AC_I64, 32));
+  info.block = 64;
+  err = NULL;
+  CHECK_EQ_INT(ac_kernel_finish(b, k, &info, &err), AC_OK);
+  ac_error_destroy(err);
+  err = NULL;
+  CHECK_EQ_INT(ac_kernel_finish(b, k, &info, &err), AC_ERR_INVALID);
+  CHECK(err && strstr(ac_error_message(err), "already finished"));
+  ac_error_destroy(err);
+  CHECK(ac_fn_finish(b, k, cols, &err) == AC_ERR_INVALID);
+  CHECK_STR(ac_error_message(err),
+            "ac_fn_finish: 'kmix' is an extern kernel: finish it with ac_kernel_finish");
+  ac_error_destroy(err);
+  char *text = ac_module_print(m, NULL);
+  CHECK_STR(text, "extern kernel kmix(k: i8, b: bool, xs: f64[,], s: f32) -> (f64[shape(xs).1], "
+                  "i32[2]) threads shape(xs).1 * 32 block 64 ptx \"// no code\" host "
+                  "\"kmix_host\";\n"
+                  "\n"
+                  "fn f(xs: f64[,]) -> f64[] {\n"
+                  "  kmix(2, true, xs, 0.5).0\n"
+                  "}\n");
+  ac_string_destroy(ctx, text);
+  bind("kmix", (void (*)(void))kmix);
+  CHECK_RUN(m, "f", "[[1, 2], [3, 4]]", "[2.0, 3.0]");
+  /* kernels refuse what the language refuses */
+  CHECK(ac_kernel_declare(b, "bad", 1, (ac_type[]){ac_type_tuple(ctx, 2, (ac_type[]){f32, f32})},
+                          NULL, v64)
+            .id == 0);
+  ac_builder_destroy(b);
+  teardown();
+  ctx = ac_context_create();
+  m = ac_module_create(ctx, "b");
+  b = ac_builder_create(m);
+  f64 = ac_type_scalar(ctx, AC_F64);
+  CHECK(ac_kernel_declare(b, "bad", 0, NULL, NULL, f64).id == 0);
+  ac_fn h = ac_fn_declare(b, "h", 0, NULL, NULL, f64);
+  CHECK_EQ_INT(ac_fn_finish(b, h, ac_lit_float(b, AC_F64, 1), &err), AC_ERR_INVALID);
+  CHECK_STR(ac_error_message(err), "ac_kernel_declare: the result of extern kernel 'bad' must be "
+                                   "an array of scalars or a tuple of them");
+  ac_error_destroy(err);
+  ac_builder_destroy(b);
+  teardown();
+}
+
+UNIT_TEST(allocation_failures_in_kernel_calls_leak_nothing) {
+  counting c = {0, 0, -1};
+  ctx = ac_context_create_with_allocator(counting_realloc, &c);
+  const char *src = "extern kernel kmix(k: i8, b: bool, xs: f64[,], s: f32) -> "
+                    "(f64[shape(xs).1], i32[2]);\n"
+                    "fn f(xs: f64[,]) -> f64[] { kmix(1i8, true, xs, 3.0).0 }\n";
+  CHECK_EQ_INT(ac_module_parse(ctx, "t.ac", src, strlen(src), &m, NULL), AC_OK);
+  CHECK_EQ_INT(ac_module_bind_extern(m, "kmix", (void (*)(void))kmix, NULL), AC_OK);
+  ac_function *f = NULL;
+  CHECK_EQ_INT(ac_function_create(m, "f", AC_BACKEND_INTERP, &f, NULL), AC_OK);
+  int64_t ext[2] = {2, 2};
+  ac_array *xs = ac_array_create(ctx, AC_F64, 2, ext, (double[]){1, 2, 3, 4}, NULL);
+  size_t base = c.live;
+  bool passed = false;
+  for (long k = 0; k < 100 && !passed && f; k++) {
+    ac_datum arg = {AC_DATUM_ARRAY, AC_F64, {0}, xs}, res;
+    ac_error *err = NULL;
+    c.fail_after = k;
+    ac_status st = ac_function_call(f, &arg, 1, &res, 1, &err);
+    c.fail_after = -1;
+    if (st == AC_OK) {
+      const double *d = ac_array_data(res.array);
+      CHECK(d[0] == 12.0 && d[1] == 18.0);
+      ac_datum_release(&res);
+      passed = true;
+    } else {
+      CHECK_EQ_INT(st, AC_ERR_NOMEM);
+      ac_error_destroy(err);
+    }
+    CHECK_EQ_INT(c.live, base);
+  }
+  CHECK(passed);
+  ac_function_destroy(f);
+  ac_array_release(xs);
+  teardown();
+}
+
 UNIT_MAIN(no_parameters_found_by_dlsym, a_binding_takes_precedence_over_the_symbol,
           every_scalar_kind_passes_and_returns_exactly,
           three_parameters_at_top_level_and_in_a_lambda, eight_parameters_of_mixed_kinds,
@@ -695,4 +889,8 @@ UNIT_MAIN(no_parameters_found_by_dlsym, a_binding_takes_precedence_over_the_symb
           the_builder_declares_calls_and_names_externs,
           the_builder_refuses_extern_types_that_are_not_scalars,
           the_verifier_refuses_malformed_externs, calls_from_several_threads_at_once,
-          allocation_failures_in_calls_leak_nothing)
+          allocation_failures_in_calls_leak_nothing,
+          an_extern_kernel_bound_by_the_api_runs_on_every_host_backend,
+          an_extern_kernel_without_ptx_cannot_be_compiled_for_the_gpu,
+          the_builder_declares_and_finishes_extern_kernels,
+          allocation_failures_in_kernel_calls_leak_nothing)

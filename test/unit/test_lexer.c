@@ -290,6 +290,50 @@ UNIT_TEST(lexical_errors_have_positions) {
   ac_context_destroy(ctx);
 }
 
+UNIT_TEST(strings_and_their_escapes) {
+  ctx = ac_context_create();
+  static const struct {
+    const char *src;
+    size_t srclen;
+    const char *val;
+    size_t len;
+  } cases[] = {
+      {"\"\"", 2, "", 0},
+      {"\"abc\"", 5, "abc", 3},
+      {"\"a\\\"b\\\\c\"", 9, "a\"b\\c", 5},
+      {"\"\\n\\t\\r\\0\\x41\\xff\"", 18, "\n\t\r\0A\xff", 6},
+      {"\"two\nlines\ttab\"", 15, "two\nlines\ttab", 13},
+      {"\"\xc3\xa9\"", 4, "\xc3\xa9", 2}, /* UTF-8 is kept as it is */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    lexer lx;
+    lex_token t[3];
+    CHECK_EQ_INT(lex_all(&lx, cases[i].src, cases[i].srclen, t, 3), 1);
+    CHECK_EQ_INT(t[0].kind, TOK_STRING);
+    CHECK_EQ_INT(t[0].len, cases[i].srclen);
+    size_t n = 0;
+    char *v = lex_string(ctx, cases[i].src, &t[0], &n);
+    CHECK(v && n == cases[i].len && memcmp(v, cases[i].val, n) == 0 && v[n] == 0);
+    ac_free(ctx, v);
+  }
+  /* a string spanning lines moves the position of what follows */
+  lexer lx;
+  lex_token t[3];
+  CHECK_EQ_INT(lex_all(&lx, "\"a\nb\" x", 7, t, 3), 2);
+  CHECK_EQ_INT(t[1].loc.line, 2);
+  CHECK_EQ_INT(t[1].loc.col, 4);
+  CHECK_STR(lex_kind_name(TOK_STRING), "string");
+  fails("x \"abc", 6, 1, 3, "unterminated string");
+  fails("\"a\\q\"", 5, 1, 3, "unknown escape in a string");
+  fails("\"a\\x4\"", 6, 1, 3, "\\x in a string needs two hexadecimal digits");
+  fails("\"a\\", 3, 1, 3, "unknown escape in a string");
+  fails("\"a\x01\"", 4, 1, 3, "control character (byte 0x01) in a string");
+  fails("\"a\x7f\"", 4, 1, 3, "control character (byte 0x7f) in a string");
+  fails("\"a\0\"", 4, 1, 3, "NUL byte in source");
+  fails("\"\xff\"", 3, 1, 2, "invalid UTF-8");
+  ac_context_destroy(ctx);
+}
+
 UNIT_TEST(empty_and_blank_input) {
   ctx = ac_context_create();
   lexer lx;
@@ -303,4 +347,4 @@ UNIT_TEST(empty_and_blank_input) {
 UNIT_MAIN(every_punctuation_and_operator, keywords_and_identifiers, identifier_length_limit,
           integer_literals, float_literals, ranges_and_projections_split_numbers,
           positions_count_lines_and_byte_columns, comments_may_hold_valid_utf8_only,
-          lexical_errors_have_positions, empty_and_blank_input)
+          lexical_errors_have_positions, strings_and_their_escapes, empty_and_blank_input)

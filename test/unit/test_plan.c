@@ -6,9 +6,11 @@
  * checks and kernel failures with their messages and positions, negative
  * and overflowing extents, zero-size arrays, scalar words of every type,
  * the i64 expression semantics, concurrent calls; then the text form:
- * print -> parse -> pl_equal -> print against a golden text, a table of
- * malformed texts with their FILE:LINE:COL messages, and a mutation sweep
- * that must never crash the parser.
+ * print -> parse -> pl_equal -> print against a golden text (and one of a
+ * GPU plan with extern kernels, plus a PTX module of hundreds of KB), a
+ * table of malformed texts with their FILE:LINE:COL messages, and a
+ * mutation sweep that must never crash the parser; the checks of extern
+ * kernels (pl_finish). Running extern kernels: test_extern_kernel.c.
  */
 #include "runtime/plan.h"
 #include "unit.h"
@@ -1023,6 +1025,226 @@ UNIT_TEST(print_parse_round_trip) {
   ac_context_destroy(ctx);
 }
 
+/* ---- extern kernels (GPU plans) ---- */
+
+static const char golden_extern[] =
+    "plan ext\n"
+    "slots 8\n"
+    "target gpu\n"
+    "param %0 : f32[]\n"
+    "param %2 : f32\n"
+    "result %3 : f32[]\n"
+    "kernel k0 map \"f_k0\" grain 1 block 64 uses %0 %1 %3\n"
+    "kernel k1 extern \"saxpy_entry\" block 96 args %2:f32 %0:ptr %1:i64 %3:ptr %4:i64 %1:i64\n"
+    "  ptx \".version 7.0\\n\"\n"
+    "      \"\\t.target sm_70 // \\\"quoted\\\" \\\\ \\x01\\n\"\n"
+    "      \"\\n\"\n"
+    "      \"no newline at the end\"\n"
+    "kernel k2 extern \"empty\" block 1 args\n"
+    "  ptx \"\"\n"
+    "body {\n"
+    "  alloc %3 : f32[] = [%1]\n"
+    "  launch k0 n %1 chunks auto\n"
+    "  launch k1 n %1 chunks auto\n"
+    "  launch k2 n 0 chunks auto\n"
+    "}\n";
+
+static const char golden_extern_ptx[] =
+    ".version 7.0\n\t.target sm_70 // \"quoted\" \\ \x01\n\nno newline at the end";
+
+static pl_plan *golden_extern_plan(ac_context *ctx) {
+  pl_plan *p = pl_create(ctx, "ext", "e.plan");
+  p->gpu = true;
+  pl_slots(p, 8);
+  pl_param(p, 0, AC_F32, 1);
+  pl_param(p, 2, AC_F32, 0);
+  pl_result(p, 3, AC_F32, 1);
+  uint32_t k0 = pl_kernel_add(p, "map", "f_k0", 1);
+  p->kernels[k0].block = 64;
+  pl_kernel_use(p, k0, 3);
+  pl_kernel_use(p, k0, 0);
+  pl_kernel_use(p, k0, 1);
+  uint32_t k1 =
+      pl_kernel_add_extern(p, "saxpy_entry", golden_extern_ptx, strlen(golden_extern_ptx), 96);
+  pl_kernel_arg(p, k1, 2, AC_F32, false);
+  pl_kernel_arg(p, k1, 0, AC_I8, true); /* the type of a pointer does not count */
+  pl_kernel_arg(p, k1, 1, AC_I64, false);
+  pl_kernel_arg(p, k1, 3, AC_F32, true);
+  pl_kernel_arg(p, k1, 4, AC_I64, false);
+  pl_kernel_arg(p, k1, 1, AC_I64, false); /* a word twice */
+  uint32_t k2 = pl_kernel_add_extern(p, "empty", "", 0, 1);
+  uint32_t n = pl_x_word(p, 1);
+  pl_alloc(p, 3, AC_F32, 1, &n, PL_AUTO);
+  pl_launch(p, k0, n, PL_AUTO);
+  pl_launch(p, k1, n, PL_AUTO);
+  pl_launch(p, k2, pl_x_const(p, 0), PL_AUTO);
+  finish(p);
+  return p;
+}
+
+/* print -> text -> parse -> an equal plan that prints the same text. */
+static void check_round_trip(ac_context *ctx, const pl_plan *p, const char *want) {
+  char *text = NULL;
+  ac_error *err = NULL;
+  CHECK_EQ_INT(pl_print(p, &text, &err), AC_OK);
+  if (want)
+    CHECK_STR(text, want);
+  pl_plan *q = NULL;
+  CHECK_EQ_INT(pl_parse(ctx, "r.plan", text, text ? strlen(text) : 0, &q, &err), AC_OK);
+  if (err) {
+    fprintf(stderr, "%s", ac_error_text(err));
+    ac_error_destroy(err);
+  }
+  if (q) {
+    CHECK(pl_equal(p, q));
+    CHECK(pl_equal(q, p));
+    char *again = NULL;
+    CHECK_EQ_INT(pl_print(q, &again, NULL), AC_OK);
+    CHECK(again && text && strcmp(again, text) == 0);
+    ac_string_destroy(ctx, again);
+    pl_destroy(q);
+  }
+  ac_string_destroy(ctx, text);
+}
+
+UNIT_TEST(extern_kernels_round_trip) {
+  ac_context *ctx = ac_context_create();
+  pl_plan *p = golden_extern_plan(ctx);
+  const pl_kernel *k = &p->kernels[1];
+  CHECK_STR(k->kind, "extern");
+  CHECK_EQ_INT(k->grain, 1);
+  CHECK_EQ_INT(k->block, 96);
+  CHECK_EQ_INT(k->nkargs, 6);
+  CHECK_EQ_INT(k->kargs[1].sc, 0); /* pointers carry no type */
+  CHECK_EQ_INT(k->kargs[1].ptr, 1);
+  CHECK_EQ_INT(k->nuses, 5); /* the argument words, sorted, once each */
+  for (uint32_t i = 0; i < 5; i++)
+    CHECK_EQ_INT(k->uses[i], i);
+  CHECK_EQ_INT(k->nwrites, 0);
+  CHECK_STR(k->ptx, golden_extern_ptx);
+  check_round_trip(ctx, p, golden_extern);
+
+  /* what tells plans apart */
+  pl_plan *q = golden_extern_plan(ctx);
+  CHECK(pl_equal(p, q));
+  q->kernels[1].kargs[0].sc = AC_F64;
+  CHECK(!pl_equal(p, q));
+  q->kernels[1].kargs[0].sc = AC_F32;
+  q->kernels[1].ptx[0] = ',';
+  CHECK(!pl_equal(p, q));
+  pl_destroy(q);
+  pl_destroy(p);
+
+  /* a large module (hundreds of KB, a line of 100 KB among many short
+   * ones) comes back whole */
+  size_t lines = 20000, big = 100000, len = lines * 16 + big + 1;
+  char *ptx = malloc(len + 1), *c = ptx;
+  for (size_t i = 0; i < lines; i++)
+    c += sprintf(c, "\tadd.s64 %%r%zu;\n", i % 1000);
+  for (size_t i = 0; i < big; i++)
+    *c++ = (char)(' ' + i % 95);
+  *c++ = '\n';
+  *c = 0;
+  p = pl_create(ctx, "big", NULL);
+  p->gpu = true;
+  pl_slots(p, 1);
+  uint32_t kb = pl_kernel_add_extern(p, "big", ptx, (size_t)(c - ptx), 1024);
+  pl_kernel_arg(p, kb, 0, AC_BOOL, false);
+  pl_launch(p, kb, pl_x_const(p, 1), PL_AUTO);
+  finish(p);
+  CHECK(p->kernels[kb].ptx && strlen(p->kernels[kb].ptx) == (size_t)(c - ptx));
+  check_round_trip(ctx, p, NULL);
+  pl_destroy(p);
+  free(ptx);
+  ac_context_destroy(ctx);
+}
+
+UNIT_TEST(extern_kernels_are_checked) {
+  ac_context *ctx = ac_context_create();
+  static const char ptx[] = ".entry e() { ret; }";
+#define GPU_PLAN(nslots)                                                                           \
+  p = pl_create(ctx, "m", NULL);                                                                   \
+  p->gpu = true;                                                                                   \
+  pl_slots(p, nslots)
+  pl_plan *p;
+  uint32_t k;
+
+  GPU_PLAN(2);
+  pl_kernel_add(p, "extern", "e", 1);
+  expect_finish_error(p, "(kernel 0): extern kernel k0 has no PTX");
+
+  GPU_PLAN(2);
+  k = pl_kernel_add_extern(p, "e", ptx, strlen(ptx), 32);
+  strcpy(p->kernels[k].kind, "map"); /* "extern" has room for it */
+  expect_finish_error(p, "kernel k0 has PTX, but its kind is 'map', not 'extern'");
+
+  p = pl_create(ctx, "m", NULL);
+  pl_slots(p, 2);
+  pl_kernel_add_extern(p, "e", ptx, strlen(ptx), 32);
+  expect_finish_error(p, "extern kernel k0 in a CPU plan (only GPU plans have them)");
+
+  GPU_PLAN(2);
+  pl_kernel_add_extern(p, "e", ptx, strlen(ptx), 0);
+  expect_finish_error(p, "extern kernel k0: block 0 is not between 1 and 1024");
+
+  GPU_PLAN(2);
+  pl_kernel_add_extern(p, "e", ptx, strlen(ptx), 1025);
+  expect_finish_error(p, "extern kernel k0: block 1025 is not between 1 and 1024");
+
+  GPU_PLAN(2);
+  k = pl_kernel_add_extern(p, "e", ptx, strlen(ptx), 32);
+  pl_kernel_arg(p, k, 2, AC_I64, false);
+  expect_finish_error(p, "kernel k0 uses %2, beyond the 2 slots");
+
+  GPU_PLAN(2);
+  k = pl_kernel_add_extern(p, "e", ptx, strlen(ptx), 32);
+  pl_kernel_arg(p, k, 0, (ac_scalar)99, false);
+  expect_finish_error(p, "extern kernel k0: argument 0 has invalid scalar type 99");
+
+  GPU_PLAN(2);
+  k = pl_kernel_add_extern(p, "e", ptx, strlen(ptx), 32);
+  pl_kernel_arg(p, k, 0, AC_I64, false);
+  pl_kernel_write(p, k, 0);
+  expect_finish_error(p, "extern kernel k0 writes a word (it writes array elements only)");
+
+  GPU_PLAN(2);
+  k = pl_kernel_add_extern(p, "e", ptx, strlen(ptx), 32);
+  pl_kernel_arg(p, k, 0, AC_I64, false);
+  pl_kernel_use(p, k, 1);
+  expect_finish_error(p, "extern kernel k0 uses words that are not its arguments");
+
+  GPU_PLAN(2);
+  k = pl_kernel_add_extern(p, "e", ptx, strlen(ptx), 32);
+  p->kernels[k].smem = 16;
+  expect_finish_error(p, "extern kernel k0 has shared, scratch or temporary memory");
+
+  GPU_PLAN(2);
+  k = pl_kernel_add(p, "map", "f", 1);
+  pl_kernel_arg(p, k, 0, AC_I64, false);
+  expect_finish_error(p, "kernel k0 has arguments, but only extern kernels take them");
+
+  GPU_PLAN(2);
+  k = pl_kernel_add_extern(p, "e", ptx, strlen(ptx), 32);
+  uint32_t one = pl_x_const(p, 1);
+  pl_launch(p, k, one, one);
+  expect_finish_error(p, "(instruction 0): launch of extern kernel k0 gives chunks (extern "
+                         "kernels take 'chunks auto')");
+
+  GPU_PLAN(2);
+  pl_kernel_arg(p, 0, 0, AC_I64, false);
+  expect_finish_error(p, "a builder was given a kernel that does not exist");
+
+  /* pl_print refuses what pl_finish refuses */
+  GPU_PLAN(2);
+  pl_kernel_add_extern(p, "e", ptx, strlen(ptx), 0);
+  char *text = NULL;
+  CHECK_EQ_INT(pl_print(p, &text, NULL), AC_ERR_INTERNAL);
+  CHECK(text == NULL);
+  pl_destroy(p);
+#undef GPU_PLAN
+  ac_context_destroy(ctx);
+}
+
 UNIT_TEST(print_refuses_malformed_plans) {
   ac_context *ctx = ac_context_create();
   pl_plan *p = pl_create(ctx, "m", NULL);
@@ -1047,6 +1269,8 @@ typedef struct bad_text {
 #define HDR "plan p\nslots 4\n"
 #define K0 "kernel k0 map \"f\" grain 1 uses\n"
 #define S0 "site 0 at 1:2 \"oops\"\n"
+#define GPU HDR "target gpu\n"
+#define EXT "kernel k0 extern \"e\" "
 
 static const bad_text bad_texts[] = {
     {"", "t.plan:1:1: error: expected 'plan', found end of input"},
@@ -1117,6 +1341,32 @@ static const bad_text bad_texts[] = {
      "t.plan:4:10: error: expected a kernel (k0, k1, ...), found 'k00'"},
     {HDR "body {\n  break %0\n}", "t.plan:4:9: error: expected 'unless', found '%0'"},
     {HDR "body {\n  for %0 = 0 to 1\n  }\n}", "t.plan:5:3: error: expected '{', found '}'"},
+    /* extern kernels */
+    {GPU EXT "block 0 args ptx \"\"",
+     "t.plan:4:28: error: a block size must be between 1 and 1024"},
+    {GPU EXT "args ptx \"\"", "t.plan:4:22: error: expected 'block', found 'args'"},
+    {GPU EXT "block 32 args %0:f32[] ptx \"\"",
+     "t.plan:4:39: error: an extern kernel's argument is 'ptr' (an array's data) or a scalar"},
+    {GPU EXT "block 32 args %0:foo ptx \"\"", "t.plan:4:39: error: unknown scalar type 'foo'"},
+    {GPU EXT "block 32 args %0:[ ptx \"\"",
+     "t.plan:4:39: error: expected 'ptr' or a scalar type, found '['"},
+    {GPU EXT "block 32 args %0 ptx \"\"", "t.plan:4:39: error: expected ':', found 'ptx'"},
+    {GPU EXT "block 32 args %9:ptr ptx \"\"",
+     "t.plan:4:36: error: word %9 is not below the 4 slots"},
+    {GPU EXT "block 32 args %0:ptr", "t.plan:4:42: error: expected 'ptx', found end of input"},
+    {GPU EXT "block 32 args ptx body {\n}",
+     "t.plan:4:40: error: expected the kernel's PTX (strings), found 'body'"},
+    {GPU EXT "block 32 args ptx \"a\" 5",
+     "t.plan:4:44: error: expected 'param', 'result', 'site', 'kernel' or 'body', found '5'"},
+    {GPU EXT "block 32 args ptx \"a\\qb\"",
+     "t.plan:4:42: error: unknown escape sequence in a string"},
+    {HDR EXT "block 32 args ptx \"\"\nbody {\n}",
+     "t.plan:3:1: error: extern kernel k0 in a CPU plan (only GPU plans have them)"},
+    {GPU EXT "block 32 args ptx \"\"\nbody {\n  launch k0 n 1 chunks 2\n}",
+     "t.plan:6:3: error: launch of extern kernel k0 gives chunks (extern kernels take 'chunks "
+     "auto')"},
+    {GPU "kernel k0 extern \"e\" grain 1 uses\nbody {\n}",
+     "t.plan:4:22: error: expected 'block', found 'grain'"},
 };
 
 UNIT_TEST(malformed_texts_are_rejected_with_positions) {
@@ -1159,18 +1409,18 @@ UNIT_TEST(malformed_texts_are_rejected_with_positions) {
   ac_context_destroy(ctx);
 }
 
-UNIT_TEST(mutated_texts_never_crash_the_parser) {
-  /* Every truncation and a few substitutions at every byte of the golden
-   * text: each parse either succeeds (and then round-trips) or fails with a
-   * syntax error at a position; ASan and UBSan watch the rest. */
+/* Every truncation and a few substitutions at every byte of `golden`:
+ * each parse either succeeds (and then round-trips) or fails with a syntax
+ * error at a position; ASan and UBSan watch the rest. */
+static void mutation_sweep(const char *text0) {
   ac_context *ctx = ac_context_create();
-  size_t len = strlen(golden);
+  size_t len = strlen(text0);
   char *buf = malloc(len + 1);
   static const char subs[] = {'\0', '{', '}', '%', '9', '"', '\\', '-', ' ', '\n', '(', 'x'};
   int parsed = 0, rejected = 0, bad = 0;
   for (size_t pos = 0; pos <= len; pos++) {
     for (size_t s = 0; s <= sizeof subs; s++) {
-      memcpy(buf, golden, len + 1);
+      memcpy(buf, text0, len + 1);
       size_t n = len;
       if (s == sizeof subs)
         n = pos; /* truncation */
@@ -1206,6 +1456,11 @@ UNIT_TEST(mutated_texts_never_crash_the_parser) {
   ac_context_destroy(ctx);
 }
 
+UNIT_TEST(mutated_texts_never_crash_the_parser) {
+  mutation_sweep(golden);
+  mutation_sweep(golden_extern);
+}
+
 UNIT_MAIN(saxpy_runs_on_the_pool, partial_sums_use_the_chunk_index,
           for_loop_with_assign_does_not_leak, while_break_and_for_bodies,
           if_else_follow_the_bool_byte, views_and_result_hand_out,
@@ -1213,5 +1468,6 @@ UNIT_MAIN(saxpy_runs_on_the_pool, partial_sums_use_the_chunk_index,
           kernel_failures_become_runtime_errors, bad_extents_fail_at_the_alloc_site,
           zero_size_arrays_work, scalar_words_of_every_type,
           expressions_use_wrapping_i64_arithmetic, calls_from_several_threads_share_a_plan,
-          finish_rejects_malformed_plans, print_parse_round_trip, print_refuses_malformed_plans,
+          finish_rejects_malformed_plans, print_parse_round_trip, extern_kernels_round_trip,
+          extern_kernels_are_checked, print_refuses_malformed_plans,
           malformed_texts_are_rejected_with_positions, mutated_texts_never_crash_the_parser)
