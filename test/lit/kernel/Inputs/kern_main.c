@@ -38,13 +38,22 @@ int main(void) {
     return 1;
   }
   print_f64("rows", r);
+  ac_array_release(r);
   int64_t two = 2;
   ac_array *v = ac_array_create(ctx, AC_F64, 1, &two, (double[]){1.5, 2.5}, &err);
-  if (kern_split3(&lib, v, &r2, &r, &err) == AC_OK)
+  if (kern_split3(&lib, v, &r2, &r, &err) == AC_OK) {
     print_f64("split3", r2);
+    ac_array_release(r2);
+    ac_array_release(r);
+  }
   if (kern_splitn(&lib, -1, v, &r2, &err) != AC_OK)
     printf("error: %s\n", ac_error_message(err));
   ac_error_destroy(err);
+  ac_array_release(v);
+  ac_array_release(m);
+  ac_array_release(ax);
+  ac_array_release(ay);
   kern_close(&lib);
+  ac_context_destroy(ctx);
   return 0;
 }
