@@ -1141,6 +1141,21 @@ done:
 
 /* ---- functions and modules ---- */
 
+/* Starts checking function fi: its parameters are the environment (of a
+ * body, or of an extern kernel's size expressions). */
+static bool enter_function(chk *c, uint32_t fi) {
+  c->fn = fi;
+  c->nenv = 0;
+  c->depth = 0;
+  for (uint32_t i = 0; i < c->m->funcs[fi].nparams; i++) {
+    const ir_func *f = &c->m->funcs[fi];
+    ir_sym pn = (size_t)f->pnames + i < c->m->nsyms ? c->m->syms[f->pnames + i] : IR_SYM_NONE;
+    if (!chk_push(c, ir_func_param(c->m, f, i), pn, ENV_PLAIN))
+      return false;
+  }
+  return true;
+}
+
 static void check_function(chk *c, uint32_t fi) {
   const ir_func *f = &c->m->funcs[fi];
   const char *name = ir_sym_str(c->ctx, f->name);
@@ -1160,16 +1175,8 @@ static void check_function(chk *c, uint32_t fi) {
     return;
   }
   if (f->is_kernel) {
-    c->fn = fi;
-    c->nenv = 0;
-    c->depth = 0;
-    for (uint32_t i = 0; i < f->nparams; i++) {
-      f = &c->m->funcs[fi];
-      ir_sym pn = (size_t)f->pnames + i < c->m->nsyms ? c->m->syms[f->pnames + i] : IR_SYM_NONE;
-      if (!chk_push(c, ir_func_param(c->m, f, i), pn, ENV_PLAIN))
-        return;
-    }
-    check_kernel(c, fi);
+    if (enter_function(c, fi))
+      check_kernel(c, fi);
     c->nenv = 0;
     return;
   }
@@ -1189,16 +1196,8 @@ static void check_function(chk *c, uint32_t fi) {
   }
   if (f->body == IR_NONE)
     return; /* declared by the builder, not finished yet */
-  c->fn = fi;
-  c->nenv = 0;
-  c->depth = 0;
-  for (uint32_t i = 0; i < f->nparams; i++) {
-    f = &c->m->funcs[fi];
-    ir_sym pn = (size_t)f->pnames + i < c->m->nsyms ? c->m->syms[f->pnames + i] : IR_SYM_NONE;
-    if (!chk_push(c, ir_func_param(c->m, f, i), pn, ENV_PLAIN))
-      return;
-  }
-  chk_check(c, c->m->funcs[fi].body, c->m->funcs[fi].result);
+  if (enter_function(c, fi))
+    chk_check(c, c->m->funcs[fi].body, c->m->funcs[fi].result);
   c->nenv = 0;
 }
 
