@@ -254,22 +254,12 @@ void ac_builder_set_location(ac_builder *b, unsigned line, unsigned column) {
 
 enum { DECL_FN, DECL_EXTERN, DECL_KERNEL };
 
-/* True if t is a scalar or an array of scalars (an extern kernel's
- * parameter, §3.4); with `array`, only the latter (its results). */
-static bool kernel_type_ok(ac_context *ctx, ir_type t, bool array) {
-  ir_type elem;
-  uint32_t rank;
-  if (!array && ir_ty_is_scalar(ctx, t, NULL))
-    return true;
-  return ir_ty_array_view(ctx, t, &elem, &rank) && ir_ty_is_scalar(ctx, elem, NULL);
-}
-
 static bool kernel_result_ok(ac_context *ctx, ir_type t) {
   ir_typeinfo ti = ir_ty_info(ctx, t);
   if (ti.kind != TK_TUPLE)
-    return kernel_type_ok(ctx, t, true);
+    return ir_ty_is_kernel_value(ctx, t, false);
   for (uint32_t i = 0; i < ti.n; i++)
-    if (!kernel_type_ok(ctx, ti.fields[i], true))
+    if (!ir_ty_is_kernel_value(ctx, ti.fields[i], false))
       return false;
   return ti.n >= 2;
 }
@@ -336,7 +326,7 @@ static ac_fn declare(ac_builder *b, const char *api, int kind, const char *name,
       ok = false;
       break;
     }
-    if (kind == DECL_KERNEL && !kernel_type_ok(b->ctx, pt[i], false)) {
+    if (kind == DECL_KERNEL && !ir_ty_is_kernel_value(b->ctx, pt[i], true)) {
       bld_fail(b, "%s: parameter %zu of extern kernel '%s' must be a scalar or an array of scalars",
                api, i + 1, name);
       ok = false;

@@ -1010,10 +1010,7 @@ static void check_kernel(chk *c, uint32_t fi) {
   if (f->nkext == 0)
     return; /* declared by the builder, not finished yet (results have extents) */
   for (uint32_t i = 0; i < f->nparams; i++) {
-    ir_type t = ir_func_param(c->m, f, i), elem;
-    uint32_t rank;
-    if (!ir_ty_is_scalar(c->ctx, t, NULL) &&
-        !(ir_ty_array_view(c->ctx, t, &elem, &rank) && ir_ty_is_scalar(c->ctx, elem, NULL))) {
+    if (!ir_ty_is_kernel_value(c->ctx, ir_func_param(c->m, f, i), true)) {
       chk_fail_at(c, f->loc, "parameter %u of extern kernel '%s' is neither a scalar nor an array "
                              "of scalars", i + 1, name);
       return;

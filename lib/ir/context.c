@@ -429,6 +429,14 @@ bool ir_ty_array_view(ac_context *ctx, ir_type t, ir_type *elem, uint32_t *rank)
   return ok;
 }
 
+bool ir_ty_is_kernel_value(ac_context *ctx, ir_type t, bool scalar_ok) {
+  ir_type elem;
+  uint32_t rank;
+  if (scalar_ok && ir_ty_is_scalar(ctx, t, NULL))
+    return true;
+  return ir_ty_array_view(ctx, t, &elem, &rank) && ir_ty_is_scalar(ctx, elem, NULL);
+}
+
 bool ir_ty_is_element(const ac_context *ctx, ir_type t) {
   if (t == IR_TY_NONE || t >= ctx->ntys)
     return false;

@@ -117,6 +117,9 @@ bool ir_ty_is_numeric(const ac_context *ctx, ir_type t);
 bool ir_ty_array_view(ac_context *ctx, ir_type t, ir_type *elem, uint32_t *rank);
 /* True if t contains no array, window or function: a valid element type. */
 bool ir_ty_is_element(const ac_context *ctx, ir_type t);
+/* t is an array of scalars, or (scalar_ok) a scalar: what an extern
+ * kernel's parameters (scalar_ok) and result arrays may be (§3.4). */
+bool ir_ty_is_kernel_value(ac_context *ctx, ir_type t, bool scalar_ok);
 /* Number of scalar/array leaves when flattened (unit has 0). */
 uint32_t ir_ty_num_leaves(const ac_context *ctx, ir_type t);
 /* Appends the spelling of t ("(f32[], i32)", "bool", "f64[,]") to buf. */

@@ -1240,10 +1240,7 @@ static bool extern_type_ok(parser *p, ir_type t, ir_loc loc, const char *what) {
 /* A parameter of an extern kernel is a scalar or an array of scalars
  * (§3.4): it crosses as a value, or as a pointer plus its extents. */
 static bool kernel_param_ok(parser *p, ir_type t, ir_loc loc) {
-  ir_type elem;
-  uint32_t rank;
-  if (ir_ty_is_scalar(p->ctx, t, NULL) ||
-      (ir_ty_array_view(p->ctx, t, &elem, &rank) && ir_ty_is_scalar(p->ctx, elem, NULL)))
+  if (ir_ty_is_kernel_value(p->ctx, t, true))
     return true;
   scope_error(p, loc,
               "a parameter of an extern kernel must be a scalar or an array of scalars");
