@@ -158,6 +158,17 @@ typedef void (*rt_gkernel_fn)(uint64_t *frame, rt_gctl *ctl, int64_t n);
 ac_status rt_emu_kernel(rt_gpu *g, rt_gkernel_fn fn, size_t smem, unsigned block,
                         rt_gkernel **out, ac_error **err);
 void rt_emu_kernel_free(rt_gpu *g, rt_gkernel *k);
+/* rt_emu_kernel for a kernel instrumented for profiling (simt_prof.h):
+ * sites[0..nsites) is its module's site table (copied), and its launches
+ * count into a profile of its own (sites NULL: rt_emu_kernel). */
+typedef struct rt_simt_site rt_simt_site;
+typedef struct rt_simt_prof rt_simt_prof;
+ac_status rt_emu_kernel_profiled(rt_gpu *g, rt_gkernel_fn fn, size_t smem, unsigned block,
+                                 const rt_simt_site *sites, uint32_t nsites, rt_gkernel **out,
+                                 ac_error **err);
+/* The profile of an emulator kernel made by rt_emu_kernel_profiled, NULL
+ * for any other kernel or device. */
+rt_simt_prof *rt_emu_kernel_prof(rt_gpu *g, rt_gkernel *k);
 
 /* Both create functions return a device holding one reference. */
 static inline void rt_gpu_retain(rt_gpu *g) {

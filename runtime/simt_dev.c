@@ -33,6 +33,8 @@
  */
 #include "runtime/simt_emu.h"
 
+#include "runtime/simt_prof.h"
+
 #include "ir.h"
 
 #include <stdarg.h>
@@ -57,8 +59,9 @@ typedef struct rt_emu_dev {
 
 typedef struct rt_emu_kern {
   rt_gkernel_fn fn;
-  size_t smem;    /* static shared bytes */
-  unsigned block; /* fixed block size, 0: any */
+  size_t smem;        /* static shared bytes */
+  unsigned block;     /* fixed block size, 0: any */
+  rt_simt_prof *prof; /* an instrumented kernel's counts (simt_prof.h), else NULL */
 } rt_emu_kern;
 
 static ac_status rt_emu_report(ac_context *ctx, ac_error **err, ac_status st, const char *fmt,
@@ -153,8 +156,8 @@ static ac_status rt_emu_launch(rt_gpu *g, rt_gkernel *k, unsigned grid, unsigned
    * stacks, the others map their own; one set is kept afterwards */
   rt_emu_dev *d = (rt_emu_dev *)(void *)g;
   rt_simt_stacks *s = atomic_exchange(&d->stacks, NULL);
-  ac_status st = rt_simt_run_cached(g->ctx, ek->fn, grid, block, ek->smem + smem, rt_emu_ptr(frame),
-                                    rt_emu_ptr(ctl), n, &s, err);
+  ac_status st = rt_simt_run_prof(g->ctx, ek->fn, grid, block, ek->smem + smem, rt_emu_ptr(frame),
+                                  rt_emu_ptr(ctl), n, &s, ek->prof, err);
   rt_simt_stacks_free(g->ctx, atomic_exchange(&d->stacks, s));
   return st;
 }
@@ -232,8 +235,9 @@ ac_status rt_emu_create(ac_context *ctx, rt_gpu **out, ac_error **err) {
   return AC_OK;
 }
 
-ac_status rt_emu_kernel(rt_gpu *g, rt_gkernel_fn fn, size_t smem, unsigned block, rt_gkernel **out,
-                        ac_error **err) {
+ac_status rt_emu_kernel_profiled(rt_gpu *g, rt_gkernel_fn fn, size_t smem, unsigned block,
+                                 const rt_simt_site *sites, uint32_t nsites, rt_gkernel **out,
+                                 ac_error **err) {
   *out = NULL;
   if (!g) /* no context to make an error with */
     return AC_ERR_INTERNAL;
@@ -251,11 +255,29 @@ ac_status rt_emu_kernel(rt_gpu *g, rt_gkernel_fn fn, size_t smem, unsigned block
   k->fn = fn;
   k->smem = smem;
   k->block = block;
+  k->prof = NULL;
+  if (sites && !(k->prof = rt_simt_prof_create(g->ctx, sites, nsites))) {
+    ac_free(g->ctx, k);
+    return rt_emu_report(g->ctx, err, AC_ERR_NOMEM, "SIMT emulator: out of memory");
+  }
   *out = (rt_gkernel *)(void *)k;
   return AC_OK;
 }
 
+ac_status rt_emu_kernel(rt_gpu *g, rt_gkernel_fn fn, size_t smem, unsigned block, rt_gkernel **out,
+                        ac_error **err) {
+  return rt_emu_kernel_profiled(g, fn, smem, block, NULL, 0, out, err);
+}
+
+rt_simt_prof *rt_emu_kernel_prof(rt_gpu *g, rt_gkernel *k) {
+  if (!g || !k || g->ops != &rt_emu_ops)
+    return NULL;
+  return ((rt_emu_kern *)(void *)k)->prof;
+}
+
 void rt_emu_kernel_free(rt_gpu *g, rt_gkernel *k) {
-  if (g && k)
+  if (g && k) {
+    rt_simt_prof_destroy(g->ctx, ((rt_emu_kern *)(void *)k)->prof);
     ac_free(g->ctx, k);
+  }
 }

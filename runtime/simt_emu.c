@@ -92,6 +92,8 @@
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, MAP_STACK, ucontext */
 #include "runtime/simt_emu.h"
 
+#include "runtime/simt_prof.h"
+
 #include "ir.h"
 
 #include <stdarg.h>
@@ -193,6 +195,7 @@ typedef struct rt_simt_launch {
   uint16_t fpcw;
   bool failed;
   char msg[256];
+  rt_simt_plaunch *prof; /* profiling (simt_prof.h), NULL when off */
 } rt_simt_launch;
 
 /* See the file comment: the only mutable global. */
@@ -336,6 +339,15 @@ static const char *rt_simt_kind_name(uint8_t kind) {
   return kind == RT_SIMT_SHFL ? "shuffle" : "vote";
 }
 
+/* Profiling: every warp of the block is at a common point (a completed
+ * barrier, the block's end): their records are grouped and counted. */
+static void rt_simt_prof_sync(rt_simt_launch *L) {
+  if (!L->prof)
+    return;
+  for (unsigned w = 0; w < L->block / RT_SIMT_WARP; w++)
+    rt_simt_pl_flush_warp(L->prof, w, true, true);
+}
+
 /* ---- a thread's life ---- */
 
 /* The running thread's fn has returned. */
@@ -459,6 +471,10 @@ void ac_simt_barrier(void) {
   /* the last to arrive: everyone else was waiting, so the queue is empty;
    * release them in thread order and run on */
   L->nbar = 0;
+  if (L->prof) {
+    rt_simt_prof_sync(L);
+    rt_simt_pl_barrier(L->prof);
+  }
   for (unsigned i = 0; i < L->block; i++)
     if (i != me) {
       L->thr[i].state = RT_SIMT_RUN;
@@ -544,6 +560,8 @@ static uint64_t rt_simt_warp_op(rt_simt_launch *L, uint8_t kind, uint64_t v, int
     return t->out;
   }
   W->arrived = 0;
+  if (L->prof)
+    rt_simt_pl_flush_warp(L->prof, w, true, true);
   rt_simt_warp_compute(L, w, kind);
   for (unsigned i = w * RT_SIMT_WARP; i < (w + 1) * RT_SIMT_WARP; i++)
     if (i != me) {
@@ -571,6 +589,32 @@ uint32_t ac_simt_vote(int32_t mode, int32_t pred) {
   return (uint32_t)rt_simt_warp_op(L, RT_SIMT_VOTE, pred != 0, mode, 0);
 }
 
+/* A warp's buffer is full before its lanes synchronised: every warp is
+ * flushed; a warp's groups are complete (exact) unless a lane of it other
+ * than the running one may still run before the next common point. */
+static void rt_simt_prof_spill(rt_simt_launch *L) {
+  for (unsigned w = 0; w < L->block / RT_SIMT_WARP; w++) {
+    bool exact = true;
+    for (unsigned i = w * RT_SIMT_WARP; i < (w + 1) * RT_SIMT_WARP; i++)
+      if (i != L->run && L->thr[i].state == RT_SIMT_RUN)
+        exact = false;
+    rt_simt_pl_flush_warp(L->prof, w, false, exact);
+  }
+}
+
+void ac_simt_prof(uint32_t site, uint64_t addr, uint32_t bytes) {
+  rt_simt_launch *L = rt_simt_cur;
+  if (!L || !L->prof)
+    return;
+  if (site >= rt_simt_pl_nsites(L->prof))
+    rt_simt_fail(L, "profiling site %u of a kernel with %u sites (block %u, thread %u)",
+                 (unsigned)site, (unsigned)rt_simt_pl_nsites(L->prof), L->ctaid, L->run);
+  if (!rt_simt_pl_record(L->prof, L->run, site, addr, bytes)) {
+    rt_simt_prof_spill(L);
+    (void)rt_simt_pl_record(L->prof, L->run, site, addr, bytes);
+  }
+}
+
 /* Function addresses go through uintptr_t (ISO C has no direct conversion
  * from a function pointer to void *; see rt_helper_symbols). */
 const rt_symbol rt_simt_symbols[] = {
@@ -583,6 +627,7 @@ const rt_symbol rt_simt_symbols[] = {
     {"ac_simt_shared", (void *)(uintptr_t)ac_simt_shared},
     {"ac_simt_shfl", (void *)(uintptr_t)ac_simt_shfl},
     {"ac_simt_vote", (void *)(uintptr_t)ac_simt_vote},
+    {"ac_simt_prof", (void *)(uintptr_t)ac_simt_prof},
     {NULL, NULL},
 };
 
@@ -721,8 +766,10 @@ static bool rt_simt_block(rt_simt_launch *L, unsigned b) {
   rt_simt_switch(L, &L->host, &L->thr[0].c, false);
   if (L->failed)
     return false;
-  if (L->ndone == L->block)
+  if (L->ndone == L->block) {
+    rt_simt_prof_sync(L);
     return true;
+  }
   unsigned bar = 0, warp = 0;
   for (unsigned i = 0; i < L->block; i++) {
     bar += L->thr[i].state == RT_SIMT_BAR;
@@ -735,9 +782,9 @@ static bool rt_simt_block(rt_simt_launch *L, unsigned b) {
   return false;
 }
 
-ac_status rt_simt_run_cached(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, unsigned block,
-                             size_t smem, uint64_t *frame, rt_gctl *ctl, int64_t n,
-                             rt_simt_stacks **stacks, ac_error **err) {
+ac_status rt_simt_run_prof(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, unsigned block,
+                           size_t smem, uint64_t *frame, rt_gctl *ctl, int64_t n,
+                           rt_simt_stacks **stacks, rt_simt_prof *prof, ac_error **err) {
   if (rt_simt_cur)
     return rt_simt_report(ctx, err, AC_ERR_INTERNAL,
                           "SIMT emulator: a launch from inside a "
@@ -766,6 +813,8 @@ ac_status rt_simt_run_cached(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, u
   L->grid = grid;
   L->block = block;
   ac_status st = rt_simt_setup(L, smem, stacks, err);
+  if (st == AC_OK && prof && !(L->prof = rt_simt_pl_begin(ctx, prof, block)))
+    st = rt_simt_report(ctx, err, AC_ERR_NOMEM, "SIMT emulator: out of memory for profiling");
   if (st != AC_OK) {
     rt_simt_free(L);
     return st;
@@ -779,8 +828,15 @@ ac_status rt_simt_run_cached(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, u
     rt_simt_clean(&L->thr[i]);
   if (!ok)
     st = rt_simt_report(ctx, err, AC_ERR_INTERNAL, "SIMT emulator: %s", L->msg);
+  rt_simt_pl_end(L->prof, ok);
   rt_simt_free(L);
   return st;
+}
+
+ac_status rt_simt_run_cached(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, unsigned block,
+                             size_t smem, uint64_t *frame, rt_gctl *ctl, int64_t n,
+                             rt_simt_stacks **stacks, ac_error **err) {
+  return rt_simt_run_prof(ctx, fn, grid, block, smem, frame, ctl, n, stacks, NULL, err);
 }
 
 ac_status rt_simt_run(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, unsigned block, size_t smem,

@@ -45,6 +45,12 @@ uint64_t ac_simt_shfl(uint64_t v, int32_t mode, int32_t arg);
 /* mode: 0 any, 1 all, 2 ballot (simt_vote_mode); returns 0/1 or the mask. */
 uint32_t ac_simt_vote(int32_t mode, int32_t pred);
 
+/* Profiled kernels (runtime/simt_prof.h) call this before every memory
+ * access that is not private and at the start of every basic block: site
+ * indexes the kernel's site table; addr and bytes are the access's (0 for
+ * a block). Outside a profiled launch it does nothing. */
+void ac_simt_prof(uint32_t site, uint64_t addr, uint32_t bytes);
+
 /* The services above, NULL-terminated, for the JIT to define. */
 extern const rt_symbol rt_simt_symbols[];
 
@@ -68,5 +74,11 @@ ac_status rt_simt_run_cached(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, u
                              size_t smem, uint64_t *frame, rt_gctl *ctl, int64_t n,
                              rt_simt_stacks **stacks, ac_error **err);
 void rt_simt_stacks_free(ac_context *ctx, rt_simt_stacks *s);
+/* rt_simt_run_cached, counting into prof (simt_prof.h) when it is not
+ * NULL: the kernel must have been instrumented for prof's site table. */
+typedef struct rt_simt_prof rt_simt_prof;
+ac_status rt_simt_run_prof(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, unsigned block,
+                           size_t smem, uint64_t *frame, rt_gctl *ctl, int64_t n,
+                           rt_simt_stacks **stacks, rt_simt_prof *prof, ac_error **err);
 
 #endif

@@ -1,8 +1,8 @@
 /* tools/arrayc-run: call one function of a program from the command line.
  *
  *   arrayc-run [--backend=interp|cpu|gpu|simt-emu|auto] FILE.ac --fn NAME [ARG ...]
- *              [-o OUT.npy ...] [--repeat N] [--stats] [-O0..-O3 | --passes=LIST]
- *              [--load LIB.so ...]
+ *              [-o OUT.npy ...] [--repeat N] [--stats] [--profile]
+ *              [-O0..-O3 | --passes=LIST] [--load LIB.so ...]
  *
  * This is how the end-to-end tests and benchmarks run programs without a C
  * driver of their own: the module is parsed and verified, the function is
@@ -16,6 +16,11 @@
  * --passes=LIST is given: then those passes transform the module itself
  * before any backend sees it, so `--backend=interp --passes=fuse` runs the
  * fused program on the reference interpreter (how passes are checked).
+ *
+ * --profile (SIMT emulator only) compiles the function with its kernels
+ * instrumented and prints, after the results, one `profile:` line per
+ * kernel to stderr: memory requests and sectors, bytes against the
+ * minimum, bank conflicts, active lanes (docs/runtime.md, "Profiling").
  *
  * ARG is a literal typed by the parameter (see tools/args.c) or @FILE.npy.
  * Errors are reported before anything runs and name the argument and the
@@ -43,7 +48,7 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: arrayc-run [--backend=NAME] FILE.ac --fn NAME [ARG ...] [-o OUT.npy ...]\n"
-          "                  [--repeat N] [--stats] [--load LIB.so ...]\n"
+          "                  [--repeat N] [--stats] [--profile] [--load LIB.so ...]\n"
           "  Calls function NAME of FILE (\"-\" for standard input) with one ARG per\n"
           "  flattened parameter leaf and prints each result leaf on its own line.\n"
           "arguments:\n"
@@ -56,6 +61,9 @@ static void usage(FILE *f) {
           "                  give one -o per result leaf\n"
           "  --repeat N      call N times and print 'time: median X ms, min Y ms' to stderr\n"
           "  --stats         print 'kernels: N' (kernels in the compiled plan) to stderr\n"
+          "  --profile       with --backend=simt-emu: count each kernel's memory requests,\n"
+          "                  sectors, bytes, bank conflicts and active lanes, and print a\n"
+          "                  'profile: KERNEL ...' line per kernel to stderr after the results\n"
           "  --load LIB.so   load a shared library first (RTLD_GLOBAL), so that its\n"
           "                  functions implement the program's extern fn and extern\n"
           "                  kernel declarations (may be repeated)\n"
@@ -76,6 +84,7 @@ typedef struct options {
   size_t nouts;
   long repeat;
   bool stats;
+  bool profile;
   const char *passes; /* NULL: each backend's default */
 } options;
 
@@ -134,6 +143,8 @@ static int parse_options(int argc, char **argv, options *o) {
       only_positional = true;
     } else if (strcmp(a, "--stats") == 0) {
       o->stats = true;
+    } else if (strcmp(a, "--profile") == 0) {
+      o->profile = true;
     } else if ((po = tool_pass_option(PROG, a, &o->passes)) != 0) {
       if (po < 0)
         return 2;
@@ -169,6 +180,11 @@ static int parse_options(int argc, char **argv, options *o) {
   if (!o->file || !o->fn) {
     fprintf(stderr, PROG ": %s\n", !o->file ? "no input file" : "no function given (--fn NAME)");
     usage(stderr);
+    return 2;
+  }
+  if (o->profile && o->backend != AC_BACKEND_SIMT_EMU) {
+    fprintf(stderr, PROG ": --profile needs --backend=simt-emu (the SIMT emulator counts what "
+                    "the GPU kernels do)\n");
     return 2;
   }
   return 0;
@@ -424,7 +440,8 @@ static void release_all(ac_datum *d, size_t n) {
 }
 
 /* Makes the call(s) and reports results; returns the exit status. */
-static int call_and_report(ac_function *f, const options *o, const ac_datum *args, size_t nargs) {
+static int call_and_report(ac_context *ctx, ac_function *f, const options *o, const ac_datum *args,
+                           size_t nargs) {
   size_t nres = ac_function_num_results(f);
   ac_datum *res = calloc(nres ? nres : 1, sizeof *res);
   ac_datum *extra = calloc(nres ? nres : 1, sizeof *extra);
@@ -474,6 +491,18 @@ static int call_and_report(ac_function *f, const options *o, const ac_datum *arg
     fprintf(stderr, PROG ": cannot write the results to standard output\n");
     rc = 1;
   }
+  if (rc == 0 && o->profile) {
+    ac_error *err = NULL;
+    char *text = NULL;
+    if (ac_function_print_profile(f, &text, &err) != AC_OK) {
+      tool_print_error(err);
+      ac_error_destroy(err);
+      rc = 1;
+    } else {
+      fputs(text, stderr);
+    }
+    ac_string_destroy(ctx, text);
+  }
   if (have)
     release_all(res, nres);
   free(res);
@@ -490,10 +519,11 @@ static ac_function *prepare(ac_module *m, const options *o) {
   ac_runtime *rt = NULL;
   ac_error *err = NULL;
   ac_status st = AC_OK;
-  if (o->passes) {
-    if ((st = ac_module_run_passes(m, o->passes, &err)) == AC_OK &&
+  if (o->passes || o->profile) {
+    if ((!o->passes || (st = ac_module_run_passes(m, o->passes, &err)) == AC_OK) &&
         (st = ac_runtime_create(ac_module_context(m), o->backend, &rt, &err)) == AC_OK &&
-        (st = ac_runtime_set_passes(rt, "", &err)) == AC_OK)
+        (!o->passes || (st = ac_runtime_set_passes(rt, "", &err)) == AC_OK) &&
+        (!o->profile || (st = ac_runtime_set_profiling(rt, true, &err)) == AC_OK))
       st = ac_runtime_compile(rt, m, o->fn, &f, &err);
     ac_runtime_destroy(rt); /* the function keeps it alive */
   } else {
@@ -535,7 +565,7 @@ static int run_function(ac_context *ctx, ac_module *m, const options *o) {
     if (!convert_arg(ctx, f, &g, made, o->args[made], &args[made]))
       rc = 1;
   if (rc == 0)
-    rc = call_and_report(f, o, args, nargs);
+    rc = call_and_report(ctx, f, o, args, nargs);
   if (args)
     release_all(args, made);
   free(args);

@@ -194,6 +194,73 @@ AC_API ac_status ac_runtime_set_passes(ac_runtime *rt, const char *passes, ac_er
 /* The pipeline set on rt (never NULL). */
 AC_API const char *ac_runtime_passes(const ac_runtime *rt);
 
+/* ---- profiling GPU kernels without a GPU (the SIMT emulator) ----
+ * With profiling on, a SIMT-emulator runtime compiles functions with every
+ * memory access and basic block of their kernels counted, and the emulator
+ * groups the counts per warp instruction as a GPU's memory system sees
+ * them (docs/runtime.md, "Profiling"). Counting never changes results; it
+ * is slow (each access is recorded) and costs nothing when off: profiled
+ * and plain code are different compilations (the compile cache keeps them
+ * apart). Functions compiled while it was on keep counting. Only
+ * AC_BACKEND_SIMT_EMU runtimes profile: others give AC_ERR_UNSUPPORTED. */
+AC_API ac_status ac_runtime_set_profiling(ac_runtime *rt, bool on, ac_error **err);
+
+/* What one kernel did over all its launches since it was compiled or its
+ * counts were reset. Warp-level counts group the lanes of a warp that
+ * execute the same instruction the same number of times since the warp's
+ * last synchronisation (what lock-step SIMT execution issues together). */
+typedef struct ac_kernel_profile {
+  const char *kernel;    /* the plan's kernel symbol ("k0_map"), borrowed from the function */
+  uint64_t launches;
+  /* Global memory. *_insts: warp-level load / store instructions. *_req:
+   * requests in 32-bit lane units: an instruction whose lanes access w
+   * bytes each counts max(1, w / 4), so sectors / requests is 4.0 for
+   * fully coalesced access of any width and 32.0 for 4-byte lanes that
+   * each touch a sector of their own. *_sectors: distinct 32-byte sectors
+   * each instruction touches, summed over instructions. */
+  uint64_t ld_insts, ld_req, ld_sectors;
+  uint64_t st_insts, st_req, st_sectors;
+  /* bytes = 32 * (ld_sectors + st_sectors): what the kernel asks of the
+   * memory system with no reuse across instructions. min_bytes: the
+   * distinct bytes each launch reads plus the distinct bytes it writes
+   * (each input read once, each output written once), summed over
+   * launches. */
+  uint64_t bytes, min_bytes;
+  /* Warp-level reads and writes of the kernel's parameter block (the
+   * plan's frame words and the launch's control block). */
+  uint64_t param_insts;
+  /* Shared memory: warp-level accesses, the wavefronts they need (one per
+   * distinct 4-byte word a bank must deliver, the largest over the 32
+   * banks), and the wavefronts beyond the fewest possible (bank
+   * conflicts). */
+  uint64_t smem_insts, smem_wavefronts, smem_conflicts;
+  /* Executed warp instructions and the lanes active in them:
+   * lane_insts / (32 * warp_insts) is the active-lane fraction. */
+  uint64_t warp_insts, lane_insts;
+  uint64_t barriers; /* block-wide barriers completed (per block) */
+  uint64_t atomics;  /* atomic operations (per lane, global and shared) */
+  /* True when some warp's records outgrew the emulator's buffer before its
+   * lanes synchronised, so a few of its instructions were counted as two
+   * partial ones (the counts are then slight overestimates). */
+  bool approximate;
+} ac_kernel_profile;
+
+/* Fills *out (out_size = sizeof(ac_kernel_profile) as compiled into the
+ * caller; a smaller size fills that prefix) with the counts of kernel
+ * `kernel` (0 .. ac_function_num_kernels - 1) of f. AC_ERR_INVALID for a
+ * kernel out of range, or for a function not compiled with profiling on
+ * (AC_ERR_UNSUPPORTED when f's backend is not the SIMT emulator). */
+AC_API ac_status ac_function_profile(const ac_function *f, size_t kernel, ac_kernel_profile *out,
+                                     size_t out_size, ac_error **err);
+/* Sets every kernel's counts of f back to zero (no-op when f is not
+ * profiled). Not synchronised with calls of f running on other threads. */
+AC_API void ac_function_profile_reset(ac_function *f);
+/* The profile of every kernel of f as text, one line per kernel:
+ *   profile: k0_map launches=1 ld_req=524288 ld_sectors_per_req=4.00 ...
+ * (docs/runtime.md lists the fields; kernels never launched are left
+ * out). Free *out with ac_string_destroy. Errors as ac_function_profile. */
+AC_API ac_status ac_function_print_profile(const ac_function *f, char **out, ac_error **err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -90,6 +90,7 @@ void api_aot_out_free(ac_context *ctx, api_aot_out *out);
  * flags: API_GEN_* below (0 for the JIT). The caller destroys *plan, also
  * on failure. */
 #define API_GEN_EXTERNS_BY_NAME 1u /* cg_module.externs_by_name: ahead of time */
+#define API_GEN_PROFILE 2u /* cg_module.profile: SIMT emulator kernels counted */
 ac_status api_generate(nat_jit *jit, cg_target target, ac_module *m, uint32_t fn,
                        const char *passes, unsigned flags, pl_plan **plan, cg_module *M,
                        ac_module **opt, ac_error **err);

@@ -160,6 +160,8 @@ static ac_status make_key(ac_runtime *rt, ac_module *m, uint32_t fn, char **key,
       ir_buf_printf(&b, "target %s\nhost %s %s\n", ac_backend_name(rt->backend),
                     nat_cpu_name(rt->jit), nat_cpu_features(rt->jit));
     ir_buf_printf(&b, "passes %s\n", rt->passes ? rt->passes : "");
+    if (rt->profile)
+      ir_buf_puts(&b, "profile\n");
     ir_buf_printf(&b, "fn %s\ntext\n", ir_sym_str(ctx, m->funcs[fn].name));
     ac_error *e = NULL;
     st = ir_print_functions(m, fns, nfns, &b, &e);
@@ -251,6 +253,7 @@ ac_status api_generate(nat_jit *jit, cg_target target, ac_module *m, uint32_t fn
   if (st != AC_OK)
     return st;
   M->externs_by_name = (flags & API_GEN_EXTERNS_BY_NAME) != 0;
+  M->profile = (flags & API_GEN_PROFILE) != 0 && target == CG_TARGET_SIMT;
   if (target == CG_TARGET_NVPTX) {
     if ((st = nv_prepare(M, err)) != AC_OK)
       return st;
@@ -383,8 +386,8 @@ static ac_status compile_entry(ac_runtime *rt, ac_module *m, uint32_t fn, api_co
   memset(c, 0, sizeof *c);
   cg_module M;
   ac_module *opt = NULL;
-  ac_status st =
-      api_generate(rt->jit, target_of(rt->backend), m, fn, rt->passes, 0, &c->plan, &M, &opt, err);
+  ac_status st = api_generate(rt->jit, target_of(rt->backend), m, fn, rt->passes,
+                              rt->profile ? API_GEN_PROFILE : 0, &c->plan, &M, &opt, err);
   uint32_t n = c->plan ? c->plan->nkernels : 0;
   const char **symbols = NULL;
   void **addrs = NULL;
@@ -428,7 +431,8 @@ static ac_status compile_entry(ac_runtime *rt, ac_module *m, uint32_t fn, api_co
       _Static_assert(sizeof addrs[i] == sizeof kf, "function pointer size");
       memcpy(&kf, &addrs[i], sizeof kf);
       const pl_kernel *k = &c->plan->kernels[i];
-      st = rt_emu_kernel(rt->gpu, kf, (size_t)k->smem, k->block, &c->gkernels[i], err);
+      st = rt_emu_kernel_profiled(rt->gpu, kf, (size_t)k->smem, k->block, M.prof_sites,
+                                  M.prof_nsites, &c->gkernels[i], err);
     }
   }
   cg_module_dispose(&M);
@@ -488,8 +492,8 @@ ac_status api_print_llvm(ac_runtime *rt, ac_module *m, uint32_t fn, char **out, 
   /* generation touches only its own plan and module; the JIT serialises
    * the optimiser itself */
   ac_module *opt = NULL;
-  ac_status st =
-      api_generate(rt->jit, target_of(rt->backend), m, fn, rt->passes, 0, &plan, &M, &opt, err);
+  ac_status st = api_generate(rt->jit, target_of(rt->backend), m, fn, rt->passes,
+                              rt->profile ? API_GEN_PROFILE : 0, &plan, &M, &opt, err);
   if (st == AC_OK && rt->backend == AC_BACKEND_GPU) {
     char *ptx = NULL, *ir = NULL;
     size_t len;

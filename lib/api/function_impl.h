@@ -64,6 +64,9 @@ struct ac_runtime {
    * ac_runtime_set_passes): "O2" unless set; "" runs none. Part of the
    * compile cache's key. Owned. */
   char *passes;
+  /* SIMT emulator: compile with profiling (ac_runtime_set_profiling); part
+   * of the cache key. */
+  bool profile;
 };
 
 

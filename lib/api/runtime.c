@@ -166,6 +166,19 @@ ac_status ac_runtime_set_passes(ac_runtime *rt, const char *passes, ac_error **e
   return AC_OK;
 }
 
+ac_status ac_runtime_set_profiling(ac_runtime *rt, bool on, ac_error **err) {
+  if (err)
+    *err = NULL;
+  if (!rt)
+    return AC_ERR_INVALID;
+  if (rt->backend != AC_BACKEND_SIMT_EMU)
+    return api_fail(rt->ctx, err, AC_ERR_UNSUPPORTED,
+                    "profiling needs the SIMT emulator (simt-emu), not the %s backend",
+                    ac_backend_name(rt->backend));
+  rt->profile = on;
+  return AC_OK;
+}
+
 const char *ac_runtime_passes(const ac_runtime *rt) {
   return rt && rt->passes ? rt->passes : "";
 }

@@ -163,6 +163,9 @@ void cg_module_dispose(cg_module *M) {
     ac_error_destroy(M->err);
   if (M->arena)
     cg_arena_free(M->ctx, M->arena);
+  ac_free(M->ctx, M->prof_sites);
+  M->prof_sites = NULL;
+  M->prof_nsites = 0;
   M->b = NULL;
   M->mod = NULL;
   M->tsc = NULL;

@@ -104,6 +104,14 @@ typedef struct cg_module {
    * owns). nat_compile hands it to the JIT; cg_module_dispose releases it
    * otherwise. Nobody else touches it. */
   struct LLVMOrcOpaqueThreadSafeContext *tsc;
+  /* SIMT emulator profiling (runtime/simt_prof.h): when `profile` is set,
+   * optimisation leaves vectorisation alone and the kernels are
+   * instrumented after it (simt_prof_instrument), which fills the site
+   * table (ac_alloc'd, taken by whoever makes the kernels; freed by
+   * cg_module_dispose otherwise). */
+  bool profile;
+  struct rt_simt_site *prof_sites;
+  uint32_t prof_nsites;
 } cg_module;
 
 typedef struct cg_fn {

@@ -103,4 +103,11 @@ bool simt_atomic_native(cg_module *M, LLVMAtomicRMWBinOp op, ac_scalar sc);
 LLVMValueRef simt_load_volatile(cg_fn *f, LLVMTypeRef t, LLVMValueRef ptr);
 void simt_store_volatile(cg_fn *f, LLVMValueRef v, LLVMValueRef ptr);
 
+/* ---- profiling (simt_prof.c) ----
+ * Instruments every function of M (CG_TARGET_SIMT, optimised) for the
+ * SIMT emulator's profiler (runtime/simt_prof.h): a call of ac_simt_prof
+ * before each non-private memory access and at the start of each basic
+ * block. Fills M->prof_sites. */
+ac_status simt_prof_instrument(cg_module *M, ac_error **err);
+
 #endif

@@ -34,6 +34,7 @@
  */
 #include "target/native.h"
 
+#include "codegen/simt.h"
 #include "runtime/simt_emu.h"
 
 #include <llvm-c/Analysis.h>
@@ -223,8 +224,11 @@ static void nat_set_attr(LLVMContextRef c, LLVMValueRef fn, const char *k, const
 
 /* Marks every function defined in mod with J's CPU and features (none for
  * a named CPU ahead of time: its defaults) and runs the O3 pipeline with
- * J's target machine, vectorisers on. mod must have been verified. */
-static ac_status nat_o3(nat_jit *J, LLVMModuleRef mod, ac_error **err) {
+ * J's target machine, vectorisers on unless `vectorise` is false (profiled
+ * SIMT kernels: the host's vector widths must not change how a GPU
+ * thread's accesses look; NVPTX's pipeline does not vectorise loops
+ * either). mod must have been verified. */
+static ac_status nat_o3(nat_jit *J, LLVMModuleRef mod, bool vectorise, ac_error **err) {
   LLVMContextRef c = LLVMGetModuleContext(mod);
   for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
     if (LLVMIsDeclaration(fn))
@@ -234,9 +238,9 @@ static ac_status nat_o3(nat_jit *J, LLVMModuleRef mod, ac_error **err) {
       nat_set_attr(c, fn, "target-features", J->features);
   }
   LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-  LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
-  LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
-  LLVMPassBuilderOptionsSetLoopInterleaving(opts, 1);
+  LLVMPassBuilderOptionsSetLoopVectorization(opts, vectorise);
+  LLVMPassBuilderOptionsSetSLPVectorization(opts, vectorise);
+  LLVMPassBuilderOptionsSetLoopInterleaving(opts, vectorise);
   LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
   LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", J->tm, opts);
   LLVMDisposePassBuilderOptions(opts);
@@ -260,7 +264,10 @@ static ac_status nat_optimise_locked(nat_jit *J, cg_module *M, ac_error **err) {
     return st;
   }
   LLVMDisposeMessage(msg);
-  return nat_o3(J, M->mod, err);
+  if (!M->profile)
+    return nat_o3(J, M->mod, true, err);
+  ac_status st = nat_o3(J, M->mod, false, err);
+  return st == AC_OK ? simt_prof_instrument(M, err) : st;
 }
 
 ac_status nat_optimise(nat_jit *J, cg_module *M, ac_error **err) {
@@ -572,7 +579,7 @@ ac_status nat_emit_object(nat_jit *J, LLVMModuleRef mod, char **obj, size_t *len
   }
   LLVMDisposeMessage(msg);
   pthread_mutex_lock(&J->mu);
-  ac_status st = nat_o3(J, mod, err);
+  ac_status st = nat_o3(J, mod, true, err);
   pthread_mutex_unlock(&J->mu);
   if (st != AC_OK)
     return st;

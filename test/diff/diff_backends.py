@@ -20,7 +20,10 @@ Every invocation runs on both backends (the first is the reference, the
 interpreter by default), each with its default optimisation (none on the
 interpreter, -O2 on compiled backends). --passes LIST gives the second one
 `--passes=LIST` instead, so `--backends interp,interp --passes fuse` checks
-that the fuse pass keeps every program's meaning. They must agree:
+that the fuse pass keeps every program's meaning. The backend name
+`simt-emu+profile` runs the SIMT emulator with its profiler on
+(`arrayc-run --profile`), whose counting must not change any result. They
+must agree:
 
   * on the exit status;
   * on success, on every printed result: the same shapes, integers and bools
@@ -135,6 +138,11 @@ def doc_programs(md_path, outdir):
 
 def run(arrayc_run, backend, path, args, passes=None):
     opt = [] if passes is None else ["--passes=" + passes]
+    # "simt-emu+profile": the emulator with its profiler on (the counts go
+    # to stderr; the results must not change)
+    if backend.endswith("+profile"):
+        backend = backend[:-len("+profile")]
+        opt.append("--profile")
     p = subprocess.run([arrayc_run, "--backend=" + backend] + opt + [path] + args,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
