@@ -1,4 +1,5 @@
-/* bench/bench.c: arrayc-bench, the CPU benchmark harness.
+/* bench/bench.c: arrayc-bench, the CPU benchmark harness, and a model of
+ * the GPU suite's kernels on the SIMT emulator (--gpu-model, below).
  *
  * For each benchmark it builds the input data once, then in the same
  * process times the hand-written reference (bench/ref/ref.c, gcc -O3
@@ -19,11 +20,28 @@
  * code usually does. Both read inputs that are already in memory.
  *
  *   arrayc-bench [--backend=NAME] [--repeat N] [--log2 K] [--only NAME[,NAME...]]
+ *   arrayc-bench --gpu-model [--log2 K] [--only NAME[,NAME...]]
  *
  * Prints one Markdown table row per benchmark (two for rmse) plus the
  * compile latency of Black-Scholes (source text to callable code, in
  * process).
+ *
+ * --gpu-model times nothing. It compiles the GPU suite's programs
+ * (bench/gpu/benches.cu: the same files, functions, arguments and pass
+ * pipelines, with this file's data generators) on one SIMT-emulator
+ * runtime with profiling on (runtime.h, "profiling GPU kernels without a
+ * GPU"), calls each once on an H100-shaped emulated device (256 threads per
+ * block, 264 resident blocks: 132 SMs x 2, unless ARRAYC_SIMT_BLOCK or
+ * ARRAYC_SIMT_GRID say otherwise), checks the results as the CPU suite
+ * does, and prints one row per kernel of what Nsight Compute would report:
+ * sectors per request, bytes moved over the minimum, bank conflicts, active
+ * lanes. The emulator runs some 10-50 million thread instructions a second,
+ * so sizes are 2^20 elements by default rather than the GPU suite's 2^26
+ * (each benchmark then takes at most a few seconds on two cores); the
+ * counts are per kernel over the one call, and the ratios hardly depend on
+ * the size once the grid is full.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv, clock_gettime */
 #include "arrayc/arrayc.h"
 #include "ref/ref.h"
 
@@ -31,6 +49,7 @@
 #include "target/nvptx.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +113,7 @@ typedef struct bench_ctx {
   int repeat;
   double bandwidth;    /* bytes per second, measured */
   double rmse_time[2]; /* arrayc's medians, fused and unfused, seconds (NAN: not run) */
+  bool gpu_model;      /* --gpu-model: profile the kernels on the emulator, time nothing */
 } bench_ctx;
 
 static char *read_file(const char *path, size_t *len) {
@@ -245,6 +265,72 @@ static void size_vec(char *buf, size_t cap, int64_t n) {
     snprintf(buf, cap, "n=%lld", (long long)n);
 }
 
+/* ---- the GPU model (--gpu-model) ---- */
+/* "a/b" with two decimals into buf, or "—" when b is 0 (nothing to divide:
+ * a kernel without stores has no sectors per store request). */
+static void fmt_ratio(char *buf, size_t cap, uint64_t a, uint64_t b) {
+  if (b)
+    snprintf(buf, cap, "%.2f", (double)a / (double)b);
+  else
+    snprintf(buf, cap, "—");
+}
+
+/* The printf width that pads UTF-8 text s to w columns ("—" is three bytes
+ * and one column). */
+static int cols(const char *s, int w) {
+  int extra = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    extra += (*p & 0xc0) == 0x80;
+  return w + extra;
+}
+
+/* One Markdown row per kernel of f, which was compiled with profiling on
+ * and called once (the check): what its launches asked of the memory
+ * system. iterations > 0: the call ran a loop of that many steps, and the
+ * notes give launches per step. A kernel the call never launched gets a
+ * row of dashes. */
+static void profile_rows(const char *name, const char *size, ac_function *f, const char *check,
+                         int64_t iterations) {
+  size_t nk = ac_function_num_kernels(f);
+  if (nk == 0)
+    printf("| %-22s | %-16s | (no kernels) | | | | | | | | | %s | |\n", name, size, check);
+  for (size_t k = 0; k < nk; k++) {
+    ac_kernel_profile p;
+    ac_error *e = NULL;
+    if (ac_function_profile(f, k, &p, sizeof p, &e) != AC_OK)
+      die("profile", e);
+    char ld[16], st[16], bytes[16], smem[16], lanes[16], notes[96] = "";
+    fmt_ratio(ld, sizeof ld, p.ld_sectors, p.ld_req);
+    fmt_ratio(st, sizeof st, p.st_sectors, p.st_req);
+    fmt_ratio(bytes, sizeof bytes, p.bytes, p.min_bytes);
+    fmt_ratio(smem, sizeof smem, p.smem_conflicts, p.smem_insts);
+    fmt_ratio(lanes, sizeof lanes, p.lane_insts, 32 * p.warp_insts);
+    size_t len = 0;
+    if (iterations > 0)
+      len += (size_t)snprintf(notes, sizeof notes, "%.2f launches per iteration (%lld)",
+                              (double)p.launches / (double)iterations, (long long)iterations);
+    if (p.approximate)
+      snprintf(notes + len, sizeof notes - len, "%sapproximate", len ? "; " : "");
+    printf("| %-22s | %-16s | %-18s | %8llu | %*s | %*s | %*s | %*s | %*s | %8llu | %7llu | %s | "
+           "%s |\n",
+           name, size, p.kernel, (unsigned long long)p.launches, cols(ld, 11), ld, cols(st, 11), st,
+           cols(bytes, 9), bytes, cols(smem, 15), smem, cols(lanes, 5), lanes,
+           (unsigned long long)p.barriers, (unsigned long long)p.atomics, check, notes);
+  }
+  fflush(stdout);
+}
+
+/* What a benchmark does once its result is checked: the CPU suite times
+ * both sides and prints a row; --gpu-model prints the kernels' profiles
+ * (of the check call, the only one) instead. */
+static void conclude(bench_ctx *B, const char *name, const char *size, double bytes, runner r,
+                     ac_function *f, const char *check) {
+  if (B->gpu_model)
+    profile_rows(name, size, f, check, 0);
+  else
+    report(B, name, size, bytes, time_both(B, r), check);
+}
+
 /* ---- the benchmarks ---- */
 typedef struct vec_state {
   int64_t n;
@@ -292,8 +378,8 @@ static void bench_saxpy(bench_ctx *B, int64_t n) {
   ac_datum_release(&res);
   char size[64];
   size_vec(size, sizeof size, n);
-  timing t = time_both(B, (runner){saxpy_ref, run_ac, &s});
-  report(B, "saxpy", size, 12.0 * (double)n, t, d == 0 ? "exact" : "DIFFERS");
+  conclude(B, "saxpy", size, 12.0 * (double)n, (runner){saxpy_ref, run_ac, &s}, s.f,
+           d == 0 ? "exact" : "DIFFERS");
   release_all(s.args, 3);
   ac_function_destroy(s.f);
   ac_module_destroy(m);
@@ -332,8 +418,7 @@ static void bench_sdot(bench_ctx *B, int64_t n) {
   char size[64], check[64];
   size_vec(size, sizeof size, n);
   snprintf(check, sizeof check, "%s (rel %.1e, ref %.1e)", d < 1e-3 ? "ok" : "DIFFERS", d, dref);
-  timing t = time_both(B, (runner){sdot_ref, run_ac, &s});
-  report(B, "sdot", size, 8.0 * (double)n, t, check);
+  conclude(B, "sdot", size, 8.0 * (double)n, (runner){sdot_ref, run_ac, &s}, s.f, check);
   release_all(s.args, 2);
   ac_function_destroy(s.f);
   ac_module_destroy(m);
@@ -376,8 +461,7 @@ static void bench_blackscholes(bench_ctx *B, int64_t n) {
   char size[64], check[64];
   size_vec(size, sizeof size, n);
   snprintf(check, sizeof check, "%s (rel %.1e)", d < 1e-4 ? "ok" : "DIFFERS", d);
-  timing t = time_both(B, (runner){bs_ref, run_ac, &s});
-  report(B, "blackscholes", size, 20.0 * (double)n, t, check);
+  conclude(B, "blackscholes", size, 20.0 * (double)n, (runner){bs_ref, run_ac, &s}, s.f, check);
   release_all(s.args, 5);
   ac_function_destroy(s.f);
   ac_module_destroy(m);
@@ -408,8 +492,8 @@ static void bench_prefix_sum(bench_ctx *B, int64_t n) {
   ac_datum_release(&res);
   char size[64];
   size_vec(size, sizeof size, n);
-  timing t = time_both(B, (runner){scan_ref, run_ac, &s});
-  report(B, "prefix_sum", size, 8.0 * (double)n, t, same ? "exact" : "DIFFERS");
+  conclude(B, "prefix_sum", size, 8.0 * (double)n, (runner){scan_ref, run_ac, &s}, s.f,
+           same ? "exact" : "DIFFERS");
   release_all(s.args, 1);
   ac_function_destroy(s.f);
   ac_module_destroy(m);
@@ -443,8 +527,7 @@ static void bench_row_sums(bench_ctx *B, int64_t n) {
   char size[64], check[64];
   snprintf(size, sizeof size, "%lldx%lld", (long long)rows, (long long)cols);
   snprintf(check, sizeof check, "%s (rel %.1e)", d < 1e-4 ? "ok" : "DIFFERS", d);
-  timing t = time_both(B, (runner){rows_ref, run_ac, &s});
-  report(B, "row_sums", size, 4.0 * (double)s.n, t, check);
+  conclude(B, "row_sums", size, 4.0 * (double)s.n, (runner){rows_ref, run_ac, &s}, s.f, check);
   release_all(s.args, 1);
   ac_function_destroy(s.f);
   ac_module_destroy(m);
@@ -500,11 +583,10 @@ static void bench_spmv_csr(bench_ctx *B, int64_t nnz_target) {
   char size[64], check[64];
   snprintf(size, sizeof size, "nnz=%.1fM", (double)s.nnz / 1e6);
   snprintf(check, sizeof check, "%s (rel %.1e)", d < 1e-4 ? "ok" : "DIFFERS", d);
-  /* both get &s: run_ac reads the vec_state, which is s's first member */
-  timing t = time_both(B, (runner){spmv_ref, run_ac, &s});
-  /* bytes: values, columns, one vector element per entry, row pointers, y */
+  /* bytes: values, columns, one vector element per entry, row pointers, y;
+   * both sides get &s: run_ac reads the vec_state, which is s's first member */
   double bytes = 12.0 * (double)s.nnz + 16.0 * (double)s.rows;
-  report(B, "spmv_csr", size, bytes, t, check);
+  conclude(B, "spmv_csr", size, bytes, (runner){spmv_ref, run_ac, &s}, s.v.f, check);
   release_all(s.v.args, 4);
   ac_function_destroy(s.v.f);
   ac_module_destroy(m);
@@ -580,6 +662,10 @@ static void bench_rmse(bench_ctx *B, int64_t n) {
  * default pipeline makes each of them one kernel, and these rows are the
  * CPU baseline for the GPU suite's. Bytes: the input read once and the
  * output written once. */
+
+/* The default pipeline without smem-stencil: no shared-memory tiles. */
+static const char *const nbr_no_tile = "O2,-smem-stencil";
+
 typedef struct nbr_bench {
   const char *name, *file, *fn; /* row, programs/FILE.ac, function */
   bool grid;                    /* a 2-D grid of n cells (else a vector of n) */
@@ -623,24 +709,32 @@ static void bench_neighbours(bench_ctx *B, int64_t n, const nbr_bench *nb) {
   s.o1 = xmalloc((size_t)nout * 4);
   for (int64_t i = 0; i < s.n; i++)
     s.x[i] = rndf(-1, 1);
-  ac_module *m = load(B, nb->file);
-  s.f = compile_fn(B, m, nb->fn, NULL);
-  s.args[0] = arr(B, AC_F32, rank, ext, s.x);
-  ac_datum res;
-  call(s.f, s.args, 1, &res, 1);
   nb->ref(&s);
-  double d = ac_array_size(res.array) != nout ? INFINITY
-                                              : max_rel_diff(ac_array_data(res.array), s.o1, nout);
-  ac_datum_release(&res);
-  char check[64];
-  if (d == 0)
-    snprintf(check, sizeof check, "exact");
-  else
-    snprintf(check, sizeof check, "%s (rel %.1e)", d <= nb->tol ? "ok" : "DIFFERS", d);
-  timing t = time_both(B, (runner){nb->ref, run_ac, &s});
-  report(B, nb->name, size, 4.0 * (double)(s.n + nout), t, check);
+  ac_module *m = load(B, nb->file);
+  s.args[0] = arr(B, AC_F32, rank, ext, s.x);
+  /* The GPU model has the GPU suite's two rows: with smem-stencil's tiles
+   * (the default pipeline) and without (benches.cu's kNoTile). */
+  const struct {
+    const char *suffix, *passes;
+  } variant[2] = {{" (tile)", NULL}, {" (no tile)", nbr_no_tile}};
+  for (int v = 0; v < (B->gpu_model ? 2 : 1); v++) {
+    s.f = compile_fn(B, m, nb->fn, variant[v].passes);
+    ac_datum res;
+    call(s.f, s.args, 1, &res, 1);
+    double d = ac_array_size(res.array) != nout
+                   ? INFINITY
+                   : max_rel_diff(ac_array_data(res.array), s.o1, nout);
+    ac_datum_release(&res);
+    char check[64], row[64];
+    if (d == 0)
+      snprintf(check, sizeof check, "exact");
+    else
+      snprintf(check, sizeof check, "%s (rel %.1e)", d <= nb->tol ? "ok" : "DIFFERS", d);
+    snprintf(row, sizeof row, "%s%s", nb->name, B->gpu_model ? variant[v].suffix : "");
+    conclude(B, row, size, 4.0 * (double)(s.n + nout), (runner){nb->ref, run_ac, &s}, s.f, check);
+    ac_function_destroy(s.f);
+  }
   release_all(s.args, 1);
-  ac_function_destroy(s.f);
   ac_module_destroy(m);
   free(s.x), free(s.o1);
 }
@@ -670,6 +764,66 @@ static void bench_ma15(bench_ctx *B, int64_t n) {
 }
 static void bench_jacobi2d(bench_ctx *B, int64_t n) {
   bench_neighbours(B, n, &nbr_jacobi2d);
+}
+
+/* ---- the GPU model only: the GPU suite's full reduction and array loop ----
+ * The CPU suite has neither (no reference in ref.c): reduce_sum is checked
+ * against the double-precision sum, the loop against the same steps in C. */
+static void bench_reduce_sum(bench_ctx *B, int64_t n) {
+  float *x = xmalloc((size_t)n * 4);
+  double exact = 0;
+  for (int64_t i = 0; i < n; i++) {
+    x[i] = rndf(0, 1);
+    exact += x[i];
+  }
+  ac_module *m;
+  ac_function *f = compile(B, "reduce_sum", &m);
+  ac_datum arg = arr(B, AC_F32, 1, &n, x), res;
+  call(f, &arg, 1, &res, 1);
+  double d = fabs(res.s.f - exact) / exact;
+  char size[64], check[64];
+  size_vec(size, sizeof size, n);
+  snprintf(check, sizeof check, "%s (rel %.1e)", d < 1e-3 ? "ok" : "DIFFERS", d);
+  profile_rows("reduce_sum", size, f, check, 0);
+  ac_datum_release(&arg);
+  ac_function_destroy(f);
+  ac_module_destroy(m);
+  free(x);
+}
+
+/* iterate_map.ac over benches.cu's 4096 floats with the step count of its
+ * checking call; the notes give launches per step (1.00: one kernel per
+ * iteration, nothing else). The size is fixed: what it measures is the
+ * loop, not the data. */
+static void bench_iterate(bench_ctx *B, int64_t unused) {
+  (void)unused;
+  const int64_t n = 4096;
+  const int32_t steps = 10;
+  float *x = xmalloc((size_t)n * 4), *want = xmalloc((size_t)n * 4);
+  for (int64_t i = 0; i < n; i++)
+    want[i] = x[i] = rndf(0, 10);
+  for (int32_t k = 0; k < steps; k++)
+    for (int64_t i = 0; i < n; i++)
+      want[i] = want[i] * 0.5f + 1.0f;
+  ac_module *m;
+  ac_function *f = compile(B, "iterate_map", &m);
+  ac_datum args[2] = {arr(B, AC_F32, 1, &n, x), {.kind = AC_DATUM_SCALAR, .type = AC_I32}}, res;
+  args[1].s.i = steps;
+  call(f, args, 2, &res, 1);
+  double d =
+      ac_array_size(res.array) != n ? INFINITY : max_rel_diff(ac_array_data(res.array), want, n);
+  ac_datum_release(&res);
+  char size[64], check[64];
+  snprintf(size, sizeof size, "n=2^12, %d steps", (int)steps);
+  if (d == 0)
+    snprintf(check, sizeof check, "exact");
+  else
+    snprintf(check, sizeof check, "%s (rel %.1e)", d <= 1e-5 ? "ok" : "DIFFERS", d);
+  profile_rows("iterate", size, f, check, steps);
+  release_all(args, 2);
+  ac_function_destroy(f);
+  ac_module_destroy(m);
+  free(x), free(want);
 }
 
 /* Best of ten STREAM triads over three arrays of 2^25 doubles (768 MB). */
@@ -763,9 +917,60 @@ static bool selected(const char *only, const char *name) {
   return false;
 }
 
+/* The emulated device of --gpu-model: H100-shaped (132 SMs, two resident
+ * blocks of 256 threads each), unless the user's environment already
+ * says otherwise. Set before the emulator runtime is created, which is
+ * when the device reads them (runtime/simt_dev.c). */
+#define GPU_MODEL_BLOCK "256"
+#define GPU_MODEL_GRID "264"
+
+/* A benchmark of either suite or both, in the order of the table. */
+typedef struct bench_entry {
+  const char *name;
+  void (*run)(bench_ctx *, int64_t);
+  bool cpu, gpu; /* in the CPU suite, in the GPU model */
+} bench_entry;
+
+static const bench_entry all_benches[] = {
+    {"saxpy", bench_saxpy, true, true},
+    {"sdot", bench_sdot, true, true},
+    {"blackscholes", bench_blackscholes, true, true},
+    {"prefix_sum", bench_prefix_sum, true, true},
+    {"reduce_sum", bench_reduce_sum, false, true},
+    {"row_sums", bench_row_sums, true, true},
+    {"spmv_csr", bench_spmv_csr, true, true},
+    {"iterate", bench_iterate, false, true},
+    {"rmse", bench_rmse, true, false},
+    {"forward_diff", bench_forward_diff, true, true},
+    {"ma15", bench_ma15, true, true},
+    {"jacobi2d", bench_jacobi2d, true, true},
+};
+
+/* Sets up the runtime for --gpu-model and prints the header. */
+static void gpu_model_start(bench_ctx *B) {
+  setenv("ARRAYC_SIMT_BLOCK", GPU_MODEL_BLOCK, 0);
+  setenv("ARRAYC_SIMT_GRID", GPU_MODEL_GRID, 0);
+  ac_error *e = NULL;
+  if (ac_runtime_create(B->ctx, AC_BACKEND_SIMT_EMU, &B->rt, &e) != AC_OK)
+    die("runtime", e);
+  if (ac_runtime_set_profiling(B->rt, true, &e) != AC_OK)
+    die("profiling", e);
+  printf("GPU model: the GPU suite's kernels on the SIMT emulator, profiled; block %s threads "
+         "(ARRAYC_SIMT_BLOCK), resident grid %s blocks (ARRAYC_SIMT_GRID), warps of 32, "
+         "32-byte sectors, 32 banks of 4 bytes; passes %s unless the row says (no tile)\n\n",
+         getenv("ARRAYC_SIMT_BLOCK"), getenv("ARRAYC_SIMT_GRID"), ac_runtime_passes(B->rt));
+  printf("| benchmark              | size             | kernel             | launches | "
+         "ld sect/req | st sect/req | bytes/min | smem confl/inst | lanes | barriers | atomics | "
+         "check | notes |\n");
+  printf("|------------------------|------------------|--------------------|---------:|"
+         "------------:|------------:|----------:|----------------:|------:|---------:|--------:|"
+         "-------|-------|\n");
+}
+
 int main(int argc, char **argv) {
   bench_ctx B = {.backend = AC_BACKEND_CPU, .repeat = 15, .rmse_time = {NAN, NAN}};
-  int log2n = 24;
+  int log2n = -1; /* -1: the mode's default */
+  bool backend_given = false;
   const char *only = NULL;
   for (int i = 1; i < argc; i++) {
     if (strncmp(argv[i], "--backend=", 10) == 0) {
@@ -773,50 +978,64 @@ int main(int argc, char **argv) {
         fprintf(stderr, "arrayc-bench: unknown backend %s\n", argv[i] + 10);
         return 2;
       }
+      backend_given = true;
     } else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
       B.repeat = atoi(argv[++i]);
     } else if (strcmp(argv[i], "--log2") == 0 && i + 1 < argc) {
       log2n = atoi(argv[++i]);
     } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
       only = argv[++i];
+    } else if (strcmp(argv[i], "--gpu-model") == 0) {
+      B.gpu_model = true;
     } else {
       fprintf(stderr, "usage: arrayc-bench [--backend=NAME] [--repeat N] [--log2 K] "
-                      "[--only NAME[,NAME...]]\n");
+                      "[--only NAME[,NAME...]]\n"
+                      "       arrayc-bench --gpu-model [--log2 K] [--only NAME[,NAME...]]\n");
       return 2;
     }
   }
+  if (B.gpu_model && backend_given && B.backend != AC_BACKEND_SIMT_EMU) {
+    fprintf(stderr, "arrayc-bench: --gpu-model runs on the SIMT emulator (--backend=simt-emu)\n");
+    return 2;
+  }
+  if (log2n == -1)
+    log2n = B.gpu_model ? 20 : 24;
   if (B.repeat < 1 || log2n < 12 || log2n > 30) {
     fprintf(stderr, "arrayc-bench: --repeat must be >= 1 and --log2 in 12..30\n");
     return 2;
   }
   B.ctx = ac_context_create();
-  ac_error *e = NULL;
-  if (ac_runtime_create(B.ctx, B.backend, &B.rt, &e) != AC_OK)
-    die("runtime", e);
+  if (B.gpu_model) {
+    B.backend = AC_BACKEND_SIMT_EMU;
+    gpu_model_start(&B);
+  } else {
+    ac_error *e = NULL;
+    if (ac_runtime_create(B.ctx, B.backend, &B.rt, &e) != AC_OK)
+      die("runtime", e);
+  }
   snprintf(B.default_passes, sizeof B.default_passes, "%s", ac_runtime_passes(B.rt));
-  B.bandwidth = measure_bandwidth();
-  int64_t n = (int64_t)1 << log2n;
-  printf("memory bandwidth (STREAM triad, best of 10): %.1f GB/s; backend %s; passes %s; "
-         "median of %d\n\n",
-         B.bandwidth / 1e9, ac_backend_name(B.backend), B.default_passes, B.repeat);
-  printf("| benchmark      | size             |  ref ms   | arrayc ms | ratio | ref GB/s | ac GB/s | of bw | check |\n");
-  printf("|----------------|------------------|-----------|-----------|-------|--------|--------|------|-------|\n");
-  struct {
-    const char *name;
-    void (*run)(bench_ctx *, int64_t);
-  } all[] = {{"saxpy", bench_saxpy},
-             {"sdot", bench_sdot},
-             {"blackscholes", bench_blackscholes},
-             {"prefix_sum", bench_prefix_sum},
-             {"row_sums", bench_row_sums},
-             {"spmv_csr", bench_spmv_csr},
-             {"rmse", bench_rmse},
-             {"forward_diff", bench_forward_diff},
-             {"ma15", bench_ma15},
-             {"jacobi2d", bench_jacobi2d}};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    if (selected(only, all[i].name))
-      all[i].run(&B, n);
+  if (!B.gpu_model) {
+    B.bandwidth = measure_bandwidth();
+    printf("memory bandwidth (STREAM triad, best of 10): %.1f GB/s; backend %s; passes %s; "
+           "median of %d\n\n",
+           B.bandwidth / 1e9, ac_backend_name(B.backend), B.default_passes, B.repeat);
+    printf("| benchmark      | size             |  ref ms   | arrayc ms | ratio | ref GB/s | ac GB/s | of bw | check |\n");
+    printf("|----------------|------------------|-----------|-----------|-------|--------|--------|------|-------|\n");
+  }
+  for (size_t i = 0; i < sizeof all_benches / sizeof all_benches[0]; i++) {
+    const bench_entry *b = &all_benches[i];
+    if (!(B.gpu_model ? b->gpu : b->cpu) || !selected(only, b->name))
+      continue;
+    double t0 = now();
+    b->run(&B, (int64_t)1 << log2n);
+    if (B.gpu_model)
+      fprintf(stderr, "arrayc-bench: %s: %.1f s\n", b->name, now() - t0);
+  }
+  if (B.gpu_model) {
+    ac_runtime_destroy(B.rt);
+    ac_context_destroy(B.ctx);
+    return 0;
+  }
   if (!isnan(B.rmse_time[0]))
     printf("\nfusion speedup (rmse, unfused / fused arrayc time): %.2fx\n",
            B.rmse_time[1] / B.rmse_time[0]);
