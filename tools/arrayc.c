@@ -4,6 +4,7 @@
  *          [--shared] [--fn NAME] [-O0..-O3 | --passes=LIST] [--emit=LIST]
  *   arrayc --emit=plan|llvm|ptx [--target=cpu|gpu] [--gpu=sm_XY] [--fn NAME]
  *          [-O0..-O3 | --passes=LIST] [-o OUT] FILE.ac
+ *   arrayc --emit=ptx --ptx-stats [--gpu=sm_XY] [--fn NAME] [-o OUT] FILE.ac
  *   arrayc --read-plan [-o OUT] FILE.plan
  *
  * Ahead of time (the first form, tools/aot.c): compiles every function
@@ -20,7 +21,10 @@
  * sm_XY (default sm_75) to OUT or standard output, for people and tests.
  * --target=gpu makes plans and LLVM IR for the GPU (the plan is the one the
  * GPU and the SIMT emulator run; the LLVM IR is NVPTX's); when printing,
- * the default is the host CPU.
+ * the default is the host CPU. --ptx-stats prints, instead of the PTX, one
+ * `ptx-stats:` line per kernel (lib/target/ptxstats.h: registers, spills,
+ * shared memory and occupancy from ptxas -v when a ptxas is found, else
+ * estimated from the PTX; the hot loop's instruction mix).
  *
  * The optimisation passes run first: -O2 unless -O0..-O3 or --passes=LIST
  * (docs/passes.md) says otherwise. No GPU is needed for any of it.
@@ -35,6 +39,7 @@
 #include "api/function_impl.h"
 #include "runtime/plan.h"
 #include "target/nvptx.h"
+#include "target/ptxstats.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +63,9 @@ static void usage(FILE *f) {
              "  --emit=LIST    ahead of time, what to write (comma-separated): header, obj, so,\n"
              "                 ptx, plan, llvm (default: the code file and header);\n"
              "                 exactly one of plan, llvm, ptx prints that for each function\n"
+             "  --ptx-stats    with --emit=ptx: per kernel, registers, spills, shared memory,\n"
+             "                 occupancy on --gpu=sm_XY and the hot loop's instructions\n"
+             "                 (from ptxas -v if found, else estimated; docs/tools.md)\n"
              "  --read-plan    parse a plan's text, check it and print it canonically\n"
              "  --fn NAME      only function NAME\n"
              "  -O0 .. -O3     optimisation level (default -O2; docs/passes.md)\n"
@@ -72,11 +80,43 @@ typedef struct gpu_emit {
   bool llvm;
   FILE *out;
   bool first;
+  bool stats;        /* --ptx-stats */
+  const char *ptxas; /* its ptxas, or NULL: estimates */
+  char ptxas_buf[4096];
 } gpu_emit;
+
+/* --ptx-stats: the lines of one function's PTX. A ptxas that fails is
+ * reported (a note) and the numbers fall back to the PTX's. */
+static bool ptx_stats_one(gpu_emit *G, ac_context *ctx, const char *name, const char *text) {
+  size_t len = strlen(text);
+  px_module *pm = NULL;
+  ac_error *err = NULL;
+  if (px_analyse(ctx, text, len, &pm, &err) != AC_OK) {
+    tool_print_error(err);
+    ac_error_destroy(err);
+    return false;
+  }
+  if (G->ptxas && px_ptxas_run(pm, G->ptxas, text, len, G->sm, &err) != AC_OK) {
+    fprintf(stderr, "arrayc: note: %s: %s; its numbers are estimated from the PTX "
+                    "(source=llvm)\n",
+            name, ac_error_message(err));
+    ac_error_destroy(err);
+  }
+  ir_buf b;
+  ir_buf_init(&b, ctx);
+  px_print(pm, name, G->sm, &b);
+  bool ok = !b.oom;
+  if (ok)
+    fputs(ir_buf_cstr(&b), G->out);
+  else
+    fprintf(stderr, "arrayc: out of memory\n");
+  ir_buf_free(&b);
+  px_destroy(pm);
+  return ok;
+}
 
 /* --emit=ptx, and --emit=llvm --target=gpu: NVPTX code needs no device. */
 static bool emit_gpu_one(ac_module *m, size_t index, const char *name, void *ud) {
-  (void)name;
   gpu_emit *G = ud;
   ac_error *err = NULL;
   char *text = NULL;
@@ -86,10 +126,14 @@ static bool emit_gpu_one(ac_module *m, size_t index, const char *name, void *ud)
     ac_error_destroy(err);
     return false;
   }
-  fprintf(G->out, "%s%s", G->first ? "" : "\n", text);
+  bool ok = true;
+  if (G->stats)
+    ok = ptx_stats_one(G, ac_module_context(m), name, text);
+  else
+    fprintf(G->out, "%s%s", G->first ? "" : "\n", text);
   G->first = false;
   ac_free(ac_module_context(m), text);
-  return true;
+  return ok;
 }
 
 /* --read-plan: parse, check, print canonically. */
@@ -191,7 +235,7 @@ int main(int argc, char **argv) {
   const char *file = NULL, *out = NULL, *fn = NULL, *emit = NULL, *target = NULL;
   const char *passes = "O2", *cpu = NULL;
   unsigned sm = NV_SM_DEFAULT;
-  bool read_plan = false, shared = false;
+  bool read_plan = false, shared = false, ptx_stats = false;
   int po;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -225,6 +269,8 @@ int main(int argc, char **argv) {
       shared = true;
     } else if (strcmp(a, "--read-plan") == 0) {
       read_plan = true;
+    } else if (strcmp(a, "--ptx-stats") == 0) {
+      ptx_stats = true;
     } else if (strcmp(a, "--fn") == 0 && i + 1 < argc) {
       fn = argv[++i];
     } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
@@ -242,6 +288,11 @@ int main(int argc, char **argv) {
   }
   if (!file) {
     usage(stderr);
+    return 2;
+  }
+  if (ptx_stats && (read_plan || !emit || strcmp(emit, "ptx") != 0)) {
+    fprintf(stderr, "arrayc: --ptx-stats summarises the PTX that --emit=ptx prints: use it with "
+                    "--emit=ptx\n");
     return 2;
   }
   if (read_plan)
@@ -310,7 +361,15 @@ int main(int argc, char **argv) {
     if (!f) {
       fprintf(stderr, "arrayc: cannot write %s\n", out);
     } else {
-      gpu_emit G = {passes, sm, kind == TOOL_EMIT_LLVM, f, true};
+      gpu_emit G = {passes, sm, kind == TOOL_EMIT_LLVM, f, true, ptx_stats, NULL, {0}};
+      const char *want = getenv("ARRAYC_PTXAS");
+      if (ptx_stats && !(G.ptxas = px_ptxas_find(G.ptxas_buf, sizeof G.ptxas_buf)))
+        fprintf(stderr,
+                "arrayc: note: no ptxas %s%s: registers and shared memory are estimated from "
+                "the PTX, spills unknown (source=llvm)\n",
+                want && *want ? "at ARRAYC_PTXAS=" : "($ARRAYC_PTXAS, $CUDA_HOME/bin, "
+                                                     "/usr/local/cuda/bin, $PATH)",
+                want && *want ? want : "");
       /* a GPU plan is the same for the GPU and the SIMT emulator, which
        * needs no device */
       bool ok = gpu && (ptx || kind == TOOL_EMIT_LLVM)
