@@ -442,6 +442,33 @@ static void cg_store_scalar(cg_fn *f, ac_scalar sc, LLVMValueRef p, LLVMValueRef
   LLVMBuildStore(M->b, v, p);
 }
 
+/* An array's data pointer just loaded from a GPU kernel's frame. Every
+ * such pointer is the base of a device allocation (cuMemAlloc and the
+ * emulator align them to 256 bytes; plans never offset data words: a view
+ * keeps its array's pointer, runtime/plan_exec.c), so it is 16-byte
+ * aligned, which lets the NVPTX backend merge neighbouring accesses into
+ * 16-byte vector accesses (ld.global.v4.f32). On NVPTX it also points into
+ * global memory: the addrspacecast pair (what NVPTXLowerArgs does for
+ * kernel arguments) lets address-space inference turn generic ld/st into
+ * ld.global/st.global. */
+static LLVMValueRef cg_gpu_array_ptr(cg_fn *f, LLVMValueRef p) {
+  cg_module *M = f->M;
+  if (M->target == CG_TARGET_CPU)
+    return p;
+  LLVMValueRef g = p;
+  if (M->target == CG_TARGET_NVPTX)
+    g = LLVMBuildAddrSpaceCast(M->b, p, LLVMPointerTypeInContext(M->llctx, 1), "");
+  LLVMValueRef assume = LLVMGetIntrinsicDeclaration(
+      M->mod, LLVMLookupIntrinsicID("llvm.assume", strlen("llvm.assume")), NULL, 0);
+  LLVMValueRef args[2] = {g, cg_i64(M, 16)};
+  LLVMOperandBundleRef ob = LLVMCreateOperandBundle("align", strlen("align"), args, 2);
+  LLVMValueRef t = LLVMConstInt(M->t_i1, 1, 0);
+  LLVMBuildCallWithOperandBundles(M->b, LLVMFunctionType(M->t_void, &M->t_i1, 1, 0), assume, &t,
+                                  1, &ob, 1, "");
+  LLVMDisposeOperandBundle(ob);
+  return g == p ? p : LLVMBuildAddrSpaceCast(M->b, g, M->t_ptr, "");
+}
+
 void cg_load_frame(cg_fn *f, ir_type t, const uint32_t *words, cg_val *out) {
   cg_module *M = f->M;
   cg_val_alloc(M, t, out);
@@ -451,7 +478,8 @@ void cg_load_frame(cg_fn *f, ir_type t, const uint32_t *words, cg_val *out) {
     if (l->kind == CL_SCALAR) {
       l->v = cg_load_scalar(f, l->sc, cg_word_ptr(f, words[w++]));
     } else if (l->kind == CL_ARRAY) {
-      l->v = LLVMBuildLoad2(M->b, M->t_ptr, cg_word_ptr(f, words[w++]), "");
+      l->v = cg_gpu_array_ptr(f, LLVMBuildLoad2(M->b, M->t_ptr, cg_word_ptr(f, words[w++]), ""));
+      l->ro = f->frame_ro;
       for (uint32_t d = 0; d < l->rank; d++)
         l->ext[d] = LLVMBuildLoad2(M->b, M->t_i64, cg_word_ptr(f, words[w++]), "");
     } else {
@@ -655,7 +683,16 @@ static LLVMValueRef cg_elem_ptr(cg_fn *f, const cg_leaf *a, LLVMValueRef lin) {
 }
 
 LLVMValueRef cg_load_elem(cg_fn *f, const cg_leaf *a, LLVMValueRef lin) {
-  return cg_load_scalar(f, a->sc, cg_elem_ptr(f, a, lin));
+  cg_module *M = f->M;
+  if (!a->ro || M->target != CG_TARGET_NVPTX)
+    return cg_load_scalar(f, a->sc, cg_elem_ptr(f, a, lin));
+  /* an array the kernel never writes: the read-only path (ld.global.nc) */
+  LLVMValueRef v = LLVMBuildLoad2(M->b, cg_mem_type(M, a->sc), cg_elem_ptr(f, a, lin), "");
+  unsigned kind = LLVMGetMDKindIDInContext(M->llctx, "invariant.load", strlen("invariant.load"));
+  LLVMSetMetadata(v, kind, LLVMMetadataAsValue(M->llctx, LLVMMDNodeInContext2(M->llctx, NULL, 0)));
+  if (a->sc == AC_BOOL)
+    v = LLVMBuildICmp(M->b, LLVMIntNE, v, LLVMConstInt(M->t_i8, 0, 0), "");
+  return v;
 }
 
 void cg_store_elem(cg_fn *f, const cg_leaf *a, LLVMValueRef lin, LLVMValueRef v) {

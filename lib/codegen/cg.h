@@ -71,6 +71,10 @@ typedef struct cg_leaf {
   LLVMValueRef *ext; /* rank extents (i64) */
   cg_read_fn read;   /* CL_FUNC */
   void *env;         /* CL_FUNC: the reader's own data */
+  /* CL_ARRAY loaded from the frame of a GPU kernel that never writes it
+   * (cg_fn.frame_ro): NVPTX reads it through the read-only data cache
+   * (ld.global.nc, from !invariant.load) */
+  bool ro;
 } cg_leaf;
 
 typedef struct cg_val {
@@ -145,6 +149,10 @@ typedef struct cg_fn {
    * launch has none), made with gtmp_base; the block's shared memory base
    * on the SIMT emulator (entry block, on first use). */
   LLVMValueRef gtmp_lim, gsmem_base;
+  /* GPU kernels: arrays cg_load_frame loads while this is set are not
+   * written by the kernel (the skeleton knows: the element-wise kernel
+   * writes only its fresh outputs), so their leaves are marked ro. */
+  bool frame_ro;
 } cg_fn;
 
 /* ---- module (cg.c) ---- */

@@ -14,7 +14,11 @@
  *   - shift amounts are masked with width - 1 (the interpreter's rule, and
  *     exactly what x86 does, so the mask usually folds into the shift);
  *   - floats use IEEE instructions with no fast-math flags (except `reassoc`
- *     on + - * when the caller sets f->reassoc, see cg.h), and every math
+ *     on + - * when the caller sets f->reassoc, see cg.h, and `contract` on
+ *     + - * in NVPTX code: docs/language.md §6.2 lets the GPU fuse a * b + c
+ *     into one fma, which the NVPTX backend then does; the CPU backend and
+ *     the SIMT emulator round each operation, as the interpreter does), and
+ *     every math
  *     builtin calls the very C library function the interpreter calls: the
  *     float variant for f32 (expf, not exp), the double one for f64. LLVM
  *     intrinsics are used only where they are exactly the C function
@@ -143,8 +147,13 @@ static const sc_intrfn sc_intrfns[] = {
 };
 
 static void sc_reassoc(cg_fn *f, LLVMValueRef v) {
-  if (f->reassoc && LLVMIsAInstruction(v))
-    LLVMSetFastMathFlags(v, LLVMFastMathAllowReassoc);
+  if (!LLVMIsAInstruction(v))
+    return;
+  LLVMFastMathFlags fl = f->reassoc ? LLVMFastMathAllowReassoc : 0;
+  if (f->M->target == CG_TARGET_NVPTX)
+    fl |= LLVMFastMathAllowContract;
+  if (fl)
+    LLVMSetFastMathFlags(v, fl);
 }
 
 /* min/max of floats (see the file comment). */

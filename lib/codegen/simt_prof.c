@@ -217,6 +217,30 @@ static uint64_t sp_size(sp_state *S, LLVMTypeRef t) {
   return LLVMStoreSizeOfType(S->td, t);
 }
 
+/* A load or store of type t at ptr. A vector access aligned to less than
+ * its size (the host's optimiser may merge neighbouring loads at any
+ * alignment; a GPU cannot: NVPTX makes one access per element) is
+ * counted element by element. */
+static void sp_plain(sp_state *S, LLVMValueRef fn, bool kernel, LLVMValueRef at, LLVMValueRef ptr,
+                     LLVMTypeRef t, bool store) {
+  uint64_t bytes = sp_size(S, t);
+  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind || LLVMGetAlignment(at) >= bytes) {
+    sp_access(S, fn, kernel, at, ptr, store, false, bytes, NULL);
+    return;
+  }
+  unsigned n = LLVMGetVectorSize(t);
+  uint64_t esz = sp_size(S, LLVMGetElementType(t));
+  for (unsigned k = 0; k < n; k++) {
+    LLVMValueRef p = ptr;
+    if (k) {
+      LLVMPositionBuilderBefore(S->b, at);
+      LLVMValueRef off = LLVMConstInt(S->M->t_i64, k * esz, 0);
+      p = LLVMBuildGEP2(S->b, S->M->t_i8, ptr, &off, 1, "");
+    }
+    sp_access(S, fn, kernel, at, p, store, false, esz, NULL);
+  }
+}
+
 static void sp_block(sp_state *S, LLVMValueRef fn, bool kernel, LLVMBasicBlockRef bb) {
   /* the block's instructions, taken before any call is inserted */
   size_t n = 0;
@@ -247,12 +271,10 @@ static void sp_block(sp_state *S, LLVMValueRef fn, bool kernel, LLVMBasicBlockRe
     LLVMValueRef i = ins[k];
     switch (LLVMGetInstructionOpcode(i)) {
     case LLVMLoad:
-      sp_access(S, fn, kernel, i, LLVMGetOperand(i, 0), false, false, sp_size(S, LLVMTypeOf(i)),
-                NULL);
+      sp_plain(S, fn, kernel, i, LLVMGetOperand(i, 0), LLVMTypeOf(i), false);
       break;
     case LLVMStore:
-      sp_access(S, fn, kernel, i, LLVMGetOperand(i, 1), true, false,
-                sp_size(S, LLVMTypeOf(LLVMGetOperand(i, 0))), NULL);
+      sp_plain(S, fn, kernel, i, LLVMGetOperand(i, 1), LLVMTypeOf(LLVMGetOperand(i, 0)), true);
       break;
     case LLVMAtomicRMW:
     case LLVMAtomicCmpXchg:

@@ -229,34 +229,118 @@ void lw_gpu_guard(cg_fn *f) {
  * neighbouring threads store neighbouring elements. The linear index is
  * unravelled into the element's index; for stencils, an element whose
  * neighbourhood lies inside the array takes the unchecked variant (the
- * CPU's split of a row into border and interior, decided per element). */
-static void gp_elem_store(lw *L, cg_fn *f, lw_ew *w, const cg_val *ov, LLVMValueRef *idx,
-                          LLVMValueRef lin, unsigned variant, bool tmp) {
-  cg_module *M = L->M;
+ * CPU's split of a row into border and interior, decided per element).
+ *
+ * Vector groups. Where the elements can be taken LW_VEC at a time (no
+ * stencil split; rank 1, or rows whose length is a multiple of LW_VEC, so
+ * a group never crosses a row), thread g first handles groups g, g + G,
+ * ... of LW_VEC consecutive elements: it computes all of a group's
+ * elements, then stores each output leaf's LW_VEC values as one 16-byte
+ * vector store (two for 8-byte elements); the elements' reads of arrays at
+ * neighbouring indices sit side by side, so NVPTX's load-store vectoriser
+ * merges them into vector loads (array bases are 16-byte aligned:
+ * cg.c's cg_gpu_array_ptr). Each thread then has LW_VEC elements, and
+ * their loads, in flight per iteration: the unrolled, vectorised
+ * grid-stride loop nvcc makes of such a loop. The elements past the last
+ * whole group (fewer than LW_VEC in rank 1), or all of them when groups do
+ * not apply, are done one per thread by the plain loop. The kernel's grain
+ * is LW_VEC, so the launch starts a thread per group. Inputs are read
+ * through the read-only path (cg_fn.frame_ro): the kernel writes only its
+ * outputs, which are fresh allocations. */
+#define LW_VEC 4
+
+/* The values of the element at idx (tmp memory, if any, is released
+ * after: element values are scalars). */
+static void gp_elem_value(lw *L, cg_fn *f, lw_ew *w, LLVMValueRef *idx, unsigned variant,
+                          bool tmp, uint32_t nout, cg_val *ev) {
   LLVMValueRef mark = tmp ? cg_tmp_mark(f) : NULL;
-  cg_val ev;
-  w->elem(L, f, w, idx, variant, &ev);
-  if (ev.n != ov->n)
-    cg_error(M, AC_ERR_INTERNAL, w->at, "lowering: %s element of %u leaves for %u arrays", w->kind,
-             ev.n, ov->n);
-  else
-    for (uint32_t i = 0; i < ov->n; i++)
-      cg_store_elem(f, &ov->l[i], lin, ev.l[i].v);
+  w->elem(L, f, w, idx, variant, ev);
+  if (ev->n != nout)
+    cg_error(L->M, AC_ERR_INTERNAL, w->at, "lowering: %s element of %u leaves for %u arrays",
+             w->kind, ev->n, nout);
   if (tmp)
     cg_tmp_release(f, mark);
+}
+
+static void gp_elem_store(lw *L, cg_fn *f, lw_ew *w, const cg_val *ov, LLVMValueRef *idx,
+                          LLVMValueRef lin, unsigned variant, bool tmp) {
+  cg_val ev;
+  gp_elem_value(L, f, w, idx, variant, tmp, ov->n, &ev);
+  for (uint32_t i = 0; i < ov->n && i < ev.n; i++)
+    cg_store_elem(f, &ov->l[i], lin, ev.l[i].v);
+}
+
+/* Stores v[0..LW_VEC) at elements base.. of output leaf o: one vector
+ * store per 16 bytes (bool leaves, stored as bytes after a conversion,
+ * element by element). */
+static void gp_vec_store(cg_fn *f, const cg_leaf *o, LLVMValueRef base, LLVMValueRef *v) {
+  cg_module *M = f->M;
+  if (o->sc == AC_BOOL) {
+    for (unsigned k = 0; k < LW_VEC; k++)
+      cg_store_elem(f, o, LLVMBuildNUWAdd(M->b, base, cg_i64(M, k), ""), v[k]);
+    return;
+  }
+  unsigned size = (unsigned)ac_scalar_size((ac_scalar)o->sc);
+  unsigned per = size * LW_VEC <= 16 ? LW_VEC : 16 / size; /* elements per store */
+  LLVMTypeRef et = cg_mem_type(M, (ac_scalar)o->sc), vt = LLVMVectorType(et, per);
+  for (unsigned s = 0; s < LW_VEC; s += per) {
+    LLVMValueRef vec = LLVMGetUndef(vt);
+    for (unsigned k = 0; k < per; k++)
+      vec = LLVMBuildInsertElement(M->b, vec, v[s + k], LLVMConstInt(M->t_i32, k, 0), "");
+    LLVMValueRef at = LLVMBuildNUWAdd(M->b, base, cg_i64(M, s), "");
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(M->b, et, o->v, &at, 1, "");
+    LLVMSetAlignment(LLVMBuildStore(M->b, vec, p), size * per);
+  }
+}
+
+/* The vector groups [0, ngroups) of the element-wise kernel (see above). */
+static void gp_vec_groups(lw *L, cg_fn *f, lw_ew *w, const cg_val *ov, LLVMValueRef *ext,
+                          LLVMValueRef ngroups, bool tmp) {
+  cg_module *M = L->M;
+  uint32_t rank = w->rank;
+  LLVMValueRef *idx = cg_new(M, rank * sizeof *idx);
+  LLVMValueRef(*vals)[LW_VEC] = cg_new(M, (ov->n ? ov->n : 1) * sizeof *vals);
+  lw_gloop gl;
+  LLVMValueRef g = lw_gloop_begin(f, &gl, simt_gtid(f), ngroups, simt_gsize(f));
+  LLVMValueRef base = LLVMBuildNUWMul(M->b, g, cg_i64(M, LW_VEC), "base");
+  /* the group's row and first column: the row is every element's */
+  LLVMValueRef col = base, rr = NULL;
+  if (rank > 1) {
+    rr = LLVMBuildUDiv(M->b, base, ext[rank - 1], "");
+    col = LLVMBuildNUWSub(M->b, base, LLVMBuildNUWMul(M->b, rr, ext[rank - 1], ""), "");
+  }
+  for (unsigned k = 0; k < LW_VEC; k++) {
+    LLVMValueRef r = rr;
+    for (uint32_t d = rank - 1; d-- > 1;) {
+      idx[d] = LLVMBuildURem(M->b, r, ext[d], "");
+      r = LLVMBuildUDiv(M->b, r, ext[d], "");
+    }
+    if (rank > 1)
+      idx[0] = r;
+    idx[rank - 1] = LLVMBuildNUWAdd(M->b, col, cg_i64(M, k), "");
+    cg_val ev;
+    gp_elem_value(L, f, w, idx, 0, tmp, ov->n, &ev);
+    for (uint32_t i = 0; i < ov->n && i < ev.n; i++)
+      vals[i][k] = ev.l[i].v;
+  }
+  for (uint32_t i = 0; M->st == AC_OK && i < ov->n; i++)
+    gp_vec_store(f, &ov->l[i], base, vals[i]);
+  lw_gloop_end(f, &gl);
 }
 
 bool lw_gpu_elementwise(lw *L, lw_ew *w, const lw_val *out, uint32_t total) {
   cg_module *M = L->M;
   uint32_t rank = w->rank, k;
   char name[80];
-  k = lw_kernel_new(L, w->at, w->kind, 1, name);
+  bool groups = !w->split;
+  k = lw_kernel_new(L, w->at, w->kind, groups ? LW_VEC : 1, name);
   gp_note_adapt(L, k, PL_AUTO);
   cg_fn *f = cg_gpu_kernel_begin(M, name, 0);
   lw_gpu_leave_if_failed(f);
-  lw_kernel_env(L, f, w->at, k);
   cg_val ov;
-  lw_load(L, f, k, out, &ov);
+  lw_load(L, f, k, out, &ov); /* the outputs, the only arrays it writes */
+  f->frame_ro = true;
+  lw_kernel_env(L, f, w->at, k);
   LLVMValueRef *ext = cg_new(M, rank * sizeof *ext), *idx = cg_new(M, rank * sizeof *idx);
   for (uint32_t d = 0; d < rank; d++)
     ext[d] = ov.n ? ov.l[0].ext[d] : lw_x_in_kernel(L, f, k, w->ext[d]);
@@ -264,8 +348,25 @@ bool lw_gpu_elementwise(lw *L, lw_ew *w, const lw_val *out, uint32_t total) {
     w->setup(L, f, k, w);
   bool tmp = w->code && cg_needs_tmp(L->m, w->code);
 
+  /* whole groups first (none when rows are not a multiple of LW_VEC) */
+  LLVMValueRef first = cg_i64(M, 0);
+  if (groups) {
+    LLVMValueRef vec = cg_i64(M, LW_VEC), n = f->hi;
+    LLVMValueRef ngroups = LLVMBuildSDiv(M->b, n, vec, "ngroups");
+    if (rank > 1) {
+      LLVMValueRef whole = LLVMBuildICmp(
+          M->b, LLVMIntEQ, LLVMBuildSRem(M->b, ext[rank - 1], vec, ""), cg_i64(M, 0), "");
+      ngroups = LLVMBuildSelect(M->b, whole, ngroups, cg_i64(M, 0), "");
+    }
+    ngroups = LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSGT, ngroups, cg_i64(M, 0), ""),
+                              ngroups, cg_i64(M, 0), "");
+    gp_vec_groups(L, f, w, &ov, ext, ngroups, tmp);
+    first = LLVMBuildNUWMul(M->b, ngroups, vec, "");
+  }
+
   lw_gloop gl;
-  LLVMValueRef i = lw_gloop_begin(f, &gl, simt_gtid(f), f->hi, simt_gsize(f));
+  LLVMValueRef i = lw_gloop_begin(f, &gl, LLVMBuildNUWAdd(M->b, first, simt_gtid(f), ""), f->hi,
+                                  simt_gsize(f));
   LLVMValueRef rr = i;
   for (uint32_t d = rank; d-- > 1;) {
     idx[d] = LLVMBuildURem(M->b, rr, ext[d], "");

@@ -227,7 +227,9 @@ static void nat_set_attr(LLVMContextRef c, LLVMValueRef fn, const char *k, const
  * J's target machine, vectorisers on unless `vectorise` is false (profiled
  * SIMT kernels: the host's vector widths must not change how a GPU
  * thread's accesses look; NVPTX's pipeline does not vectorise loops
- * either). mod must have been verified. */
+ * either; its code generator's load-store vectoriser, which merges
+ * neighbouring accesses into vector ones, runs instead). mod must have
+ * been verified. */
 static ac_status nat_o3(nat_jit *J, LLVMModuleRef mod, bool vectorise, ac_error **err) {
   LLVMContextRef c = LLVMGetModuleContext(mod);
   for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
@@ -242,7 +244,10 @@ static ac_status nat_o3(nat_jit *J, LLVMModuleRef mod, bool vectorise, ac_error 
   LLVMPassBuilderOptionsSetSLPVectorization(opts, vectorise);
   LLVMPassBuilderOptionsSetLoopInterleaving(opts, vectorise);
   LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
-  LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", J->tm, opts);
+  /* without the vectorisers, the load-store vectoriser still merges
+   * neighbouring accesses as NVPTX's code generator does (ld.v4) */
+  LLVMErrorRef e = LLVMRunPasses(
+      mod, vectorise ? "default<O3>" : "default<O3>,function(load-store-vectorizer)", J->tm, opts);
   LLVMDisposePassBuilderOptions(opts);
   if (e)
     return nat_llvm_fail(J->ctx, err, "optimisation", e);

@@ -440,7 +440,7 @@ static ac_status nv_emit_run(cg_module *M, LLVMTargetMachineRef tm, const char *
     return nv_fail(ctx, err, AC_ERR_INTERNAL, "__nvvm_reflect of something not a constant string",
                    NULL);
   LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef e = LLVMRunPasses(M->mod, "default<O3>", tm, opts);
+  LLVMErrorRef e = LLVMRunPasses(M->mod, "function(infer-address-spaces),default<O3>", tm, opts);
   LLVMDisposePassBuilderOptions(opts);
   if (e) {
     char *em = LLVMGetErrorMessage(e);

@@ -732,12 +732,14 @@ UNIT_TEST(services_outside_a_launch_are_harmless) {
   ac_simt_yield();
   CHECK_EQ_INT(ac_simt_shfl(77, 2, 1), 77);
   CHECK_EQ_INT(ac_simt_vote(2, 1), 0);
+  ac_simt_prof(0, 0, 0); /* outside a profiled launch: nothing */
 }
 
 UNIT_TEST(symbol_table_lists_every_service) {
   static const char *const names[] = {"ac_simt_tid",    "ac_simt_ntid",    "ac_simt_ctaid",
                                       "ac_simt_nctaid", "ac_simt_barrier", "ac_simt_yield",
-                                      "ac_simt_shared", "ac_simt_shfl",    "ac_simt_vote"};
+                                      "ac_simt_shared", "ac_simt_shfl",    "ac_simt_vote",
+                                      "ac_simt_prof"};
   size_t n = 0;
   while (rt_simt_symbols[n].name)
     n++;
