@@ -170,6 +170,7 @@ static CUresult mk_alloc(CUdeviceptr *p, size_t bytes) {
   mk.allocs[mk.nalloc].p = m;
   mk.allocs[mk.nalloc].bytes = bytes;
   mk.nalloc++;
+  mk.st.alloc_calls++;
   *p = (CUdeviceptr)(uintptr_t)m;
   return CUDA_SUCCESS;
 }
@@ -179,6 +180,7 @@ static CUresult mk_free(CUdeviceptr p) {
     if ((uintptr_t)mk.allocs[i].p == p) {
       free(mk.allocs[i].p);
       mk.allocs[i] = mk.allocs[--mk.nalloc];
+      mk.st.frees++;
       return CUDA_SUCCESS;
     }
   return CUDA_ERROR_INVALID_VALUE;
@@ -405,8 +407,10 @@ static CUresult mk_stream_sync(CUstream s) {
   CUresult r = mk_enter("cuStreamSynchronize");
   if (r == CUDA_SUCCESS && mk_stream_index(s) < 0)
     r = CUDA_ERROR_INVALID_HANDLE;
-  if (r == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS) {
     s->pending = false;
+    mk.st.syncs++;
+  }
   return r;
 }
 CUresult cuStreamSynchronize(CUstream s) {
@@ -529,8 +533,10 @@ static CUresult mk_htod(CUdeviceptr dst, const void *src, size_t bytes, CUstream
   CUresult r = mk_queue("cuMemcpyHtoDAsync_v2", s);
   if (r == CUDA_SUCCESS && (!src || !mk_inside(dst, bytes)))
     r = CUDA_ERROR_INVALID_VALUE;
-  if (r == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS) {
     memcpy((void *)(uintptr_t)dst, src, bytes);
+    mk.st.htod++;
+  }
   return r;
 }
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes, CUstream s) {
@@ -541,8 +547,10 @@ static CUresult mk_dtoh(void *dst, CUdeviceptr src, size_t bytes, CUstream s) {
   CUresult r = mk_queue("cuMemcpyDtoHAsync_v2", s);
   if (r == CUDA_SUCCESS && (!dst || !mk_inside(src, bytes)))
     r = CUDA_ERROR_INVALID_VALUE;
-  if (r == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS) {
     memcpy(dst, (const void *)(uintptr_t)src, bytes);
+    mk.st.dtoh++;
+  }
   return r;
 }
 CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream s) {
@@ -553,8 +561,10 @@ static CUresult mk_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream
   CUresult r = mk_queue("cuMemcpyDtoDAsync_v2", s);
   if (r == CUDA_SUCCESS && (!mk_inside(dst, bytes) || !mk_inside(src, bytes)))
     r = CUDA_ERROR_INVALID_VALUE;
-  if (r == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS) {
     memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
+    mk.st.dtod++;
+  }
   return r;
 }
 CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
@@ -565,8 +575,10 @@ static CUresult mk_memset(CUdeviceptr dst, unsigned char value, size_t n, CUstre
   CUresult r = mk_queue("cuMemsetD8Async", s);
   if (r == CUDA_SUCCESS && !mk_inside(dst, n))
     r = CUDA_ERROR_INVALID_VALUE;
-  if (r == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS) {
     memset((void *)(uintptr_t)dst, value, n);
+    mk.st.memsets++;
+  }
   return r;
 }
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {

@@ -28,6 +28,13 @@ typedef struct cuda_mock_stats {
   unsigned smem;           /* of the last launch */
   uint64_t pool_threshold; /* the pool's release threshold */
   int trims;               /* cuMemPoolTrimTo calls */
+  /* successful calls (totals): what a call of a compiled function costs
+   * in driver work (test_cuda's iterate_step_driver_calls) */
+  int alloc_calls;         /* cuMemAlloc and cuMemAllocAsync */
+  int htod, dtoh, dtod;    /* copies */
+  int memsets;             /* cuMemsetD8Async */
+  int frees;               /* cuMemFree and cuMemFreeAsync */
+  int syncs;               /* cuStreamSynchronize */
 } cuda_mock_stats;
 
 /* Back to one device with memory pools, no failures (live objects stay). */

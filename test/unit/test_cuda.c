@@ -22,6 +22,7 @@
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv, mkstemp */
 
 #include "cuda_mock.h"
+#include "arrayc/arrayc.h"
 #include "runtime/gpu.h"
 #include "unit.h"
 
@@ -674,7 +675,103 @@ UNIT_TEST(test_ptx_assembles) {
   }
 }
 
+/* ---- what a step of an array loop costs in driver work ----
+ * A compiled `iterate` of one map, called with 10 and with 30 steps on the
+ * fake driver: the difference of the two calls' driver operations, over
+ * the 20 extra steps, is what one step costs. Issue 14's target is one
+ * launch and no allocation, copy or memset per step (the loop's state
+ * buffers and the counter reused in place). The counts are printed, and
+ * checked as they are today so that a change that adds driver work to a
+ * step fails here: lower them as steps get cheaper. */
+typedef struct step_cost {
+  double launches, allocs, frees, copies, memsets, syncs;
+} step_cost;
+
+static void call_steps(ac_function *f, ac_array *xs, int64_t steps, cuda_mock_stats *before,
+                       cuda_mock_stats *after, mock *m) {
+  ac_datum args[2] = {{AC_DATUM_SCALAR, AC_I64, {.i = steps}, NULL},
+                      {AC_DATUM_ARRAY, AC_F32, {0}, xs}};
+  ac_datum res;
+  ac_error *err = NULL;
+  m->stats(before);
+  ac_status st = ac_function_call(f, args, 2, &res, 1, &err);
+  CHECK_EQ_INT(st, AC_OK);
+  if (st != AC_OK) {
+    fprintf(stderr, "  (%s)\n", err ? ac_error_message(err) : "no error");
+    ac_error_destroy(err);
+    memset(after, 0, sizeof *after);
+    return;
+  }
+  CHECK(ac_array_data(res.array) != NULL); /* the result comes back */
+  ac_datum_release(&res);
+  m->stats(after);
+}
+
+static double per_step(int a0, int a1, int b0, int b1) {
+  return ((b1 - b0) - (a1 - a0)) / 20.0;
+}
+
+UNIT_TEST(iterate_step_driver_calls) {
+  mock m;
+  if (!mock_open(&m))
+    return;
+  setenv("ARRAYC_LIBCUDA", ARRAYC_CUDA_MOCK, 1);
+  setenv("ARRAYC_CACHE", "0", 1); /* no disk cache of the PTX */
+  ac_context *ctx = ac_context_create();
+  ac_runtime *rt = NULL;
+  ac_error *err = NULL;
+  ac_status st = ac_runtime_create(ctx, AC_BACKEND_GPU, &rt, &err);
+  unsetenv("ARRAYC_LIBCUDA");
+  CHECK_EQ_INT(st, AC_OK);
+  static const char prog[] = "fn steps(n: i64, xs: f32[]) -> f32[] {\n"
+                             "  iterate(n, |x| map(|v| v * 0.5 + 1.0, x), xs)\n"
+                             "}\n";
+  ac_module *mod = NULL;
+  ac_function *f = NULL;
+  if (st == AC_OK)
+    st = ac_module_parse(ctx, "steps.ac", prog, strlen(prog), &mod, &err);
+  if (st == AC_OK)
+    st = ac_runtime_compile(rt, mod, "steps", &f, &err);
+  CHECK_EQ_INT(st, AC_OK);
+  if (st != AC_OK)
+    fprintf(stderr, "  (%s)\n", err ? ac_error_message(err) : "no error");
+  ac_error_destroy(err);
+  if (f) {
+    const int64_t n = 4096;
+    ac_array *xs = ac_array_create(ctx, AC_F32, 1, &n, NULL, NULL);
+    cuda_mock_stats a0, a1, b0, b1;
+    call_steps(f, xs, 10, &a0, &a1, &m);
+    call_steps(f, xs, 30, &b0, &b1, &m);
+    step_cost c = {
+        per_step(a0.launches, a1.launches, b0.launches, b1.launches),
+        per_step(a0.alloc_calls, a1.alloc_calls, b0.alloc_calls, b1.alloc_calls),
+        per_step(a0.frees, a1.frees, b0.frees, b1.frees),
+        per_step(a0.htod + a0.dtoh + a0.dtod, a1.htod + a1.dtoh + a1.dtod,
+                 b0.htod + b0.dtoh + b0.dtod, b1.htod + b1.dtoh + b1.dtod),
+        per_step(a0.memsets, a1.memsets, b0.memsets, b1.memsets),
+        per_step(a0.syncs, a1.syncs, b0.syncs, b1.syncs)};
+    fprintf(stderr,
+            "iterate of one map, per step: %.2f launches, %.2f allocations, %.2f frees, %.2f "
+            "copies, %.2f memsets, %.2f synchronisations\n",
+            c.launches, c.allocs, c.frees, c.copies, c.memsets, c.syncs);
+    CHECK(c.launches == 1.0);
+    CHECK(c.memsets == 0.0);
+    CHECK(c.syncs == 0.0);
+    CHECK(c.allocs <= 1.0);
+    CHECK(c.frees <= 1.0);
+    CHECK(c.copies <= 2.0);
+    ac_array_release(xs);
+    ac_function_destroy(f);
+  }
+  ac_module_destroy(mod);
+  ac_runtime_destroy(rt);
+  ac_context_destroy(ctx);
+  unsetenv("ARRAYC_CACHE");
+  check_nothing_live(&m);
+  mock_close(&m);
+}
+
 UNIT_MAIN(no_library_at_the_named_path, library_without_the_driver_api, stub_driver_fails_cleanly,
           invalid_ordinal, real_gpu_or_no_driver, mock_device_suite, mock_without_memory_pools,
           mock_creation_failures_leak_nothing, mock_operation_errors,
-          load_on_another_device_is_invalid, test_ptx_assembles)
+          load_on_another_device_is_invalid, test_ptx_assembles, iterate_step_driver_calls)
