@@ -310,13 +310,7 @@ static void gp_vec_groups(lw *L, cg_fn *f, lw_ew *w, const cg_val *ov, LLVMValue
     col = LLVMBuildNUWSub(M->b, base, LLVMBuildNUWMul(M->b, rr, ext[rank - 1], ""), "");
   }
   for (unsigned k = 0; k < LW_VEC; k++) {
-    LLVMValueRef r = rr;
-    for (uint32_t d = rank - 1; d-- > 1;) {
-      idx[d] = LLVMBuildURem(M->b, r, ext[d], "");
-      r = LLVMBuildUDiv(M->b, r, ext[d], "");
-    }
-    if (rank > 1)
-      idx[0] = r;
+    lw_unravel(M, rr, ext, rank - 1, idx);
     idx[rank - 1] = LLVMBuildNUWAdd(M->b, col, cg_i64(M, k), "");
     cg_val ev;
     gp_elem_value(L, f, w, idx, 0, tmp, ov->n, &ev);
@@ -367,12 +361,7 @@ bool lw_gpu_elementwise(lw *L, lw_ew *w, const lw_val *out, uint32_t total) {
   lw_gloop gl;
   LLVMValueRef i = lw_gloop_begin(f, &gl, LLVMBuildNUWAdd(M->b, first, simt_gtid(f), ""), f->hi,
                                   simt_gsize(f));
-  LLVMValueRef rr = i;
-  for (uint32_t d = rank; d-- > 1;) {
-    idx[d] = LLVMBuildURem(M->b, rr, ext[d], "");
-    rr = LLVMBuildUDiv(M->b, rr, ext[d], "");
-  }
-  idx[0] = rr;
+  lw_unravel(M, i, ext, rank, idx);
   if (!w->split) {
     gp_elem_store(L, f, w, &ov, idx, i, 0, tmp);
   } else {

@@ -192,6 +192,11 @@ bool lw_gpu_tiled(lw *L, lw_ew *w, const lw_val *out, uint32_t total);
  * consumed. The element-wise skeletons of map and stencil ask. */
 bool lw_tile_wanted(lw *L, ir_ref e);
 bool lw_elementwise(lw *L, lw_ew *w, lw_val *out);
+/* idx[0..dims) of the row-major position lin over extents ext[0..dims)
+ * (ext[0] is not needed: idx[0] takes what is left). dims 0 writes
+ * nothing. */
+void lw_unravel(cg_module *M, LLVMValueRef lin, LLVMValueRef *ext, uint32_t dims,
+                LLVMValueRef *idx);
 /* Its GPU form (gpu.c; lw_elementwise calls it when L->gpu, after
  * allocating *out): a grid-stride loop over the linear index, `total`
  * elements. */

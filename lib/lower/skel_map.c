@@ -31,6 +31,16 @@
 
 /* ---- the skeleton ---- */
 
+void lw_unravel(cg_module *M, LLVMValueRef lin, LLVMValueRef *ext, uint32_t dims,
+                LLVMValueRef *idx) {
+  for (uint32_t d = dims; d-- > 1;) {
+    idx[d] = LLVMBuildURem(M->b, lin, ext[d], "");
+    lin = LLVMBuildUDiv(M->b, lin, ext[d], "");
+  }
+  if (dims > 0)
+    idx[0] = lin;
+}
+
 static LLVMValueRef sm_min(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, a, b, ""), a, b, "");
 }
@@ -119,13 +129,7 @@ bool lw_elementwise(lw *L, lw_ew *w, lw_val *out) {
   LLVMValueRef a = sm_max(M, LLVMBuildNSWSub(M->b, f->lo, rowbase, ""), zero);
   LLVMValueRef b = sm_min(M, LLVMBuildNSWSub(M->b, f->hi, rowbase, ""), inner);
   /* the row's outer index: r in the extents of all but the last dimension */
-  LLVMValueRef rr = r;
-  for (uint32_t d = rank - 1; d-- > 1;) {
-    idx[d] = LLVMBuildURem(M->b, rr, ext[d], "");
-    rr = LLVMBuildUDiv(M->b, rr, ext[d], "");
-  }
-  if (rank > 1)
-    idx[0] = rr;
+  lw_unravel(M, r, ext, rank - 1, idx);
   if (!w->split) {
     ew_segment(L, f, w, &ov, idx, rowbase, a, b, 0, tmp);
   } else {
