@@ -111,47 +111,93 @@ static void tl_make(lw *L, cg_fn *f, uint32_t rank, lw_tile *t) {
 }
 
 /* Copies tile t for the current tile (t->org set): every thread takes
- * positions tid, tid + B, ... of the tile grown by its halo. */
+ * positions tid, tid + B, ... of the tile grown by its halo. The tile's
+ * size is a constant, so the positions a thread copies are known at
+ * compile time: they are staged TL_BATCH at a time, all of a batch's
+ * global loads (or boundary values) first, into registers, then all its
+ * shared-memory stores, so a thread has up to TL_BATCH loads in flight
+ * instead of one load waiting for its store. */
+#define TL_BATCH 8
+
 static void tl_copy(lw *L, cg_fn *f, lw_ew *w, lw_tile *t) {
   cg_module *M = L->M;
   uint32_t rank = w->rank;
-  LLVMValueRef cells = cg_i64(M, rank == 1 ? t->ext[0] : t->ext[0] * t->ext[1]);
-  lw_gloop gl;
-  LLVMValueRef j = lw_gloop_begin(f, &gl, LLVMBuildZExt(M->b, simt_tid(f), M->t_i64, ""), cells,
-                                  cg_i64(M, LW_TILE_BLOCK));
-  LLVMValueRef pos[LW_TILE_MAX_RANK];
-  if (rank == 1) {
-    pos[0] = LLVMBuildNSWAdd(M->b, t->org[0], j, "");
-  } else {
-    LLVMValueRef w1 = cg_i64(M, t->ext[1]);
-    pos[0] = LLVMBuildNSWAdd(M->b, t->org[0], LLVMBuildUDiv(M->b, j, w1, ""), "");
-    pos[1] = LLVMBuildNSWAdd(M->b, t->org[1], LLVMBuildURem(M->b, j, w1, ""), "");
+  int64_t cells = rank == 1 ? t->ext[0] : t->ext[0] * t->ext[1];
+  int64_t iters = (cells + LW_TILE_BLOCK - 1) / LW_TILE_BLOCK;
+  uint32_t nleaf = t->val.n;
+  if (!t->fill && !t->src.n)
+    return;
+  LLVMValueRef tid = LLVMBuildZExt(M->b, simt_tid(f), M->t_i64, "");
+  LLVMValueRef jk[TL_BATCH], cond[TL_BATCH];
+  LLVMValueRef *slot = cg_new(M, (size_t)TL_BATCH * (nleaf ? nleaf : 1) * sizeof *slot);
+  for (int64_t b0 = 0; b0 < iters; b0 += TL_BATCH) {
+    int64_t nb = iters - b0 < TL_BATCH ? iters - b0 : TL_BATCH;
+    /* the batch's values, into slots */
+    for (int64_t k = 0; k < nb; k++) {
+      int64_t off = (b0 + k) * LW_TILE_BLOCK;
+      LLVMValueRef j = jk[k] = LLVMBuildNUWAdd(M->b, tid, cg_i64(M, off), "");
+      LLVMValueRef c = off + LW_TILE_BLOCK <= cells
+                           ? NULL
+                           : LLVMBuildICmp(M->b, LLVMIntULT, j, cg_i64(M, cells), "");
+      LLVMValueRef pos[LW_TILE_MAX_RANK];
+      if (rank == 1) {
+        pos[0] = LLVMBuildNSWAdd(M->b, t->org[0], j, "");
+      } else {
+        LLVMValueRef w1 = cg_i64(M, t->ext[1]);
+        pos[0] = LLVMBuildNSWAdd(M->b, t->org[0], LLVMBuildUDiv(M->b, j, w1, ""), "");
+        pos[1] = LLVMBuildNSWAdd(M->b, t->org[1], LLVMBuildURem(M->b, j, w1, ""), "");
+      }
+      if (!t->fill) /* inside the array: 0 <= pos < extent, one unsigned comparison */
+        for (uint32_t d = 0; d < rank; d++) {
+          LLVMValueRef in = LLVMBuildICmp(M->b, LLVMIntULT, pos[d], t->src.l[0].ext[d], "");
+          c = c ? LLVMBuildAnd(M->b, c, in, "") : in;
+        }
+      cond[k] = c;
+      LLVMBasicBlockRef next = NULL;
+      if (c) {
+        LLVMBasicBlockRef yes = cg_block(f, "tile.load");
+        next = cg_block(f, "tile.loaded");
+        LLVMBuildCondBr(M->b, c, yes, next);
+        LLVMPositionBuilderAtEnd(M->b, yes);
+      }
+      cg_val v = {0};
+      if (t->fill)
+        t->fill(L, f, w, t, pos, &v);
+      for (uint32_t i = 0; i < nleaf; i++) {
+        LLVMValueRef x = t->fill ? (i < v.n ? v.l[i].v : NULL)
+                                 : (i < t->src.n ? cg_read(f, &t->src.l[i], pos, false, w->at)
+                                                 : NULL);
+        slot[k * nleaf + i] = x ? cg_alloca(f, LLVMTypeOf(x)) : NULL;
+        if (x)
+          LLVMBuildStore(M->b, x, slot[k * nleaf + i]);
+      }
+      if (c) {
+        LLVMBuildBr(M->b, next);
+        LLVMPositionBuilderAtEnd(M->b, next);
+      }
+    }
+    /* then the batch's shared-memory stores */
+    for (int64_t k = 0; k < nb; k++) {
+      LLVMBasicBlockRef next = NULL;
+      if (cond[k]) {
+        LLVMBasicBlockRef yes = cg_block(f, "tile.store");
+        next = cg_block(f, "tile.stored");
+        LLVMBuildCondBr(M->b, cond[k], yes, next);
+        LLVMPositionBuilderAtEnd(M->b, yes);
+      }
+      for (uint32_t i = 0; i < nleaf; i++) {
+        LLVMValueRef a = slot[k * nleaf + i];
+        if (!a)
+          continue;
+        cg_leaf sm = {.kind = CL_ARRAY, .sc = t->val.l[i].sc, .rank = 1, .v = t->smem[i]};
+        cg_store_elem(f, &sm, jk[k], LLVMBuildLoad2(M->b, LLVMGetAllocatedType(a), a, ""));
+      }
+      if (cond[k]) {
+        LLVMBuildBr(M->b, next);
+        LLVMPositionBuilderAtEnd(M->b, next);
+      }
+    }
   }
-  if (t->fill) {
-    cg_val v;
-    t->fill(L, f, w, t, pos, &v);
-    for (uint32_t i = 0; i < v.n && i < t->val.n; i++) {
-      cg_leaf sm = {.kind = CL_ARRAY, .sc = t->val.l[i].sc, .rank = 1, .v = t->smem[i]};
-      cg_store_elem(f, &sm, j, v.l[i].v);
-    }
-  } else if (t->src.n) {
-    /* inside the array: 0 <= pos < extent, as one unsigned comparison */
-    LLVMValueRef in = NULL;
-    for (uint32_t d = 0; d < rank; d++) {
-      LLVMValueRef c = LLVMBuildICmp(M->b, LLVMIntULT, pos[d], t->src.l[0].ext[d], "");
-      in = in ? LLVMBuildAnd(M->b, in, c, "") : c;
-    }
-    LLVMBasicBlockRef yes = cg_block(f, "tile.load"), next = cg_block(f, "tile.next");
-    LLVMBuildCondBr(M->b, in, yes, next);
-    LLVMPositionBuilderAtEnd(M->b, yes);
-    for (uint32_t i = 0; i < t->src.n && i < t->val.n; i++) {
-      cg_leaf sm = {.kind = CL_ARRAY, .sc = t->val.l[i].sc, .rank = 1, .v = t->smem[i]};
-      cg_store_elem(f, &sm, j, cg_read(f, &t->src.l[i], pos, false, w->at));
-    }
-    LLVMBuildBr(M->b, next);
-    LLVMPositionBuilderAtEnd(M->b, next);
-  }
-  lw_gloop_end(f, &gl);
 }
 
 /* Computes the elements of the current tile (origin base[]) that lie in
@@ -206,6 +252,7 @@ bool lw_gpu_tiled(lw *L, lw_ew *w, const lw_val *out, uint32_t total) {
   lw_gpu_guard(f);
   cg_val ov;
   lw_load(L, f, k, out, &ov);
+  f->frame_ro = true; /* it writes its fresh outputs and shared memory only */
   LLVMValueRef ext[LW_TILE_MAX_RANK], ntiles[LW_TILE_MAX_RANK];
   for (uint32_t d = 0; d < rank; d++)
     ext[d] = ov.n ? ov.l[0].ext[d] : lw_x_in_kernel(L, f, k, w->ext[d]);
