@@ -31,6 +31,14 @@
  *   - a BLOCK gives each warp an even share of contiguous tiles (the first
  *     warps one more, so the warps with work are a prefix), puts the warps'
  *     values in shared memory and warp 0 combines them by the same tree.
+ * Commutative operators (the function is `|a, b| a OP b` or `b OP a` with
+ * OP one of + * min max & | ^, on a scalar: gf_commutative) take the
+ * STRIPED arrangement instead, as CUB's reduction does: lane l folds
+ * elements l, l + 32, .., l + 32(K-1) of the warp tile, so each of the K
+ * loads of a warp reads 32 consecutive elements (4 sectors per request
+ * for 4-byte elements, instead of a sector per lane), and the order in
+ * which elements meet no longer matters. Everything after the lanes' runs
+ * (the shuffle tree, the block step, the tickets) is the same.
  * Three kernels, chosen by the plan on the row length n (fold) or the mean
  * segment length (fold_seg), as Accelerate and CUB's segmented reduction
  * choose between thread-, warp- and block-per-segment (a rank-1 fold, one
@@ -88,6 +96,7 @@ typedef struct gf_ctx {
   sk_fold s;
   lw_val out, offs; /* offs: fold_seg's segment offsets */
   int64_t items;    /* K: consecutive elements per lane in a warp tile */
+  bool comm;        /* the function is commutative: tiles are read striped */
 } gf_ctx;
 
 /* A kernel being generated: its operands and thread indices (i64). */
@@ -195,6 +204,21 @@ static void gf_run(gf_k *K, cg_var *var, LLVMValueRef s, LLVMValueRef e) {
   cg_loop_end(K->f, &jl);
 }
 
+/* var = f(..f(a[s], a[s+32]).., a[s+32(c-1)]) for c >= 1: a lane's
+ * elements of a warp tile read striped (commutative functions). */
+static void gf_run_striped(gf_k *K, cg_var *var, LLVMValueRef s, LLVMValueRef c) {
+  cg_module *M = K->M;
+  cg_val x;
+  gf_read(K, s, &x);
+  cg_var_store(K->f, var, &x);
+  cg_loop jl;
+  LLVMValueRef i = cg_loop_begin(K->f, &jl, cg_i64(M, 1), c);
+  gf_read(K, LLVMBuildNSWAdd(M->b, s, LLVMBuildNSWMul(M->b, i, cg_i64(M, SIMT_WARP), ""), ""),
+          &x);
+  gf_acc(K, var, &x);
+  cg_loop_end(K->f, &jl);
+}
+
 /* ---- warp and block reductions (in element order) ---- */
 
 /* Lanes [0, cnt) of the warp hold values in var (cnt <= 32, the same in
@@ -251,22 +275,41 @@ static void gf_warp_tiles(gf_k *K, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRe
   LLVMValueRef ls = LLVMBuildNSWAdd(M->b, s, LLVMBuildNSWMul(M->b, K->lane, K->K, ""), "");
   LLVMValueRef len = LLVMBuildNSWSub(M->b, e, s, "");
   LLVMValueRef full = gf_is(M, LLVMIntEQ, len, K->TK);
+  LLVMValueRef sl = LLVMBuildNSWAdd(M->b, s, K->lane, ""); /* striped: the lane's first */
   LLVMBasicBlockRef bfull = cg_block(f, "tile.full"), bpart = cg_block(f, "tile.part"),
                     join = cg_block(f, "tile.reduce");
   LLVMBuildCondBr(M->b, full, bfull, bpart);
-  /* a whole tile: K elements per lane, a constant trip count */
-  LLVMPositionBuilderAtEnd(M->b, bfull);
-  gf_run(K, &lv, ls, LLVMBuildNSWAdd(M->b, ls, K->K, ""));
-  LLVMBuildBr(M->b, join);
-  /* the row's last tile: the lanes that start inside it */
-  LLVMPositionBuilderAtEnd(M->b, bpart);
-  LLVMValueRef le = gf_min(M, LLVMBuildNSWAdd(M->b, ls, K->K, ""), e);
-  LLVMBasicBlockRef pj = sk_if(f, gf_is(M, LLVMIntSLT, ls, le));
-  gf_run(K, &lv, ls, le);
-  sk_endif(f, pj);
-  LLVMBuildBr(M->b, join);
-  LLVMPositionBuilderAtEnd(M->b, join);
-  LLVMValueRef cnt = LLVMBuildSelect(M->b, full, cg_i64(M, SIMT_WARP), gf_ceil_div(M, len, K->K), "");
+  LLVMValueRef cnt;
+  if (!K->c->comm) {
+    /* a whole tile: K elements per lane, a constant trip count */
+    LLVMPositionBuilderAtEnd(M->b, bfull);
+    gf_run(K, &lv, ls, LLVMBuildNSWAdd(M->b, ls, K->K, ""));
+    LLVMBuildBr(M->b, join);
+    /* the row's last tile: the lanes that start inside it */
+    LLVMPositionBuilderAtEnd(M->b, bpart);
+    LLVMValueRef le = gf_min(M, LLVMBuildNSWAdd(M->b, ls, K->K, ""), e);
+    LLVMBasicBlockRef pj = sk_if(f, gf_is(M, LLVMIntSLT, ls, le));
+    gf_run(K, &lv, ls, le);
+    sk_endif(f, pj);
+    LLVMBuildBr(M->b, join);
+    LLVMPositionBuilderAtEnd(M->b, join);
+    cnt = LLVMBuildSelect(M->b, full, cg_i64(M, SIMT_WARP), gf_ceil_div(M, len, K->K), "");
+  } else {
+    /* striped: lane l reads s + l, s + l + 32, ... */
+    LLVMPositionBuilderAtEnd(M->b, bfull);
+    gf_run_striped(K, &lv, sl, K->K);
+    LLVMBuildBr(M->b, join);
+    /* the row's last tile: lanes [0, min(len, 32)) have elements */
+    LLVMPositionBuilderAtEnd(M->b, bpart);
+    LLVMBasicBlockRef pj = sk_if(f, gf_is(M, LLVMIntSLT, sl, e));
+    gf_run_striped(K, &lv, sl,
+                   gf_ceil_div(M, LLVMBuildNSWSub(M->b, e, sl, ""), cg_i64(M, SIMT_WARP)));
+    sk_endif(f, pj);
+    LLVMBuildBr(M->b, join);
+    LLVMPositionBuilderAtEnd(M->b, join);
+    cnt = LLVMBuildSelect(M->b, full, cg_i64(M, SIMT_WARP),
+                          gf_min(M, len, cg_i64(M, SIMT_WARP)), "");
+  }
   gf_warp_reduce(K, &lv, cnt);
   LLVMBasicBlockRef lj = sk_if(f, gf_is(M, LLVMIntEQ, K->lane, cg_i64(M, 0)));
   cg_val tv;
@@ -595,12 +638,45 @@ static int64_t gf_items(lw *L, ir_type elem) {
   return k > GF_MAX_ITEMS ? GF_MAX_ITEMS : k;
 }
 
+/* True if fn (a lambda or a function) is `|a, b| a OP b` or `|a, b| b OP
+ * a` for a commutative OP on scalars: + and * (integers wrap; IEEE
+ * addition and multiplication are commutative), min and max (the
+ * language's, NaN-ignoring and with -0.0 < 0.0, are symmetric), and the
+ * bitwise & | ^. User functions stay ordered. */
+static bool gf_commutative(lw *L, ir_type elem, ir_ref fn) {
+  const ac_module *m = L->m;
+  if (ir_ty_info(L->ctx, elem).kind == TK_TUPLE || fn == IR_NONE || fn >= m->nnodes)
+    return false;
+  const ir_node *n = ir_node_get(m, fn);
+  ir_ref body = IR_NONE;
+  if (n->op == IR_LAM && n->attr == 2 && n->nkids == 1)
+    body = ir_kid(m, fn, 0);
+  else if (n->op == IR_FNREF && n->attr >= 0 && (uint64_t)n->attr < m->nfuncs &&
+           m->funcs[n->attr].nparams == 2 && !m->funcs[n->attr].is_extern)
+    body = m->funcs[n->attr].body;
+  if (body == IR_NONE || body >= m->nnodes)
+    return false;
+  const ir_node *b = ir_node_get(m, body);
+  switch (b->op) {
+  case IR_ADD: case IR_MUL: case IR_MIN: case IR_MAX: case IR_BAND: case IR_BOR: case IR_BXOR:
+    break;
+  default:
+    return false;
+  }
+  if (b->nkids != 2)
+    return false;
+  const ir_node *x = ir_node_get(m, ir_kid(m, body, 0)), *y = ir_node_get(m, ir_kid(m, body, 1));
+  return x->op == IR_VAR && y->op == IR_VAR && x->attr != y->attr && x->attr >= 0 &&
+         x->attr <= 1 && y->attr >= 0 && y->attr <= 1;
+}
+
 /* Emits the three kernels and the plan that chooses among them by len_x
  * (the row length or the mean segment length); total_x is the number of
  * elements. */
 static bool gf_lower(gf_ctx *c, uint32_t len_x, uint32_t total_x) {
   lw *L = c->L;
   c->items = gf_items(L, c->s.elem);
+  c->comm = gf_commutative(L, c->s.elem, c->s.fn);
   if (!c->s.seg && c->s.rank == 1) {
     /* one row (a full reduction): fold.block handles every length, one
      * block for a short row, and it is the one kernel of the plan */
