@@ -376,7 +376,9 @@ static cg_fn *gf_begin(const gf_ctx *c, gf_k *K, const char *kind, int64_t grain
   } else {
     lw_gpu_leave_if_failed(f);
   }
+  f->frame_ro = true; /* the folded array: the kernel writes scratch and results only */
   lw_load(L, f, K->k, &c->s.a, &K->av);
+  f->frame_ro = false;
   lw_load(L, f, K->k, &c->s.z, &K->zv);
   if (c->s.seg || c->s.rank > 1)
     lw_load(L, f, K->k, &c->out, &K->ov);
