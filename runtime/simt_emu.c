@@ -81,6 +81,14 @@
  * those frames reach, and that part of the stack is unpoisoned before the
  * stack is used again and when the launch ends.
  *
+ * Profiling (simt_prof.h). A launch of a profiled kernel carries a
+ * profiling state: ac_simt_prof (which the instrumented kernel calls before
+ * its memory accesses and at its basic blocks) records into it, and the
+ * synchronisation points above, where a warp's lanes are known to meet
+ * (a completed warp operation, a completed barrier, the block's end), are
+ * where the records are grouped into warp instructions. A launch without
+ * profiling pays one NULL test per barrier and warp operation.
+ *
  * The one mutable global: `rt_simt_cur`, a thread-local pointer to the
  * launch running on this host thread. The services (ac_simt_*) are called
  * by generated code with no context argument, so they find their launch

@@ -171,8 +171,10 @@ bool rt_simt_pl_record(rt_simt_plaunch *s, unsigned t, uint32_t site, uint64_t a
     if (cap > RT_SIMT_PROF_WARP_CAP || s->total >= RT_SIMT_PROF_TOTAL_CAP)
       return false;
     rt_simt_rec *r = ac_realloc(s->ctx, L->r, cap * sizeof *r);
-    if (!r)
+    if (!r) {
+      s->c.approximate = true; /* the caller flushes; a record may be lost */
       return false;
+    }
     L->r = r;
     L->cap = cap;
   }
