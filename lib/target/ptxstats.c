@@ -1150,7 +1150,8 @@ static bool px_body(px_parse *P, size_t *i, size_t fi) {
   u->n = P->nvars;
   if (!(u->uses = ac_alloc(P->ctx, P->nvars ? P->nvars : 1)))
     return !(P->oom = true);
-  memcpy(u->uses, P->uses_var, P->nvars);
+  if (P->nvars) /* uses_var is NULL when the module declares no variables */
+    memcpy(u->uses, P->uses_var, P->nvars);
   return px_analyse_cfg(P, f);
 }
 
