@@ -191,32 +191,25 @@ static void gf_store(gf_k *K, LLVMValueRef row, const cg_val *x) {
     sk_store(K->f, &K->ov, row, x);
 }
 
-/* var = f(..f(a[s], a[s+1]).., a[e-1]) for s < e. */
-static void gf_run(gf_k *K, cg_var *var, LLVMValueRef s, LLVMValueRef e) {
-  cg_module *M = K->M;
-  cg_val x;
-  gf_read(K, s, &x);
-  cg_var_store(K->f, var, &x);
-  cg_loop jl;
-  LLVMValueRef j = cg_loop_begin(K->f, &jl, LLVMBuildNSWAdd(M->b, s, cg_i64(M, 1), ""), e);
-  gf_read(K, j, &x);
-  gf_acc(K, var, &x);
-  cg_loop_end(K->f, &jl);
-}
-
-/* var = f(..f(a[s], a[s+32]).., a[s+32(c-1)]) for c >= 1: a lane's
- * elements of a warp tile read striped (commutative functions). */
-static void gf_run_striped(gf_k *K, cg_var *var, LLVMValueRef s, LLVMValueRef c) {
+/* var = f(..f(a[s], a[s+d]).., a[s+d(c-1)]) for c >= 1: a run of
+ * consecutive elements (d = 1), or a lane's elements of a warp tile read
+ * striped (d = 32, commutative functions). */
+static void gf_run_by(gf_k *K, cg_var *var, LLVMValueRef s, LLVMValueRef c, int64_t d) {
   cg_module *M = K->M;
   cg_val x;
   gf_read(K, s, &x);
   cg_var_store(K->f, var, &x);
   cg_loop jl;
   LLVMValueRef i = cg_loop_begin(K->f, &jl, cg_i64(M, 1), c);
-  gf_read(K, LLVMBuildNSWAdd(M->b, s, LLVMBuildNSWMul(M->b, i, cg_i64(M, SIMT_WARP), ""), ""),
-          &x);
+  LLVMValueRef off = d == 1 ? i : LLVMBuildNSWMul(M->b, i, cg_i64(M, d), "");
+  gf_read(K, LLVMBuildNSWAdd(M->b, s, off, ""), &x);
   gf_acc(K, var, &x);
   cg_loop_end(K->f, &jl);
+}
+
+/* var = f(..f(a[s], a[s+1]).., a[e-1]) for s < e. */
+static void gf_run(gf_k *K, cg_var *var, LLVMValueRef s, LLVMValueRef e) {
+  gf_run_by(K, var, s, LLVMBuildNSWSub(K->M->b, e, s, ""), 1);
 }
 
 /* ---- warp and block reductions (in element order) ---- */
@@ -297,13 +290,13 @@ static void gf_warp_tiles(gf_k *K, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRe
   } else {
     /* striped: lane l reads s + l, s + l + 32, ... */
     LLVMPositionBuilderAtEnd(M->b, bfull);
-    gf_run_striped(K, &lv, sl, K->K);
+    gf_run_by(K, &lv, sl, K->K, SIMT_WARP);
     LLVMBuildBr(M->b, join);
     /* the row's last tile: lanes [0, min(len, 32)) have elements */
     LLVMPositionBuilderAtEnd(M->b, bpart);
     LLVMBasicBlockRef pj = sk_if(f, gf_is(M, LLVMIntSLT, sl, e));
-    gf_run_striped(K, &lv, sl,
-                   gf_ceil_div(M, LLVMBuildNSWSub(M->b, e, sl, ""), cg_i64(M, SIMT_WARP)));
+    gf_run_by(K, &lv, sl, gf_ceil_div(M, LLVMBuildNSWSub(M->b, e, sl, ""), cg_i64(M, SIMT_WARP)),
+              SIMT_WARP);
     sk_endif(f, pj);
     LLVMBuildBr(M->b, join);
     LLVMPositionBuilderAtEnd(M->b, join);
