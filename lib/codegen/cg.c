@@ -618,6 +618,7 @@ void cg_val_select(cg_fn *f, LLVMValueRef cond, const cg_val *a, const cg_val *b
     /* Manifest arrays are selected too (pointer and extents): cheap, and it
      * saves callers from branching for array-valued ifs in element code. */
     o->kind = x->kind;
+    o->ro = x->ro && y->ro;
     o->v = LLVMBuildSelect(M->b, cond, x->v, y->v, "");
     for (uint32_t d = 0; x->kind == CL_ARRAY && d < x->rank; d++)
       o->ext[d] = LLVMBuildSelect(M->b, cond, x->ext[d], y->ext[d], "");
@@ -942,6 +943,7 @@ void cg_new_array(cg_fn *f, ac_scalar sc, uint32_t rank, LLVMValueRef *ext, ir_r
   out->rank = rank;
   out->read = NULL;
   out->env = NULL;
+  out->ro = false; /* the kernel writes it */
   out->v = cg_tmp_alloc(f, bytes, at);
   /* The runtime may fail too (out of memory) and then hands out a 64-byte
    * dummy: the array is empty whenever the call has failed. */

@@ -80,6 +80,7 @@ static void ex_zero_leaf(cg_module *M, cg_leaf *l) {
     return;
   }
   l->kind = CL_ARRAY; /* an empty array: nothing can be read from it */
+  l->ro = false;
   l->v = LLVMConstNull(M->t_ptr);
   l->ext = cg_new(M, (l->rank ? l->rank : 1) * sizeof *l->ext);
   for (uint32_t d = 0; d < l->rank; d++)
@@ -268,6 +269,7 @@ static void ex_phi(cg_fn *f, ir_type t, const cg_val *a, LLVMBasicBlockRef ba, c
     const cg_leaf *la = &a->l[i], *lb = &b->l[i];
     cg_leaf *o = &out->l[i];
     *o = *la;
+    o->ro = la->ro && lb->ro; /* read-only only if both branches' arrays are */
     o->v = LLVMBuildPhi(M->b, LLVMTypeOf(la->v), "");
     vals[0] = la->v;
     vals[1] = lb->v;

@@ -73,6 +73,7 @@ static LLVMValueRef next_state(cg_fn *f, ir_ref at, const cg_val *S, const cg_va
     d->kind = CL_ARRAY;
     d->read = NULL;
     d->env = NULL;
+    d->ro = false; /* the loop's own buffer, which it writes */
     d->v = LLVMBuildLoad2(B, M->t_ptr, bufs[i].ptr_oth, "");
     cg_seq_copy(f, &S2->l[i], d);
     /* swap: the old state's memory is the next step's other buffer */
