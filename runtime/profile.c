@@ -76,9 +76,8 @@ ac_status ac_function_print_profile(const ac_function *f, char **out, ac_error *
     return rt_fail(f->ctx, err, AC_ERR_INVALID, "ac_function_print_profile: out is NULL");
   *out = NULL;
   ac_status st = AC_OK;
-  /* a plan without kernels (it only moves words) has nothing to report */
-  if ((f->backend != AC_BACKEND_SIMT_EMU || !f->plan || f->plan->nkernels) &&
-      !prof_of(f, 0, &st, err))
+  /* (a plan without kernels, which only moves words, reports nothing) */
+  if (f->backend != AC_BACKEND_SIMT_EMU && !prof_of(f, 0, &st, err))
     return st;
   ir_buf b;
   ir_buf_init(&b, f->ctx);

@@ -427,9 +427,15 @@ LLVMValueRef cg_frame_word(cg_fn *f, uint32_t slot) {
 
 /* Loads a scalar of type sc from memory: bool is a byte 0/1 in memory and
  * i1 in registers (any nonzero byte reads as true). */
-static LLVMValueRef cg_load_scalar(cg_fn *f, ac_scalar sc, LLVMValueRef p) {
+/* ro: memory the kernel never writes, read through NVPTX's read-only data
+ * cache (ld.global.nc: !invariant.load); ignored on other targets. */
+static LLVMValueRef cg_load_scalar(cg_fn *f, ac_scalar sc, LLVMValueRef p, bool ro) {
   cg_module *M = f->M;
   LLVMValueRef v = LLVMBuildLoad2(M->b, cg_mem_type(M, sc), p, "");
+  if (ro && M->target == CG_TARGET_NVPTX) {
+    unsigned kind = LLVMGetMDKindIDInContext(M->llctx, "invariant.load", strlen("invariant.load"));
+    LLVMSetMetadata(v, kind, LLVMMetadataAsValue(M->llctx, LLVMMDNodeInContext2(M->llctx, NULL, 0)));
+  }
   if (sc == AC_BOOL)
     v = LLVMBuildICmp(M->b, LLVMIntNE, v, LLVMConstInt(M->t_i8, 0, 0), "");
   return v;
@@ -476,7 +482,7 @@ void cg_load_frame(cg_fn *f, ir_type t, const uint32_t *words, cg_val *out) {
   for (uint32_t i = 0; i < out->n; i++) {
     cg_leaf *l = &out->l[i];
     if (l->kind == CL_SCALAR) {
-      l->v = cg_load_scalar(f, l->sc, cg_word_ptr(f, words[w++]));
+      l->v = cg_load_scalar(f, l->sc, cg_word_ptr(f, words[w++]), false);
     } else if (l->kind == CL_ARRAY) {
       l->v = cg_gpu_array_ptr(f, LLVMBuildLoad2(M->b, M->t_ptr, cg_word_ptr(f, words[w++]), ""));
       l->ro = f->frame_ro;
@@ -684,16 +690,7 @@ static LLVMValueRef cg_elem_ptr(cg_fn *f, const cg_leaf *a, LLVMValueRef lin) {
 }
 
 LLVMValueRef cg_load_elem(cg_fn *f, const cg_leaf *a, LLVMValueRef lin) {
-  cg_module *M = f->M;
-  if (!a->ro || M->target != CG_TARGET_NVPTX)
-    return cg_load_scalar(f, a->sc, cg_elem_ptr(f, a, lin));
-  /* an array the kernel never writes: the read-only path (ld.global.nc) */
-  LLVMValueRef v = LLVMBuildLoad2(M->b, cg_mem_type(M, a->sc), cg_elem_ptr(f, a, lin), "");
-  unsigned kind = LLVMGetMDKindIDInContext(M->llctx, "invariant.load", strlen("invariant.load"));
-  LLVMSetMetadata(v, kind, LLVMMetadataAsValue(M->llctx, LLVMMDNodeInContext2(M->llctx, NULL, 0)));
-  if (a->sc == AC_BOOL)
-    v = LLVMBuildICmp(M->b, LLVMIntNE, v, LLVMConstInt(M->t_i8, 0, 0), "");
-  return v;
+  return cg_load_scalar(f, a->sc, cg_elem_ptr(f, a, lin), a->ro);
 }
 
 void cg_store_elem(cg_fn *f, const cg_leaf *a, LLVMValueRef lin, LLVMValueRef v) {
