@@ -13,8 +13,10 @@
 #
 # Writes CARRY_DIR/arrayc-gpu.tar.xz (CARRY_DIR defaults to build-gpu at the
 # repository root, which .gitignore's /build*/ ignores) holding, relative
-# to BUILD_DIR: arrayc-gpubench, arrayc-run, arrayc-bench and the C
-# examples (stripped), the CTestTestfile.cmake files (ctest -L gpu) and
+# to BUILD_DIR: arrayc-gpubench, arrayc-run, arrayc-bench, arrayc, the C
+# examples and the GPU ahead-of-time examples (stripped), libarrayc_rt.so
+# (which those and the GPU suite's own ahead-of-time test link), the
+# CTestTestfile.cmake files (ctest -L gpu) and
 # carry-info.txt (where it was built, so run-on-device.sh can rewrite the
 # absolute paths that ctest's files hold). bench/gpu/run-on-device.sh
 # unpacks and runs it; bench/README.md gives the whole procedure.
@@ -42,12 +44,24 @@ fi
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 bins="arrayc-gpubench arrayc-run"
-[ -x "$build/arrayc-bench" ] && bins="$bins arrayc-bench"
-for ex in "$build"/example-*; do
-  [ -x "$ex" ] && bins="$bins $(basename "$ex")"
+for b in arrayc-bench arrayc; do
+  [ -x "$build/$b" ] && bins="$bins $b"
+done
+for ex in "$build"/example-* "$build"/examples/aot/aot-*-gpu; do
+  [ -x "$ex" ] && bins="$bins ${ex#"$build"/}"
 done
 for b in $bins; do
+  mkdir -p "$stage/$(dirname "$b")"
   strip -o "$stage/$b" "$build/$b"
+done
+# the runtime library, with its version links (the GPU suite links its
+# ahead-of-time test against it; run-on-device.sh puts it on LD_LIBRARY_PATH)
+for lib in "$build"/libarrayc_rt.so*; do
+  if [ -L "$lib" ]; then
+    cp -P "$lib" "$stage/"
+  elif [ -f "$lib" ]; then
+    strip --strip-unneeded -o "$stage/$(basename "$lib")" "$lib"
+  fi
 done
 (cd "$build" && find . -name CTestTestfile.cmake) | while read -r f; do
   mkdir -p "$stage/$(dirname "$f")"

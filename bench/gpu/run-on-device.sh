@@ -62,6 +62,10 @@ main() {
       say "cannot link $old_src to $root: arrayc-bench will not find its programs"
     fi
   fi
+  # the ahead-of-time programs' RUNPATH names the packing machine's build
+  # directory: they (and the GPU suite's own test program) find the runtime
+  # library here instead
+  export LD_LIBRARY_PATH="$B${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   # cuBLAS is the toolkit's shared library: add where it is, if the loader
   # does not find it through the binary's RPATH
   if ldd "$B/arrayc-gpubench" | grep -q 'libcublas.*not found'; then
@@ -79,7 +83,7 @@ main() {
     command -v nvcc && nvcc --version | tail -2
     command -v ctest cmake python3
     echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
-    for b in "$B"/arrayc-gpubench "$B"/arrayc-run; do echo "== ldd $b"; ldd "$b"; done
+    for b in "$B"/arrayc-gpubench "$B"/arrayc-run "$B"/libarrayc_rt.so; do echo "== ldd $b"; ldd "$b"; done
   } > "$OUT/env.log" 2>&1
   if grep -q '=> not found' "$OUT/env.log"; then
     say "missing shared libraries:"

@@ -25,8 +25,13 @@ if [ "$out" != "[2.0]" ]; then
   exit 1
 fi
 status=0
+# one arrayc-run per program and backend, most of its time the CUDA context's
+# start: run as many at once as there are cores, up to 8 (every process gets
+# a context of its own on the one GPU)
+jobs=$(nproc 2>/dev/null || echo 2)
+[ "$jobs" -gt 8 ] && jobs=8
 python3 "$src/test/diff/diff_backends.py" --run "$build/arrayc-run" --backends interp,gpu \
-  --docs "$src/docs/language.md" --tmp "$probe" \
+  --jobs "$jobs" --docs "$src/docs/language.md" --tmp "$probe" \
   "$src/test/e2e" "$src/examples" "$src/test/lit" || status=1
 python3 "$src/test/gen/genprog.py" --seed 9001 --count 200 --out "$probe/gen" &&
   python3 "$src/test/diff/diff_backends.py" --run "$build/arrayc-run" --backends interp,gpu \
