@@ -136,8 +136,10 @@ std::string cuda_version(int v) {
   return buf;
 }
 
-/* The kernel module's version line ("NVRM version: ... 580.95.05 ..."),
- * which names the driver release; empty where there is none. */
+/* The driver release: the first word of the kernel module's version line
+ * ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04
+ * Release Build ...") after "Kernel Module" made of digits and dots only;
+ * the whole line if there is none, empty where there is no such file. */
 std::string driver_release() {
   std::ifstream f("/proc/driver/nvidia/version");
   std::string line;
@@ -146,9 +148,11 @@ std::string driver_release() {
   size_t k = line.find("Kernel Module");
   if (k != std::string::npos) {
     std::stringstream s(line.substr(k + 13));
-    std::string rel;
-    s >> rel;
-    return rel;
+    std::string word;
+    while (s >> word)
+      if (word.find_first_not_of("0123456789.") == std::string::npos &&
+          word.find('.') != std::string::npos)
+        return word;
   }
   return line;
 }

@@ -54,6 +54,12 @@ for b in $bins; do
   mkdir -p "$stage/$(dirname "$b")"
   strip -o "$stage/$b" "$build/$b"
 done
+# the PTX of the ahead-of-time examples, which they load at run time from
+# the build directory (run-on-device.sh links that path to the unpacked one)
+(cd "$build" && find examples/aot -name '*.ptx') | while read -r f; do
+  mkdir -p "$stage/$(dirname "$f")"
+  cp "$build/$f" "$stage/$f"
+done
 # the runtime library, with its version links (the GPU suite links its
 # ahead-of-time test against it; run-on-device.sh puts it on LD_LIBRARY_PATH)
 for lib in "$build"/libarrayc_rt.so*; do

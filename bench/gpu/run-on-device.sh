@@ -62,6 +62,13 @@ main() {
       say "cannot link $old_src to $root: arrayc-bench will not find its programs"
     fi
   fi
+  # the ahead-of-time examples load their PTX from the packing machine's
+  # build directory: where it does not exist, it is this one
+  if [ -n "$old_build" ] && [ ! -e "$old_build" ]; then
+    if ! { mkdir -p "$(dirname "$old_build")" && ln -s "$B" "$old_build"; } 2>/dev/null; then
+      say "cannot link $old_build to $B: the ahead-of-time examples will not find their PTX"
+    fi
+  fi
   # the ahead-of-time programs' RUNPATH names the packing machine's build
   # directory: they (and the GPU suite's own test program) find the runtime
   # library here instead

@@ -34,6 +34,11 @@ must agree:
   * on failure, on the error's position (FILE:LINE:COL) and its message up
     to the first number or shape (see error_key).
 
+One outcome is not a mismatch: on the GPU backend, a program that declares
+an `extern fn` and fails with "... is host code and cannot be called on the
+GPU" where the reference ran it is refused as docs/language.md documents;
+such files are listed and counted in the summary line.
+
 On a mismatch the program text, the arguments and both outputs are printed,
 so the case can be added as a regression test; the exit status is 1.
 Standard library only (check_output.py's parser does the comparison).
@@ -184,12 +189,31 @@ def compare_outputs(ref, got, rtol, atol):
     return diffs
 
 
+# A backend that cannot call host code refuses a function that reaches an
+# `extern fn` (docs/language.md, "Foreign functions"): on the GPU that
+# refusal is the documented outcome, not a mismatch, when the reference ran
+# the program and the error is exactly that one.
+REFUSED = "refused"
+HOST_EXTERN_ERROR = "is host code and cannot be called on the GPU"
+
+
+def host_extern_refused(test_be, path, r, t):
+    if not test_be.startswith("gpu") or r[0] != 0 or t[0] == 0:
+        return False
+    if HOST_EXTERN_ERROR not in first_error(t[2]):
+        return False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return re.search(r"^\s*extern\s+fn\b", f.read(), re.M) is not None
+
+
 def check_one(opts, path, args):
     """Returns None when the backends agree, else a report."""
     ref_be, test_be = opts.backends
     r = run(opts.run, ref_be, path, args)
     t = run(opts.run, test_be, path, args, opts.passes)
     problems = []
+    if host_extern_refused(test_be, path, r, t):
+        return REFUSED
     if r[0] != t[0]:
         problems.append("exit status %d on %s, %d on %s" % (r[0], ref_be, t[0], test_be))
     elif r[0] == 0:
@@ -243,15 +267,20 @@ def main():
     if not cases:
         print("diff_backends: no invocations found", file=sys.stderr)
         return 1
-    failures = 0
+    failures, refused = 0, []
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as ex:
-        for rep in ex.map(lambda c: check_one(opts, *c), cases):
-            if rep:
+        for case, rep in zip(cases, ex.map(lambda c: check_one(opts, *c), cases)):
+            if rep == REFUSED:
+                refused.append(case[0])
+            elif rep:
                 failures += 1
                 print(rep)
     test_name = opts.backends[1] + ("" if opts.passes is None else " --passes=" + opts.passes)
-    print("diff_backends: %d invocations of %d programs, %d mismatches (%s vs %s)"
-          % (len(cases), len(files), failures, opts.backends[0], test_name))
+    for path in sorted(set(refused)):
+        print("refused as documented (calls host code): %s" % path)
+    print("diff_backends: %d invocations of %d programs, %d mismatches (%s vs %s)%s"
+          % (len(cases), len(files), failures, opts.backends[0], test_name,
+             ", %d refused as documented" % len(refused) if refused else ""))
     return 1 if failures else 0
 
 
