@@ -118,6 +118,8 @@ typedef CUresult cu_DeviceGetMemPool_fn(CUmemoryPool *pool, CUdevice dev);
 typedef CUresult cu_MemPoolSetAttribute_fn(CUmemoryPool pool, CUmemPool_attribute attr,
                                            void *value);
 typedef CUresult cu_MemPoolTrimTo_fn(CUmemoryPool pool, size_t keep);
+typedef CUresult cu_MemHostAlloc_fn(void **p, size_t bytes, unsigned int flags);
+typedef CUresult cu_MemFreeHost_fn(void *p);
 typedef CUresult cu_MemcpyHtoDAsync_fn(CUdeviceptr dst, const void *src, size_t bytes,
                                        CUstream stream);
 typedef CUresult cu_MemcpyDtoHAsync_fn(void *dst, CUdeviceptr src, size_t bytes, CUstream stream);
@@ -143,7 +145,10 @@ typedef CUresult cu_FuncSetAttribute_fn(CUfunction fn, CUfunction_attribute attr
 
 /* X(field, exported symbol, required). The optional ones are the
  * stream-ordered allocator (CUDA 11.2): without them, or on a device
- * without memory pools, gpu_cuda.c uses cuMemAlloc/cuMemFree. Everything
+ * without memory pools, gpu_cuda.c uses cuMemAlloc/cuMemFree; and pinned
+ * host memory (cuMemHostAlloc, cuMemFreeHost: in every driver, optional
+ * only so that a driver or mock without them still works, through
+ * pageable copies). Everything
  * required is in every driver since CUDA 11.0 (cuDevicePrimaryCtxRelease_v2
  * is the newest). */
 #define CU_DRV_API(X)                                                                              \
@@ -169,6 +174,8 @@ typedef CUresult cu_FuncSetAttribute_fn(CUfunction fn, CUfunction_attribute attr
   X(DeviceGetMemPool, "cuDeviceGetMemPool", 0)                                                     \
   X(MemPoolSetAttribute, "cuMemPoolSetAttribute", 0)                                               \
   X(MemPoolTrimTo, "cuMemPoolTrimTo", 0)                                                           \
+  X(MemHostAlloc, "cuMemHostAlloc", 0)                                                             \
+  X(MemFreeHost, "cuMemFreeHost", 0)                                                               \
   X(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", 1)                                                    \
   X(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", 1)                                                    \
   X(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", 1)                                                    \

@@ -111,6 +111,14 @@ typedef struct rt_gpu_ops {
   void (*limits)(rt_gpu *g, rt_gkernel *k, rt_glimits *out);
   /* Parallelism for plan `chunks(n, grain)` expressions (resident threads). */
   int64_t (*parallelism)(rt_gpu *g);
+  /* Optional (NULL: nothing to do). A scope around many operations from
+   * one host thread, such as a whole call of a plan: the CUDA device makes
+   * its context current once for the scope instead of once per operation.
+   * scope_enter returns true if it opened one, and then exactly one
+   * scope_leave on the same thread must follow; scopes nest on one device;
+   * operations on other devices inside a scope work as usual. */
+  bool (*scope_enter)(rt_gpu *g);
+  void (*scope_leave)(rt_gpu *g);
 } rt_gpu_ops;
 
 struct rt_gpu {

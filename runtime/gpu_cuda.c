@@ -20,9 +20,10 @@
  * calling thread's current context, so every operation pushes our context
  * and pops it again (cuCtxPushCurrent/PopCurrent rather than SetCurrent: a
  * host program's own current context on that thread is left as it was).
- * There is no lock: the driver API is thread-safe, and this file's state is
- * written only while the device is created (each kernel's limits are
- * computed when its module is loaded). Operations from several host threads
+ * The driver API is thread-safe, and this file's state is written only
+ * while the device is created (each kernel's limits are computed when its
+ * module is loaded), except the pinned staging ring's two counters, which
+ * a mutex guards, and the read-back slots' bit mask (atomic). Operations from several host threads
  * on one device interleave on the one stream in the order the driver sees
  * them; ordering between threads is the callers' business.
  *
@@ -36,7 +37,19 @@
  * cuMemAlloc and, since cuMemFree is not stream-ordered, a stream sync
  * before each cuMemFree.
  *
- * Copies: host-to-device copies come from pageable memory (the caller's
+ * Copies: small ones go through pinned host memory that the device
+ * allocates once (cuMemHostAlloc, 1 MiB + 32 KiB): a host-to-device copy
+ * of up to 64 KiB (the frame words and control settings every launch
+ * uploads) is copied into the next bytes of a ring and queued from there,
+ * so the DMA engine reads it later without the driver staging anything
+ * and the call returns at once; a byte of the ring is handed out again
+ * only after a wait for the stream that began after its copy was queued
+ * (every dtoh and sync is such a wait; a full ring waits itself). A
+ * device-to-host copy of up to 4 KiB (the control block and the words a
+ * kernel wrote, read back at the end of every call) lands in one of 8
+ * pinned read-back slots and is copied out after the wait. Without pinned
+ * memory (a failed allocation, or ARRAYC_GPU_PINNED=0), and for larger
+ * copies, host-to-device copies come from pageable memory (the caller's
  * arrays), queued with cuMemcpyHtoDAsync. The contract (gpu.h) lets the
  * caller reuse the source as soon as htod returns. The driver's "API
  * synchronization behavior" section says of the Async copies that a
@@ -63,11 +76,22 @@
 #include "ir.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Pinned staging: host-to-device copies up to CU_STAGE_MAX bytes go
+ * through a ring of CU_RING_BYTES, device-to-host copies up to CU_RB_BYTES
+ * through one of CU_RB_SLOTS read-back slots (one pinned block holds both). */
+#define CU_RING_BYTES ((size_t)1 << 20)
+#define CU_STAGE_MAX ((size_t)64 << 10)
+#define CU_RB_SLOTS 8
+#define CU_RB_BYTES ((size_t)4 << 10)
 
 /* The driver entry points (cuda_drv.h's list). */
 typedef struct cu_api {
@@ -99,6 +123,13 @@ typedef struct cu_gpu {
   unsigned sm; /* compute capability * 10 */
   int driver;  /* cuDriverGetVersion */
   char name[256];
+  /* Pinned staging (see "Copies" at the top of the file): NULL without */
+  char *stage;
+  pthread_mutex_t stage_mu;  /* the ring's counters */
+  uint64_t produced, done;   /* ring bytes handed out / known consumed */
+  _Atomic uint32_t rb_busy;  /* read-back slots in use (bit i: slot i) */
+  /* ARRAYC_GPU_TRACE: calls and nanoseconds per device operation */
+  _Atomic uint64_t tr_calls[9], tr_ns[9];
 } cu_gpu;
 
 /* A loaded kernel: its function, its launch limits (computed at load time)
@@ -115,7 +146,7 @@ struct rt_cuda_module {
   rt_gkernel k[]; /* n kernels */
 };
 
-static const rt_gpu_ops cu_ops;
+static const rt_gpu_ops cu_ops, cu_trace_ops;
 
 /* ---- errors ---- */
 
@@ -203,29 +234,73 @@ static ac_status cu_fail(ac_context *ctx, const cu_api *cu, CUresult r, const ch
 
 /* Makes the device's context current on the calling thread (see the top of
  * the file); every successful cu_enter is paired with a cu_leave. */
+/* The device whose scope (cu_scope_enter) this thread is in, and how deep:
+ * inside it, our context is current and operations on that device skip
+ * their push and pop (two driver calls each). Operations do not nest, so
+ * an operation on another device inside the scope, which pushes and pops
+ * its own context, has left ours current again before the next one. */
+static _Thread_local cu_gpu *cu_scoped;
+static _Thread_local unsigned cu_scope_depth;
+
 static ac_status cu_enter(cu_gpu *g, ac_error **err) {
+  if (cu_scoped == g)
+    return AC_OK;
   CUresult r = g->cu.CtxPushCurrent(g->pctx);
   return r == CUDA_SUCCESS ? AC_OK : CU_FAIL(g, r, "cuCtxPushCurrent", NULL, err);
 }
 static void cu_leave(cu_gpu *g) {
+  if (cu_scoped == g)
+    return;
   CUcontext popped;
   /* Cannot fail after a successful push on the same thread. */
   (void)g->cu.CtxPopCurrent(&popped);
 }
 
+static bool cu_scope_enter(rt_gpu *gp) {
+  cu_gpu *g = (cu_gpu *)gp;
+  if (cu_scoped == g) {
+    cu_scope_depth++;
+    return true;
+  }
+  if (cu_scoped) /* another device's scope: no nesting across devices */
+    return false;
+  if (g->cu.CtxPushCurrent(g->pctx) != CUDA_SUCCESS)
+    return false; /* the operations push for themselves and report */
+  cu_scoped = g;
+  cu_scope_depth = 1;
+  return true;
+}
+
+static void cu_scope_leave(rt_gpu *gp) {
+  cu_gpu *g = (cu_gpu *)gp;
+  if (cu_scoped != g || --cu_scope_depth > 0)
+    return;
+  cu_scoped = NULL;
+  CUcontext popped;
+  (void)g->cu.CtxPopCurrent(&popped);
+}
+
 static cu_gpu *cu_of(rt_gpu *g) {
-  return g && g->ops == &cu_ops ? (cu_gpu *)g : NULL;
+  return g && (g->ops == &cu_ops || g->ops == &cu_trace_ops) ? (cu_gpu *)g : NULL;
 }
 
 /* ---- the device operations ---- */
 
+static void cu_trace_report(const cu_gpu *g);
+
 static void cu_destroy(rt_gpu *gp) {
   cu_gpu *g = (cu_gpu *)gp;
+  if (gp->ops == &cu_trace_ops)
+    cu_trace_report(g);
   if (cu_enter(g, NULL) == AC_OK) {
     (void)g->cu.StreamSynchronize(g->stream);
     (void)g->cu.StreamDestroy(g->stream);
+    if (g->stage)
+      (void)g->cu.MemFreeHost(g->stage);
     cu_leave(g);
   }
+  if (g->stage)
+    pthread_mutex_destroy(&g->stage_mu);
   (void)g->cu.DevicePrimaryCtxRelease(g->dev);
   /* The library stays loaded: once cuInit has succeeded, the driver has
    * threads and handlers of its own that must not lose their code, and no
@@ -288,6 +363,49 @@ static void cu_free(rt_gpu *gp, rt_dptr p) {
   cu_leave(g);
 }
 
+/* ---- pinned staging (g->stage; see "Copies" at the top of the file) ---- */
+
+/* Waits for the stream, and then knows that every ring byte handed out
+ * before the wait began has been read by its copy. */
+static CUresult cu_wait(cu_gpu *g) {
+  if (!g->stage)
+    return g->cu.StreamSynchronize(g->stream);
+  pthread_mutex_lock(&g->stage_mu);
+  uint64_t mark = g->produced;
+  pthread_mutex_unlock(&g->stage_mu);
+  CUresult r = g->cu.StreamSynchronize(g->stream);
+  if (r == CUDA_SUCCESS) {
+    pthread_mutex_lock(&g->stage_mu);
+    if (mark > g->done)
+      g->done = mark;
+    pthread_mutex_unlock(&g->stage_mu);
+  }
+  return r;
+}
+
+/* A small host-to-device copy through the ring (stage_mu held, our
+ * context current): src is copied into the next free bytes, which the
+ * queued copy reads later, so the caller may reuse src at once. A full
+ * ring first waits for the stream (every byte handed out is then read). */
+static CUresult cu_htod_staged(cu_gpu *g, rt_dptr dst, const void *src, size_t bytes) {
+  uint64_t pos = g->produced % CU_RING_BYTES;
+  uint64_t skip = pos + bytes > CU_RING_BYTES ? CU_RING_BYTES - pos : 0; /* no wrapping */
+  if (g->produced + skip + bytes - g->done > CU_RING_BYTES) {
+    uint64_t mark = g->produced;
+    CUresult r = g->cu.StreamSynchronize(g->stream);
+    if (r != CUDA_SUCCESS)
+      return r;
+    g->done = mark;
+  }
+  g->produced += skip;
+  char *p = g->stage + g->produced % CU_RING_BYTES;
+  memcpy(p, src, bytes);
+  CUresult r = g->cu.MemcpyHtoDAsync(dst, p, bytes, g->stream);
+  if (r == CUDA_SUCCESS)
+    g->produced += bytes;
+  return r;
+}
+
 static ac_status cu_htod(rt_gpu *gp, rt_dptr dst, const void *src, size_t bytes, ac_error **err) {
   cu_gpu *g = (cu_gpu *)gp;
   if (bytes == 0)
@@ -295,10 +413,31 @@ static ac_status cu_htod(rt_gpu *gp, rt_dptr dst, const void *src, size_t bytes,
   ac_status st = cu_enter(g, err);
   if (st != AC_OK)
     return st;
-  /* Returns once src is staged (pageable memory; see the top of the file). */
-  CUresult r = g->cu.MemcpyHtoDAsync(dst, src, bytes, g->stream);
+  CUresult r;
+  if (g->stage && bytes <= CU_STAGE_MAX) {
+    pthread_mutex_lock(&g->stage_mu);
+    r = cu_htod_staged(g, dst, src, bytes);
+    pthread_mutex_unlock(&g->stage_mu);
+  } else {
+    /* Returns once src is staged by the driver (pageable memory). */
+    r = g->cu.MemcpyHtoDAsync(dst, src, bytes, g->stream);
+  }
   cu_leave(g);
   return r == CUDA_SUCCESS ? AC_OK : CU_FAIL(g, r, "cuMemcpyHtoDAsync", NULL, err);
+}
+
+/* A free read-back slot (its index), or -1. */
+static int cu_rb_take(cu_gpu *g) {
+  uint32_t busy = atomic_load(&g->rb_busy);
+  for (;;) {
+    int i = 0;
+    while (i < CU_RB_SLOTS && (busy >> i & 1u))
+      i++;
+    if (i == CU_RB_SLOTS)
+      return -1;
+    if (atomic_compare_exchange_weak(&g->rb_busy, &busy, busy | 1u << i))
+      return i;
+  }
 }
 
 static ac_status cu_dtoh(rt_gpu *gp, void *dst, rt_dptr src, size_t bytes, ac_error **err) {
@@ -306,12 +445,21 @@ static ac_status cu_dtoh(rt_gpu *gp, void *dst, rt_dptr src, size_t bytes, ac_er
   ac_status st = cu_enter(g, err);
   if (st != AC_OK)
     return st;
+  /* small copies land in a pinned read-back slot: the DMA writes it
+   * directly, and we copy out after the wait */
+  int slot = g->stage && bytes && bytes <= CU_RB_BYTES ? cu_rb_take(g) : -1;
+  char *via = slot >= 0 ? g->stage + CU_RING_BYTES + (size_t)slot * CU_RB_BYTES : dst;
   const char *fn = "cuMemcpyDtoHAsync";
-  CUresult r = bytes ? g->cu.MemcpyDtoHAsync(dst, src, bytes, g->stream) : CUDA_SUCCESS;
+  CUresult r = bytes ? g->cu.MemcpyDtoHAsync(via, src, bytes, g->stream) : CUDA_SUCCESS;
   if (r == CUDA_SUCCESS) {
     /* Even for no bytes: dtoh also waits for everything queued before it. */
-    r = g->cu.StreamSynchronize(g->stream);
+    r = cu_wait(g);
     fn = "cuStreamSynchronize";
+  }
+  if (slot >= 0) {
+    if (r == CUDA_SUCCESS)
+      memcpy(dst, via, bytes);
+    atomic_fetch_and(&g->rb_busy, ~(1u << slot));
   }
   cu_leave(g);
   return r == CUDA_SUCCESS ? AC_OK : CU_FAIL(g, r, fn, NULL, err);
@@ -388,7 +536,7 @@ static ac_status cu_sync(rt_gpu *gp, ac_error **err) {
   ac_status st = cu_enter(g, err);
   if (st != AC_OK)
     return st;
-  CUresult r = g->cu.StreamSynchronize(g->stream);
+  CUresult r = cu_wait(g);
   cu_leave(g);
   return r == CUDA_SUCCESS ? AC_OK : CU_FAIL(g, r, "cuStreamSynchronize", NULL, err);
 }
@@ -402,6 +550,118 @@ static int64_t cu_parallelism(rt_gpu *gp) {
   cu_gpu *g = (cu_gpu *)gp;
   return (int64_t)g->sms * g->threads_per_sm;
 }
+
+/* ---- ARRAYC_GPU_TRACE: where a call's time goes on the host ----
+ * With ARRAYC_GPU_TRACE=1 a device gets cu_trace_ops, whose operations
+ * time the plain ones with the host's monotonic clock (everything from
+ * entering our context to leaving it: the driver call, its staging, and
+ * for dtoh and sync the wait for the stream) and count them; the device
+ * prints the totals to stderr when it is destroyed. Off, the plain table
+ * is used and nothing is measured. */
+enum { TR_ALLOC, TR_FREE, TR_HTOD, TR_DTOH, TR_DTOD, TR_MEMSET, TR_LAUNCH, TR_LAUNCHP, TR_SYNC };
+static const char *const cu_trace_names[9] = {
+    "alloc",  "free",   "htod (copy in)", "dtoh (copy out, waits)", "dtod",
+    "memset", "launch", "launch (extern)", "sync (waits)"};
+
+static uint64_t tr_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void tr_add(rt_gpu *gp, int op, uint64_t t0) {
+  cu_gpu *g = (cu_gpu *)gp;
+  atomic_fetch_add_explicit(&g->tr_calls[op], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&g->tr_ns[op], tr_now() - t0, memory_order_relaxed);
+}
+
+static void cu_trace_report(const cu_gpu *g) {
+  fprintf(stderr, "arrayc: GPU operations on %s (ARRAYC_GPU_TRACE; host time, waits included)\n",
+          g->name);
+  fprintf(stderr, "  %-24s %10s %12s %10s\n", "operation", "calls", "total ms", "mean us");
+  for (int i = 0; i < 9; i++) {
+    uint64_t n = atomic_load(&g->tr_calls[i]), ns = atomic_load(&g->tr_ns[i]);
+    if (n)
+      fprintf(stderr, "  %-24s %10llu %12.3f %10.2f\n", cu_trace_names[i], (unsigned long long)n,
+              (double)ns / 1e6, (double)ns / 1e3 / (double)n);
+  }
+}
+
+static ac_status tr_alloc(rt_gpu *g, size_t bytes, rt_dptr *out, ac_error **err) {
+  uint64_t t = tr_now();
+  ac_status st = cu_alloc(g, bytes, out, err);
+  tr_add(g, TR_ALLOC, t);
+  return st;
+}
+static void tr_free(rt_gpu *g, rt_dptr p) {
+  if (!p)
+    return; /* nothing to free, nothing to count */
+  uint64_t t = tr_now();
+  cu_free(g, p);
+  tr_add(g, TR_FREE, t);
+}
+static ac_status tr_htod(rt_gpu *g, rt_dptr dst, const void *src, size_t bytes, ac_error **err) {
+  uint64_t t = tr_now();
+  ac_status st = cu_htod(g, dst, src, bytes, err);
+  tr_add(g, TR_HTOD, t);
+  return st;
+}
+static ac_status tr_dtoh(rt_gpu *g, void *dst, rt_dptr src, size_t bytes, ac_error **err) {
+  uint64_t t = tr_now();
+  ac_status st = cu_dtoh(g, dst, src, bytes, err);
+  tr_add(g, TR_DTOH, t);
+  return st;
+}
+static ac_status tr_dtod(rt_gpu *g, rt_dptr dst, rt_dptr src, size_t bytes, ac_error **err) {
+  uint64_t t = tr_now();
+  ac_status st = cu_dtod(g, dst, src, bytes, err);
+  tr_add(g, TR_DTOD, t);
+  return st;
+}
+static ac_status tr_memset0(rt_gpu *g, rt_dptr dst, size_t bytes, ac_error **err) {
+  uint64_t t = tr_now();
+  ac_status st = cu_memset0(g, dst, bytes, err);
+  tr_add(g, TR_MEMSET, t);
+  return st;
+}
+static ac_status tr_launch(rt_gpu *g, rt_gkernel *k, unsigned grid, unsigned block, size_t smem,
+                           rt_dptr frame, rt_dptr ctl, int64_t n, ac_error **err) {
+  uint64_t t = tr_now();
+  ac_status st = cu_launch(g, k, grid, block, smem, frame, ctl, n, err);
+  tr_add(g, TR_LAUNCH, t);
+  return st;
+}
+static ac_status tr_launch_params(rt_gpu *g, rt_gkernel *k, unsigned grid, unsigned block,
+                                  void **params, ac_error **err) {
+  uint64_t t = tr_now();
+  ac_status st = cu_launch_params(g, k, grid, block, params, err);
+  tr_add(g, TR_LAUNCHP, t);
+  return st;
+}
+static ac_status tr_sync(rt_gpu *g, ac_error **err) {
+  uint64_t t = tr_now();
+  ac_status st = cu_sync(g, err);
+  tr_add(g, TR_SYNC, t);
+  return st;
+}
+
+static const rt_gpu_ops cu_trace_ops = {
+    .name = "cuda",
+    .destroy = cu_destroy,
+    .alloc = tr_alloc,
+    .free = tr_free,
+    .htod = tr_htod,
+    .dtoh = tr_dtoh,
+    .dtod = tr_dtod,
+    .memset0 = tr_memset0,
+    .launch = tr_launch,
+    .launch_params = tr_launch_params,
+    .sync = tr_sync,
+    .limits = cu_limits,
+    .parallelism = cu_parallelism,
+    .scope_enter = cu_scope_enter,
+    .scope_leave = cu_scope_leave,
+};
 
 static const rt_gpu_ops cu_ops = {
     .name = "cuda",
@@ -417,6 +677,8 @@ static const rt_gpu_ops cu_ops = {
     .sync = cu_sync,
     .limits = cu_limits,
     .parallelism = cu_parallelism,
+    .scope_enter = cu_scope_enter,
+    .scope_leave = cu_scope_leave,
 };
 
 /* ---- creating a device ---- */
@@ -497,6 +759,17 @@ static ac_status cu_setup(cu_gpu *g, ac_error **err) {
     g->stream = NULL;
     return cu_fail(g->base.ctx, &g->cu, r, "cuStreamCreate", NULL, true, err);
   }
+  /* Pinned staging: optional (a failure leaves pageable copies), and
+   * ARRAYC_GPU_PINNED=0 turns it off. */
+  const char *pin = getenv("ARRAYC_GPU_PINNED");
+  void *stage = NULL;
+  if (g->cu.MemHostAlloc && g->cu.MemFreeHost && !(pin && strcmp(pin, "0") == 0) &&
+      g->cu.MemHostAlloc(&stage, CU_RING_BYTES + CU_RB_SLOTS * CU_RB_BYTES, 0) == CUDA_SUCCESS) {
+    if (pthread_mutex_init(&g->stage_mu, NULL) == 0)
+      g->stage = stage;
+    else
+      (void)g->cu.MemFreeHost(stage);
+  }
   if (g->pools) {
     /* Keep freed memory in the pool (see the top of the file); a pool we
      * cannot configure is still usable as it is. */
@@ -521,7 +794,8 @@ ac_status rt_cuda_create(ac_context *ctx, int ordinal, rt_gpu **out, ac_error **
   if (!g)
     return ir_report(err, NULL, AC_ERR_NOMEM);
   memset(g, 0, sizeof *g);
-  g->base.ops = &cu_ops;
+  const char *trace = getenv("ARRAYC_GPU_TRACE");
+  g->base.ops = trace && *trace && strcmp(trace, "0") != 0 ? &cu_trace_ops : &cu_ops;
   g->base.ctx = ctx;
   atomic_init(&g->base.refs, 1);
 

@@ -46,6 +46,8 @@ typedef struct pl_exec {
   uint32_t npending;  /* words with PL_W_PENDING */
   uint32_t maxpending;
   rt_dptr dctl;       /* control block, then the device frame */
+  bool scoped;        /* the device's scope_enter opened a scope for the call */
+  bool ctl_fresh;     /* no launch yet: the device's control block is unwritten */
   rt_gctl ctl;        /* host copy of the control block's settings */
   rt_dptr scratch;    /* zeroed per launch as kernels ask */
   size_t scratch_cap;

@@ -2,8 +2,10 @@
  * executor (plan_exec.c; the state and the word protocol are described in
  * plan_exec_impl.h).
  *
- * Per call: one device block holding the control block (rt_gctl, zeroed:
- * no failure yet) followed by the device frame. Per launch:
+ * Per call: one device block holding the control block (rt_gctl) followed
+ * by the device frame; the first launch writes the whole control block (no
+ * failure yet) and the words it uses in one copy (pg_upload_first). Per
+ * launch:
  *   1. the grid: a kernel with a fixed block gets it; otherwise the device's
  *      occupancy-based choice (rt_gpu_ops.limits). `chunks C` gives C
  *      blocks; `chunks auto` gives enough blocks for ceil(n / grain)
@@ -55,25 +57,39 @@ static int64_t pg_tmp_per_thread(void) {
 
 bool pl_gpu_begin(pl_exec *X) {
   rt_gpu *g = X->g;
+  /* one scope for the whole call (the CUDA context made current once) */
+  X->scoped = g->ops->scope_enter && g->ops->scope_enter(g);
   size_t bytes = sizeof(rt_gctl) + (size_t)X->p->nslots * sizeof(uint64_t);
   ac_error *e = NULL;
   ac_status st = g->ops->alloc(g, bytes, &X->dctl, &e);
   if (st != AC_OK)
     return pg_err(X, st, e);
+  /* The device copy is written by the first launch, in one copy with the
+   * frame words (pg_upload_first); a call that launches nothing never
+   * reads it. */
   memset(&X->ctl, 0, sizeof X->ctl);
-  st = g->ops->htod(g, X->dctl, &X->ctl, sizeof X->ctl, &e);
-  return st == AC_OK || pg_err(X, st, e);
+  X->ctl_fresh = true;
+  return true;
 }
 
 void pl_gpu_end(pl_exec *X) {
   X->g->ops->free(X->g, X->scratch);
   X->g->ops->free(X->g, X->dctl);
+  if (X->scoped)
+    X->g->ops->scope_leave(X->g);
 }
 
 /* Reads the control block (and words [0, upto) of the device frame into
  * buf) after everything queued; reports a failure recorded there. */
 static bool pg_read_back(pl_exec *X, uint32_t upto) {
   rt_gpu *g = X->g;
+  if (X->ctl_fresh) {
+    /* no kernel of ours ran: no failure to read, no word pending; wait for
+     * what is queued (copies, extern kernels) as a read-back would */
+    ac_error *e = NULL;
+    ac_status st = g->ops->sync(g, &e);
+    return st == AC_OK || pg_err(X, st, e);
+  }
   size_t bytes = sizeof(rt_gctl) + (size_t)upto * sizeof(uint64_t);
   rt_gctl *buf = ac_alloc(X->p->ctx, bytes);
   if (!buf)
@@ -146,6 +162,37 @@ static bool pg_upload_uses(pl_exec *X, const pl_kernel *k) {
       X->wstate[k->uses[i]] &= (uint8_t)~PL_W_DIRTY;
     u = end;
   }
+  return true;
+}
+
+/* The call's first launch of an arrayc kernel: the whole control block
+ * (no failure yet, this launch's settings) and the frame words up to the
+ * last one k uses, in one copy (they are adjacent on the device). No word
+ * is pending before a kernel of ours has run, so every word uploaded has
+ * its current value on the host (words never written are don't-cares). */
+static bool pg_upload_first(pl_exec *X, const pl_kernel *k) {
+  uint32_t hi = 0;
+  for (uint32_t u = 0; u < k->nuses; u++)
+    if (k->uses[u] + 1 > hi)
+      hi = k->uses[u] + 1;
+  size_t bytes = sizeof(rt_gctl) + (size_t)hi * sizeof(uint64_t);
+  enum { PG_FIRST_SMALL = 1024 };
+  uint64_t small[PG_FIRST_SMALL / sizeof(uint64_t)];
+  char *buf = bytes <= sizeof small ? (char *)small : ac_alloc(X->p->ctx, bytes);
+  if (!buf)
+    return pg_err(X, AC_ERR_NOMEM, NULL);
+  memcpy(buf, &X->ctl, sizeof(rt_gctl));
+  if (hi)
+    memcpy(buf + sizeof(rt_gctl), X->frame, (size_t)hi * sizeof(uint64_t));
+  ac_error *e = NULL;
+  ac_status st = X->g->ops->htod(X->g, X->dctl, buf, bytes, &e);
+  if (buf != (char *)small)
+    ac_free(X->p->ctx, buf);
+  if (st != AC_OK)
+    return pg_err(X, st, e);
+  for (uint32_t w = 0; w < hi; w++)
+    X->wstate[w] &= (uint8_t)~PL_W_DIRTY;
+  X->ctl_fresh = false;
   return true;
 }
 
@@ -288,7 +335,8 @@ bool pl_gpu_launch(pl_exec *X, const pl_inst *in) {
     X->ctl.scratch_bytes = (int64_t)sbytes;
     settings = true;
   }
-  bool ok = (!settings || pg_upload_ctl(X)) && pg_upload_uses(X, k);
+  bool ok = X->ctl_fresh ? pg_upload_first(X, k)
+                         : (!settings || pg_upload_ctl(X)) && pg_upload_uses(X, k);
   if (ok) {
     st = g->ops->launch(g, gk, (unsigned)grid, block, 0, X->dctl + sizeof(rt_gctl), X->dctl, n,
                         &e);

@@ -251,10 +251,89 @@ static void gf_warp_reduce(gf_k *K, cg_var *var, LLVMValueRef cnt) {
   LLVMPositionBuilderAtEnd(M->b, exit);
 }
 
+/* lv = x if the lane has no value yet (*has false), else f(lv, x); then
+ * the lane has one. */
+static void gf_lane_merge(gf_k *K, cg_var *lv, cg_var *x, LLVMValueRef has) {
+  cg_module *M = K->M;
+  cg_fn *f = K->f;
+  cg_val v;
+  cg_var_load(f, x, &v);
+  LLVMBasicBlockRef bset = cg_block(f, "lane.first"), badd = cg_block(f, "lane.next"),
+                    bj = cg_block(f, "lane.join");
+  LLVMBuildCondBr(M->b, LLVMBuildLoad2(M->b, M->t_i1, has, ""), badd, bset);
+  LLVMPositionBuilderAtEnd(M->b, bset);
+  cg_var_store(f, lv, &v);
+  LLVMBuildBr(M->b, bj);
+  LLVMPositionBuilderAtEnd(M->b, badd);
+  gf_acc(K, lv, &v);
+  LLVMBuildBr(M->b, bj);
+  LLVMPositionBuilderAtEnd(M->b, bj);
+  LLVMBuildStore(M->b, LLVMConstInt(M->t_i1, 1, 0), has);
+}
+
+/* gf_warp_tiles for commutative functions: lane l folds its striped
+ * elements (l, l + 32, .. of each tile) of ALL the tiles [t0, t1) into a
+ * value of its own, and the warp combines its lanes once, at the end, as
+ * CUB's reduction does (thread-private partials, then one shuffle tree),
+ * rather than once per tile: a tile then costs its loads and applications
+ * and a few instructions of index arithmetic, not a shuffle tree. The
+ * lanes with a value are a prefix: all 32 when any tile is full (only
+ * the row's last tile can be partial), else those that start inside the
+ * one partial tile. */
+static void gf_warp_tiles_striped(gf_k *K, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef t0,
+                                  LLVMValueRef t1, cg_var *acc) {
+  cg_module *M = K->M;
+  cg_fn *f = K->f;
+  LLVMValueRef has = cg_alloca(f, M->t_i1);
+  LLVMBuildStore(M->b, LLVMConstInt(M->t_i1, 0, 0), has);
+  cg_var lv, tv;
+  cg_var_new(f, K->c->s.elem, &lv);
+  cg_var_new(f, K->c->s.elem, &tv);
+  cg_loop tl;
+  LLVMValueRef t = cg_loop_begin(f, &tl, t0, t1);
+  LLVMValueRef s = LLVMBuildNSWAdd(M->b, lo, LLVMBuildNSWMul(M->b, t, K->TK, ""), "");
+  LLVMValueRef e = gf_min(M, LLVMBuildNSWAdd(M->b, s, K->TK, ""), hi);
+  LLVMValueRef sl = LLVMBuildNSWAdd(M->b, s, K->lane, ""); /* the lane's first */
+  LLVMValueRef full = gf_is(M, LLVMIntEQ, LLVMBuildNSWSub(M->b, e, s, ""), K->TK);
+  LLVMBasicBlockRef bfull = cg_block(f, "tile.full"), bpart = cg_block(f, "tile.part"),
+                    join = cg_block(f, "tile.next");
+  LLVMBuildCondBr(M->b, full, bfull, bpart);
+  LLVMPositionBuilderAtEnd(M->b, bfull);
+  gf_run_by(K, &tv, sl, K->K, SIMT_WARP);
+  gf_lane_merge(K, &lv, &tv, has);
+  LLVMBuildBr(M->b, join);
+  /* the row's last tile: lanes [0, min(len, 32)) have elements */
+  LLVMPositionBuilderAtEnd(M->b, bpart);
+  LLVMBasicBlockRef pj = sk_if(f, gf_is(M, LLVMIntSLT, sl, e));
+  gf_run_by(K, &tv, sl, gf_ceil_div(M, LLVMBuildNSWSub(M->b, e, sl, ""), cg_i64(M, SIMT_WARP)),
+            SIMT_WARP);
+  gf_lane_merge(K, &lv, &tv, has);
+  sk_endif(f, pj);
+  LLVMBuildBr(M->b, join);
+  LLVMPositionBuilderAtEnd(M->b, join);
+  cg_loop_end(f, &tl);
+  /* the lanes holding values: min(32, elements of tiles [t0, t1)) */
+  LLVMValueRef s0 = LLVMBuildNSWAdd(M->b, lo, LLVMBuildNSWMul(M->b, t0, K->TK, ""), "");
+  LLVMValueRef e1 = gf_min(M, LLVMBuildNSWAdd(M->b, lo, LLVMBuildNSWMul(M->b, t1, K->TK, ""), ""), hi);
+  LLVMValueRef cnt = gf_min(M, gf_max(M, LLVMBuildNSWSub(M->b, e1, s0, ""), cg_i64(M, 0)),
+                            cg_i64(M, SIMT_WARP));
+  gf_warp_reduce(K, &lv, cnt);
+  LLVMValueRef lane0 = gf_is(M, LLVMIntEQ, K->lane, cg_i64(M, 0));
+  LLVMBasicBlockRef lj = sk_if(f, LLVMBuildAnd(M->b, lane0, gf_is(M, LLVMIntSGT, cnt, cg_i64(M, 0)), ""));
+  cg_val x;
+  cg_var_load(f, &lv, &x);
+  cg_var_store(f, acc, &x);
+  sk_endif(f, lj);
+}
+
 /* The warp folds tiles [t0, t1) of the row [lo, hi) into lane 0 of acc
  * (left unset when t0 >= t1). Uniform per warp; no barrier. */
 static void gf_warp_tiles(gf_k *K, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef t0,
                           LLVMValueRef t1, cg_var *acc) {
+  if (K->c->comm) {
+    gf_warp_tiles_striped(K, lo, hi, t0, t1, acc);
+    return;
+  }
   cg_module *M = K->M;
   cg_fn *f = K->f;
   LLVMValueRef first = cg_alloca(f, M->t_i1);
@@ -268,41 +347,22 @@ static void gf_warp_tiles(gf_k *K, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRe
   LLVMValueRef ls = LLVMBuildNSWAdd(M->b, s, LLVMBuildNSWMul(M->b, K->lane, K->K, ""), "");
   LLVMValueRef len = LLVMBuildNSWSub(M->b, e, s, "");
   LLVMValueRef full = gf_is(M, LLVMIntEQ, len, K->TK);
-  LLVMValueRef sl = LLVMBuildNSWAdd(M->b, s, K->lane, ""); /* striped: the lane's first */
   LLVMBasicBlockRef bfull = cg_block(f, "tile.full"), bpart = cg_block(f, "tile.part"),
                     join = cg_block(f, "tile.reduce");
   LLVMBuildCondBr(M->b, full, bfull, bpart);
-  LLVMValueRef cnt;
-  if (!K->c->comm) {
-    /* a whole tile: K elements per lane, a constant trip count */
-    LLVMPositionBuilderAtEnd(M->b, bfull);
-    gf_run(K, &lv, ls, LLVMBuildNSWAdd(M->b, ls, K->K, ""));
-    LLVMBuildBr(M->b, join);
-    /* the row's last tile: the lanes that start inside it */
-    LLVMPositionBuilderAtEnd(M->b, bpart);
-    LLVMValueRef le = gf_min(M, LLVMBuildNSWAdd(M->b, ls, K->K, ""), e);
-    LLVMBasicBlockRef pj = sk_if(f, gf_is(M, LLVMIntSLT, ls, le));
-    gf_run(K, &lv, ls, le);
-    sk_endif(f, pj);
-    LLVMBuildBr(M->b, join);
-    LLVMPositionBuilderAtEnd(M->b, join);
-    cnt = LLVMBuildSelect(M->b, full, cg_i64(M, SIMT_WARP), gf_ceil_div(M, len, K->K), "");
-  } else {
-    /* striped: lane l reads s + l, s + l + 32, ... */
-    LLVMPositionBuilderAtEnd(M->b, bfull);
-    gf_run_by(K, &lv, sl, K->K, SIMT_WARP);
-    LLVMBuildBr(M->b, join);
-    /* the row's last tile: lanes [0, min(len, 32)) have elements */
-    LLVMPositionBuilderAtEnd(M->b, bpart);
-    LLVMBasicBlockRef pj = sk_if(f, gf_is(M, LLVMIntSLT, sl, e));
-    gf_run_by(K, &lv, sl, gf_ceil_div(M, LLVMBuildNSWSub(M->b, e, sl, ""), cg_i64(M, SIMT_WARP)),
-              SIMT_WARP);
-    sk_endif(f, pj);
-    LLVMBuildBr(M->b, join);
-    LLVMPositionBuilderAtEnd(M->b, join);
-    cnt = LLVMBuildSelect(M->b, full, cg_i64(M, SIMT_WARP),
-                          gf_min(M, len, cg_i64(M, SIMT_WARP)), "");
-  }
+  /* a whole tile: K elements per lane, a constant trip count */
+  LLVMPositionBuilderAtEnd(M->b, bfull);
+  gf_run(K, &lv, ls, LLVMBuildNSWAdd(M->b, ls, K->K, ""));
+  LLVMBuildBr(M->b, join);
+  /* the row's last tile: the lanes that start inside it */
+  LLVMPositionBuilderAtEnd(M->b, bpart);
+  LLVMValueRef le = gf_min(M, LLVMBuildNSWAdd(M->b, ls, K->K, ""), e);
+  LLVMBasicBlockRef pj = sk_if(f, gf_is(M, LLVMIntSLT, ls, le));
+  gf_run(K, &lv, ls, le);
+  sk_endif(f, pj);
+  LLVMBuildBr(M->b, join);
+  LLVMPositionBuilderAtEnd(M->b, join);
+  LLVMValueRef cnt = LLVMBuildSelect(M->b, full, cg_i64(M, SIMT_WARP), gf_ceil_div(M, len, K->K), "");
   gf_warp_reduce(K, &lv, cnt);
   LLVMBasicBlockRef lj = sk_if(f, gf_is(M, LLVMIntEQ, K->lane, cg_i64(M, 0)));
   cg_val tv;

@@ -65,7 +65,7 @@ struct CUmemPoolHandle_st {
   int unused;
 };
 
-enum { MK_MAX_ALLOCS = 4096, MK_MAX_STREAMS = 16, MK_MAX_DEPTH = 8, MK_SMS = 4 };
+enum { MK_MAX_ALLOCS = 4096, MK_MAX_STREAMS = 16, MK_MAX_DEPTH = 8, MK_SMS = 4, MK_MAX_INFLIGHT = 1 << 16 };
 
 static pthread_mutex_t mk_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct CUctx_st mk_ctx;
@@ -83,6 +83,17 @@ static struct {
     size_t bytes;
   } allocs[MK_MAX_ALLOCS];
   int nalloc;
+  struct {
+    unsigned char *p;
+    size_t bytes;
+  } host[MK_MAX_STREAMS]; /* live pinned host blocks */
+  int nhost;
+  struct {
+    const void *src;
+    unsigned char *snap;
+    size_t bytes;
+  } inflight[MK_MAX_INFLIGHT]; /* pinned sources of queued copies */
+  int ninflight;
   CUstream streams[MK_MAX_STREAMS]; /* live streams */
   cuda_mock_stats st;
 } mk = {.devices = 1, .pools = 1};
@@ -153,6 +164,16 @@ static bool mk_inside(CUdeviceptr p, size_t n) {
   for (int i = 0; i < mk.nalloc; i++) {
     uintptr_t b = (uintptr_t)mk.allocs[i].p;
     if (p >= b && p - b <= mk.allocs[i].bytes && n <= mk.allocs[i].bytes - (p - b))
+      return true;
+  }
+  return false;
+}
+
+/* Is [p, p + n) inside one live pinned host block? */
+static bool mk_pinned(const void *p, size_t n) {
+  for (int i = 0; i < mk.nhost; i++) {
+    uintptr_t b = (uintptr_t)mk.host[i].p, q = (uintptr_t)p;
+    if (q >= b && q - b <= mk.host[i].bytes && n <= mk.host[i].bytes - (q - b))
       return true;
   }
   return false;
@@ -359,8 +380,10 @@ static CUresult mk_push(CUcontext ctx) {
   CUresult r = mk_plain("cuCtxPushCurrent_v2");
   if (r == CUDA_SUCCESS && (ctx != &mk_ctx || mk.st.retains <= 0 || mk_depth == MK_MAX_DEPTH))
     r = CUDA_ERROR_INVALID_CONTEXT;
-  if (r == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS) {
     mk_stack[mk_depth++] = ctx;
+    mk.st.pushes++;
+  }
   return r;
 }
 CUresult cuCtxPushCurrent(CUcontext ctx) {
@@ -403,6 +426,33 @@ static int mk_stream_index(CUstream s) {
   return -1;
 }
 
+/* A host-to-device copy from pinned memory is queued: a real DMA engine
+ * reads the source later, when the stream reaches the copy. The mock
+ * copies at once, and keeps what the source held (mk.inflight) until the
+ * next synchronisation, which counts a source changed in between as a
+ * race (st.pinned_races): the host reused pinned memory still in flight. */
+static void mk_inflight_add(const void *src, size_t bytes) {
+  if (mk.ninflight == MK_MAX_INFLIGHT)
+    return; /* not checked: the test's copies stay far below */
+  unsigned char *snap = malloc(bytes);
+  if (!snap)
+    return;
+  memcpy(snap, src, bytes);
+  mk.inflight[mk.ninflight].src = src;
+  mk.inflight[mk.ninflight].snap = snap;
+  mk.inflight[mk.ninflight].bytes = bytes;
+  mk.ninflight++;
+}
+
+static void mk_inflight_check(void) {
+  for (int i = 0; i < mk.ninflight; i++) {
+    if (memcmp(mk.inflight[i].src, mk.inflight[i].snap, mk.inflight[i].bytes) != 0)
+      mk.st.pinned_races++;
+    free(mk.inflight[i].snap);
+  }
+  mk.ninflight = 0;
+}
+
 static CUresult mk_stream_sync(CUstream s) {
   CUresult r = mk_enter("cuStreamSynchronize");
   if (r == CUDA_SUCCESS && mk_stream_index(s) < 0)
@@ -410,6 +460,7 @@ static CUresult mk_stream_sync(CUstream s) {
   if (r == CUDA_SUCCESS) {
     s->pending = false;
     mk.st.syncs++;
+    mk_inflight_check();
   }
   return r;
 }
@@ -527,6 +578,48 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
   MK_LOCKED(mk_trim(pool, keep));
 }
 
+/* ---- pinned host memory ---- */
+
+static CUresult mk_hostalloc(void **p, size_t bytes, unsigned flags) {
+  CUresult r = mk_enter("cuMemHostAlloc");
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (!p || bytes == 0 || flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (mk.nhost == MK_MAX_STREAMS)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  unsigned char *m = malloc(bytes);
+  if (!m)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  memset(m, 0x5A, bytes);
+  mk.host[mk.nhost].p = m;
+  mk.host[mk.nhost].bytes = bytes;
+  mk.nhost++;
+  mk.st.pinned++;
+  *p = m;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned flags) {
+  MK_LOCKED(mk_hostalloc(p, bytes, flags));
+}
+
+static CUresult mk_freehost(void *p) {
+  CUresult r = mk_enter("cuMemFreeHost");
+  if (r != CUDA_SUCCESS)
+    return r;
+  for (int i = 0; i < mk.nhost; i++)
+    if (mk.host[i].p == p) {
+      free(p);
+      mk.host[i] = mk.host[--mk.nhost];
+      mk.st.pinned--;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+CUresult cuMemFreeHost(void *p) {
+  MK_LOCKED(mk_freehost(p));
+}
+
 /* ---- copies ---- */
 
 static CUresult mk_htod(CUdeviceptr dst, const void *src, size_t bytes, CUstream s) {
@@ -536,6 +629,10 @@ static CUresult mk_htod(CUdeviceptr dst, const void *src, size_t bytes, CUstream
   if (r == CUDA_SUCCESS) {
     memcpy((void *)(uintptr_t)dst, src, bytes);
     mk.st.htod++;
+    if (mk_pinned(src, bytes)) {
+      mk.st.pinned_copies++;
+      mk_inflight_add(src, bytes);
+    }
   }
   return r;
 }
@@ -550,6 +647,7 @@ static CUresult mk_dtoh(void *dst, CUdeviceptr src, size_t bytes, CUstream s) {
   if (r == CUDA_SUCCESS) {
     memcpy(dst, (const void *)(uintptr_t)src, bytes);
     mk.st.dtoh++;
+    mk.st.pinned_copies += mk_pinned(dst, bytes);
   }
   return r;
 }

@@ -35,6 +35,10 @@ typedef struct cuda_mock_stats {
   int memsets;             /* cuMemsetD8Async */
   int frees;               /* cuMemFree and cuMemFreeAsync */
   int syncs;               /* cuStreamSynchronize */
+  int pushes;              /* cuCtxPushCurrent (total) */
+  int pinned;              /* live cuMemHostAlloc blocks */
+  int pinned_copies;       /* htod and dtoh whose host side is pinned memory (total) */
+  int pinned_races;        /* pinned sources changed before the copy's stream was synchronised */
 } cuda_mock_stats;
 
 /* Back to one device with memory pools, no failures (live objects stay). */

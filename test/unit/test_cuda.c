@@ -28,7 +28,9 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define STUB_LIBCUDA "/usr/local/cuda/lib64/stubs/libcuda.so"
@@ -420,6 +422,7 @@ static void check_nothing_live(mock *m) {
   CHECK_EQ_INT(s.modules, 0);
   CHECK_EQ_INT(s.retains, 0);
   CHECK_EQ_INT(s.depth, 0);
+  CHECK_EQ_INT(s.pinned, 0);
 }
 
 UNIT_TEST(mock_device_suite) {
@@ -456,6 +459,135 @@ UNIT_TEST(mock_device_suite) {
     ac_error_destroy(err);
   check_nothing_live(&m);
   ac_context_destroy(ctx);
+  mock_close(&m);
+}
+
+/* ARRAYC_GPU_TRACE=1: the device counts and times its operations and
+ * prints them to stderr when it is destroyed (docs/runtime.md); a freed
+ * null pointer is not an operation. Off, nothing is printed. */
+static int traced_run(mock *m, const char *trace, char *out, size_t cap) {
+  (void)m;
+  char path[] = "/tmp/arrayc-trace-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0)
+    return -1;
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(fd, 2);
+  if (trace)
+    setenv("ARRAYC_GPU_TRACE", trace, 1);
+  ac_context *ctx = ac_context_create();
+  rt_gpu *g = NULL;
+  ac_status st = create_with(ctx, ARRAYC_CUDA_MOCK, 0, &g, NULL);
+  unsetenv("ARRAYC_GPU_TRACE");
+  if (st == AC_OK) {
+    const rt_gpu_ops *o = g->ops;
+    rt_dptr a = 0, b = 0;
+    uint64_t host[4] = {1, 2, 3, 4};
+    if (o->alloc(g, sizeof host, &a, NULL) == AC_OK && o->alloc(g, sizeof host, &b, NULL) == AC_OK) {
+      (void)o->htod(g, a, host, sizeof host, NULL);
+      (void)o->htod(g, a, host, sizeof host, NULL);
+      (void)o->dtoh(g, host, a, sizeof host, NULL);
+      (void)o->sync(g, NULL);
+    }
+    o->free(g, a);
+    o->free(g, b);
+    o->free(g, 0);
+    rt_gpu_release(g);
+  }
+  ac_context_destroy(ctx);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  ssize_t n = pread(fd, out, cap - 1, 0);
+  out[n > 0 ? n : 0] = '\0';
+  close(fd);
+  unlink(path);
+  return st == AC_OK ? 0 : -1;
+}
+
+static bool trace_line(const char *text, const char *op, int calls) {
+  const char *p = strstr(text, op);
+  int n = 0;
+  return p && sscanf(p + strlen(op), "%d", &n) == 1 && n == calls;
+}
+
+UNIT_TEST(mock_trace) {
+  mock m;
+  if (!mock_open(&m))
+    return;
+  char out[4096];
+  CHECK_EQ_INT(traced_run(&m, "1", out, sizeof out), 0);
+  CHECK(strstr(out, "arrayc: GPU operations on arrayc mock GPU") != NULL);
+  CHECK(trace_line(out, "  alloc ", 2));
+  CHECK(trace_line(out, "  free ", 2)); /* not the null pointer */
+  CHECK(trace_line(out, "  htod (copy in) ", 2));
+  CHECK(trace_line(out, "  dtoh (copy out, waits) ", 1));
+  CHECK(trace_line(out, "  sync (waits) ", 1));
+  CHECK(strstr(out, "launch") == NULL); /* operations never made are left out */
+  CHECK_EQ_INT(traced_run(&m, "0", out, sizeof out), 0);
+  CHECK_STR(out, "");
+  CHECK_EQ_INT(traced_run(&m, NULL, out, sizeof out), 0);
+  CHECK_STR(out, "");
+  mock_close(&m);
+}
+
+/* Pinned staging (gpu_cuda.c, "Copies"): small host-to-device copies go
+ * through the pinned ring and may reuse their source at once; 3.6 MB of
+ * them wrap the 1 MiB ring several times with no synchronisation of ours
+ * in between, and the mock finds no pinned byte changed before its copy
+ * was synchronised; every copy arrives. A small read-back uses a pinned
+ * slot, large copies do not, and ARRAYC_GPU_PINNED=0 turns it all off. */
+UNIT_TEST(mock_pinned_staging) {
+  mock m;
+  if (!mock_open(&m))
+    return;
+  for (int pinned = 1; pinned >= 0; pinned--) {
+    if (!pinned)
+      setenv("ARRAYC_GPU_PINNED", "0", 1);
+    ac_context *ctx = ac_context_create();
+    rt_gpu *g = NULL;
+    CHECK_EQ_INT(create_with(ctx, ARRAYC_CUDA_MOCK, 0, &g, NULL), AC_OK);
+    unsetenv("ARRAYC_GPU_PINNED");
+    if (!g) {
+      ac_context_destroy(ctx);
+      continue;
+    }
+    const rt_gpu_ops *o = g->ops;
+    cuda_mock_stats s0, s1;
+    m.stats(&s0);
+    CHECK_EQ_INT(s0.pinned, pinned);
+    enum { PIECE = 3000, SLOTS = 600, COPIES = 1200 };
+    rt_dptr d = 0;
+    CHECK_EQ_INT(o->alloc(g, (size_t)PIECE * SLOTS, &d, NULL), AC_OK);
+    unsigned char *host = malloc(PIECE), *back = malloc((size_t)PIECE * SLOTS);
+    if (d && host && back) {
+      for (int i = 0; i < COPIES; i++) {
+        memset(host, i & 0xff, PIECE); /* the source, reused after each call */
+        CHECK_EQ_INT(o->htod(g, d + (rt_dptr)(i % SLOTS) * PIECE, host, PIECE, NULL), AC_OK);
+      }
+      unsigned char small[64];
+      CHECK_EQ_INT(o->dtoh(g, small, d + PIECE, sizeof small, NULL), AC_OK);
+      CHECK_EQ_INT(small[0], (SLOTS + 1) & 0xff);
+      CHECK_EQ_INT(small[63], (SLOTS + 1) & 0xff);
+      CHECK_EQ_INT(o->dtoh(g, back, d, (size_t)PIECE * SLOTS, NULL), AC_OK);
+      int wrong = 0;
+      for (int k = 0; k < SLOTS; k++)
+        wrong += back[(size_t)k * PIECE] != ((SLOTS + k) & 0xff) ||
+                 back[(size_t)k * PIECE + PIECE - 1] != ((SLOTS + k) & 0xff);
+      CHECK_EQ_INT(wrong, 0);
+      m.stats(&s1);
+      CHECK_EQ_INT(s1.pinned_races, s0.pinned_races);
+      CHECK_EQ_INT(s1.pinned_copies - s0.pinned_copies, pinned ? COPIES + 1 : 0);
+      CHECK(s1.syncs - s0.syncs >= (pinned ? 4 : 2)); /* the ring waited when full */
+    }
+    free(host);
+    free(back);
+    o->free(g, d);
+    rt_gpu_release(g);
+    ac_context_destroy(ctx);
+  }
+  check_nothing_live(&m);
   mock_close(&m);
 }
 
@@ -684,7 +816,7 @@ UNIT_TEST(test_ptx_assembles) {
  * checked as they are today so that a change that adds driver work to a
  * step fails here: lower them as steps get cheaper. */
 typedef struct step_cost {
-  double launches, allocs, frees, copies, memsets, syncs;
+  double launches, allocs, frees, copies, memsets, syncs, pushes;
 } step_cost;
 
 static void call_steps(ac_function *f, ac_array *xs, int64_t steps, cuda_mock_stats *before,
@@ -749,14 +881,23 @@ UNIT_TEST(iterate_step_driver_calls) {
         per_step(a0.htod + a0.dtoh + a0.dtod, a1.htod + a1.dtoh + a1.dtod,
                  b0.htod + b0.dtoh + b0.dtod, b1.htod + b1.dtoh + b1.dtod),
         per_step(a0.memsets, a1.memsets, b0.memsets, b1.memsets),
-        per_step(a0.syncs, a1.syncs, b0.syncs, b1.syncs)};
+        per_step(a0.syncs, a1.syncs, b0.syncs, b1.syncs),
+        per_step(a0.pushes, a1.pushes, b0.pushes, b1.pushes)};
     fprintf(stderr,
             "iterate of one map, per step: %.2f launches, %.2f allocations, %.2f frees, %.2f "
-            "copies, %.2f memsets, %.2f synchronisations\n",
-            c.launches, c.allocs, c.frees, c.copies, c.memsets, c.syncs);
+            "copies, %.2f memsets, %.2f synchronisations, %.2f context pushes\n",
+            c.launches, c.allocs, c.frees, c.copies, c.memsets, c.syncs, c.pushes);
     CHECK(c.launches == 1.0);
     CHECK(c.memsets == 0.0);
     CHECK(c.syncs == 0.0);
+    CHECK(c.pushes == 0.0); /* the call's scope made the context current once */
+    /* the whole call zeroes nothing: the first launch writes the control
+     * block with its frame words (plan_gpu.c, pg_upload_first) */
+    CHECK_EQ_INT(b1.memsets - b0.memsets, 0);
+    /* call_steps' pushes: the call's scope (none per operation inside
+     * it), then reading the result (ac_array_data) and releasing it, each
+     * an operation of its own outside any call */
+    CHECK_EQ_INT(b1.pushes - b0.pushes, 3);
     CHECK(c.allocs <= 1.0);
     CHECK(c.frees <= 1.0);
     CHECK(c.copies <= 2.0);
@@ -772,6 +913,6 @@ UNIT_TEST(iterate_step_driver_calls) {
 }
 
 UNIT_MAIN(no_library_at_the_named_path, library_without_the_driver_api, stub_driver_fails_cleanly,
-          invalid_ordinal, real_gpu_or_no_driver, mock_device_suite, mock_without_memory_pools,
+          invalid_ordinal, real_gpu_or_no_driver, mock_device_suite, mock_trace, mock_pinned_staging, mock_without_memory_pools,
           mock_creation_failures_leak_nothing, mock_operation_errors,
           load_on_another_device_is_invalid, test_ptx_assembles, iterate_step_driver_calls)
