@@ -7,8 +7,8 @@
 # binaries travel in the working tree's carried paths, which hold 64 MiB in
 # all. Each static binary is about 48 MB stripped, but they share almost
 # all of it (libarrayc and LLVM), so one xz stream with a dictionary larger
-# than a binary stores the second and later ones in about 2 MB each: 26 MB
-# for the eight binaries. xz's fast preset 1 finds those long repeats as
+# than a binary stores the second and later ones in about 2 MB each: 28 MB
+# for the eleven binaries and the runtime library. xz's fast preset 1 finds those long repeats as
 # well as preset 9 does (23 MB) in a twelfth of the time (35 s).
 #
 # Writes CARRY_DIR/arrayc-gpu.tar.xz (CARRY_DIR defaults to build-gpu at the
