@@ -219,6 +219,13 @@ void rt_resid_drop(ac_array *a);
  * freed with the array); its host elements are fetched on first use. */
 ac_status rt_resid_wrap(ac_context *ctx, rt_gpu *g, ac_scalar type, unsigned rank,
                         const int64_t *extents, rt_dptr d, ac_array **out, ac_error **err);
+/* Takes the device buffer of an array that only its caller holds (one
+ * reference), that lives only on g (made there by rt_resid_wrap, its host
+ * elements never fetched): *d and its size in *bytes, and true; the array
+ * keeps no buffer then (its release frees nothing on the device). Else
+ * false and nothing changes. For the plan executor's reuse of the buffers
+ * its own intermediate arrays drop (plan_gpu.c). */
+bool rt_resid_take(ac_array *a, rt_gpu *g, rt_dptr *d, size_t *bytes);
 /* Makes a's host elements valid (fetching them from the device when the
  * array was produced there). Every host-side reader of a->data calls it. */
 ac_status rt_resid_host(const ac_array *a, ac_error **err);

@@ -130,6 +130,8 @@ bool pl_fail_site(pl_exec *X, uint32_t site, int64_t a, int64_t b) {
  * old owner (in that order, so a == old is safe). */
 static void pl_own(pl_exec *X, uint32_t w, ac_array *a) {
   ac_array_retain(a);
+  if (X->g && X->owner[w] && X->owner[w] != a)
+    pl_gpu_recycle(X, X->owner[w]);
   ac_array_release(X->owner[w]);
   X->owner[w] = a;
 }

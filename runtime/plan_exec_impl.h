@@ -30,6 +30,9 @@ typedef struct pl_loop {
 #define PL_W_DIRTY 1u
 #define PL_W_PENDING 2u
 
+/* Device buffers a GPU call keeps for reuse (an iterate step's state). */
+#define PL_GPU_SPARE 8
+
 typedef struct pl_exec {
   const pl_plan *p;
   rt_pool *pool;
@@ -51,6 +54,13 @@ typedef struct pl_exec {
   rt_gctl ctl;        /* host copy of the control block's settings */
   rt_dptr scratch;    /* zeroed per launch as kernels ask */
   size_t scratch_cap;
+  /* device buffers of intermediate arrays the call dropped, for its later
+   * allocations of the same size (pl_gpu_recycle) */
+  struct {
+    rt_dptr d;
+    size_t bytes;
+  } spare[PL_GPU_SPARE];
+  uint32_t nspare;
 } pl_exec;
 
 /* Evaluates plan expression e (host reads of pending words fetch them). */
@@ -79,6 +89,9 @@ static inline void pl_wset(pl_exec *X, uint32_t w, uint64_t v) {
 }
 bool pl_gpu_begin(pl_exec *X);  /* device frame and control block */
 void pl_gpu_end(pl_exec *X);    /* frees them (stream-ordered) */
+/* a, about to be released by the call: keep its device buffer for reuse if
+ * nothing else holds a (rt_resid_take) */
+void pl_gpu_recycle(pl_exec *X, ac_array *a);
 bool pl_gpu_sync(pl_exec *X);   /* waits for everything; reports a kernel failure */
 bool pl_gpu_launch(pl_exec *X, const pl_inst *in);
 /* A fresh device array for an ALLOC (extents checked >= 0); with `quiet`

@@ -73,6 +73,9 @@ bool pl_gpu_begin(pl_exec *X) {
 }
 
 void pl_gpu_end(pl_exec *X) {
+  for (uint32_t i = 0; i < X->nspare; i++)
+    X->g->ops->free(X->g, X->spare[i].d);
+  X->nspare = 0;
   X->g->ops->free(X->g, X->scratch);
   X->g->ops->free(X->g, X->dctl);
   if (X->scoped)
@@ -139,7 +142,14 @@ int64_t pl_gpu_chunks(pl_exec *X, int64_t n, int64_t grain) {
   return c < 1 ? 1 : c > par ? (par < 1 ? 1 : par) : c;
 }
 
-/* Uploads the host-written words among k's uses. */
+/* Uploads the host-written words among k's uses, in as few copies as it
+ * may: one copy spans dirty words that are at most PG_GAP words apart
+ * (an iterate step's counter and its new buffer's word, say), the words
+ * in between included, unless one of those is pending (the device holds
+ * its value; the host copy is stale). A clean word in between has the
+ * same value on both sides, and a word nothing has written yet is a
+ * don't-care, so copying them changes nothing. */
+#define PG_GAP 32u
 static bool pg_upload_uses(pl_exec *X, const pl_kernel *k) {
   rt_gpu *g = X->g;
   for (uint32_t u = 0; u < k->nuses;) {
@@ -148,18 +158,30 @@ static bool pg_upload_uses(pl_exec *X, const pl_kernel *k) {
       u++;
       continue;
     }
-    uint32_t end = u + 1; /* a run of consecutive dirty words */
-    while (end < k->nuses && k->uses[end] == k->uses[end - 1] + 1 &&
-           (X->wstate[k->uses[end]] & PL_W_DIRTY))
-      end++;
-    uint32_t n = end - u;
+    /* extend over later dirty uses while the gap holds nothing pending */
+    uint32_t last = w, end = u + 1;
+    for (uint32_t v = u + 1; v < k->nuses; v++) {
+      uint32_t x = k->uses[v];
+      if (!(X->wstate[x] & PL_W_DIRTY))
+        continue;
+      if (x - last > PG_GAP)
+        break;
+      bool pending = false;
+      for (uint32_t y = last + 1; y < x && !pending; y++)
+        pending = (X->wstate[y] & PL_W_PENDING) != 0;
+      if (pending)
+        break;
+      last = x;
+      end = v + 1;
+    }
+    uint32_t n = last - w + 1;
     ac_error *e = NULL;
     ac_status st = g->ops->htod(g, X->dctl + sizeof(rt_gctl) + (size_t)w * sizeof(uint64_t),
                                 &X->frame[w], (size_t)n * sizeof(uint64_t), &e);
     if (st != AC_OK)
       return pg_err(X, st, e);
-    for (uint32_t i = u; i < end; i++)
-      X->wstate[k->uses[i]] &= (uint8_t)~PL_W_DIRTY;
+    for (uint32_t y = w; y <= last; y++)
+      X->wstate[y] &= (uint8_t)~PL_W_DIRTY;
     u = end;
   }
   return true;
@@ -356,6 +378,25 @@ bool pl_gpu_launch(pl_exec *X, const pl_inst *in) {
   return true;
 }
 
+/* Buffers of intermediate arrays: an array the call drops while nothing
+ * else holds it gives its device buffer to the call's spares, and the
+ * call's next allocation of the same size takes it instead of allocating
+ * (an iterate step's new state reuses the state two steps back). Reuse is
+ * ordered as cuMemFreeAsync's is: everything runs on the device's one
+ * stream, so kernels queued later write the buffer only after the earlier
+ * ones that read it. The spares are freed at the end of the call. */
+void pl_gpu_recycle(pl_exec *X, ac_array *a) {
+  if (X->nspare == PL_GPU_SPARE)
+    return;
+  rt_dptr d;
+  size_t bytes;
+  if (rt_resid_take(a, X->g, &d, &bytes)) {
+    X->spare[X->nspare].d = d;
+    X->spare[X->nspare].bytes = bytes ? bytes : 1;
+    X->nspare++;
+  }
+}
+
 bool pl_gpu_alloc(pl_exec *X, const pl_inst *in, const int64_t *ext, ac_array **out, rt_dptr *d,
                   bool quiet) {
   rt_gpu *g = X->g;
@@ -365,7 +406,16 @@ bool pl_gpu_alloc(pl_exec *X, const pl_inst *in, const int64_t *ext, ac_array **
     return !quiet && pl_fail_at(X, AC_ERR_RUNTIME, in->k, "array too large");
   ac_error *e = NULL;
   size_t bytes = (size_t)count * elsize;
-  ac_status st = g->ops->alloc(g, bytes ? bytes : 1, d, &e);
+  ac_status st = AC_ERR_NOMEM;
+  for (uint32_t i = 0; i < X->nspare; i++)
+    if (X->spare[i].bytes == (bytes ? bytes : 1)) {
+      *d = X->spare[i].d;
+      X->spare[i] = X->spare[--X->nspare];
+      st = AC_OK;
+      break;
+    }
+  if (st != AC_OK)
+    st = g->ops->alloc(g, bytes ? bytes : 1, d, &e);
   if (st != AC_OK && quiet) {
     ac_error_destroy(e);
     return false;

@@ -70,6 +70,21 @@ void rt_resid_drop(ac_array *a) {
   rs_free(a->ctx, r);
 }
 
+bool rt_resid_take(ac_array *a, rt_gpu *g, rt_dptr *d, size_t *bytes) {
+  struct rt_resid *r = a ? atomic_load(&a->resid) : NULL;
+  if (!r || r->g != g || !r->d || atomic_load(&a->refs) != 1)
+    return false;
+  pthread_mutex_lock(&r->lock);
+  bool device_only = !r->host_valid && !r->host;
+  pthread_mutex_unlock(&r->lock);
+  if (!device_only)
+    return false;
+  *d = r->d;
+  *bytes = rs_bytes(a);
+  r->d = 0; /* ops->free(g, 0) frees nothing */
+  return true;
+}
+
 rt_dptr rt_resid_dptr(const ac_array *a, const rt_gpu *g) {
   struct rt_resid *r = a ? atomic_load(&((ac_array *)a)->resid) : NULL;
   return r && r->g == g ? r->d : 0;

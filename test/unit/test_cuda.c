@@ -898,9 +898,9 @@ UNIT_TEST(iterate_step_driver_calls) {
      * it), then reading the result (ac_array_data) and releasing it, each
      * an operation of its own outside any call */
     CHECK_EQ_INT(b1.pushes - b0.pushes, 3);
-    CHECK(c.allocs <= 1.0);
-    CHECK(c.frees <= 1.0);
-    CHECK(c.copies <= 2.0);
+    CHECK(c.allocs <= 0.0); /* the state two steps back is reused (pl_gpu_recycle) */
+    CHECK(c.frees <= 0.0);
+    CHECK(c.copies <= 1.0); /* the counter and the new buffer's word: one copy */
     ac_array_release(xs);
     ac_function_destroy(f);
   }
