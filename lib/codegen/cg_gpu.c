@@ -45,21 +45,32 @@ static void cg_gpu_attr(cg_module *M, LLVMValueRef fn, LLVMAttributeIndex idx, c
   LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(M->llctx, kind, 0));
 }
 
-/* The launch bound in both forms (see the file comment). */
-static void cg_gpu_maxntid(cg_module *M, LLVMValueRef fn, unsigned block) {
+/* A launch property in both forms (see the file comment): the function
+ * attribute `attr` that LLVM 20 and later read, and the !nvvm.annotations
+ * entry `key` that LLVM 19 reads. */
+static void cg_gpu_annotate(cg_module *M, LLVMValueRef fn, const char *attr, const char *key,
+                            unsigned value) {
   char val[16];
-  int len = snprintf(val, sizeof val, "%u", block);
-  static const char key[] = "nvvm.maxntid";
-  LLVMAddAttributeAtIndex(
-      fn, LLVMAttributeFunctionIndex,
-      LLVMCreateStringAttribute(M->llctx, key, sizeof key - 1, val, (unsigned)len));
+  int len = snprintf(val, sizeof val, "%u", value);
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(M->llctx, attr, (unsigned)strlen(attr), val,
+                                                    (unsigned)len));
   LLVMMetadataRef ops[3] = {
       LLVMValueAsMetadata(fn),
-      LLVMMDStringInContext2(M->llctx, "maxntidx", 8),
-      LLVMValueAsMetadata(LLVMConstInt(M->t_i32, block, 0)),
+      LLVMMDStringInContext2(M->llctx, key, strlen(key)),
+      LLVMValueAsMetadata(LLVMConstInt(M->t_i32, value, 0)),
   };
   LLVMValueRef node = LLVMMetadataAsValue(M->llctx, LLVMMDNodeInContext2(M->llctx, ops, 3));
   LLVMAddNamedMetadataOperand(M->mod, "nvvm.annotations", node);
+}
+
+static void cg_gpu_maxntid(cg_module *M, LLVMValueRef fn, unsigned block) {
+  cg_gpu_annotate(M, fn, "nvvm.maxntid", "maxntidx", block);
+}
+
+void cg_gpu_min_blocks(cg_fn *f, unsigned blocks) {
+  if (f->M->target == CG_TARGET_NVPTX && blocks > 0)
+    cg_gpu_annotate(f->M, f->fn, "nvvm.minctasm", "minctasm", blocks);
 }
 
 cg_fn *cg_gpu_kernel_begin(cg_module *M, const char *name, unsigned block) {

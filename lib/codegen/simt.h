@@ -44,6 +44,12 @@
  * cg_tmp_release work in GPU kernels through ctl (gpu.h), so element code
  * generates the same way on every target. */
 cg_fn *cg_gpu_kernel_begin(cg_module *M, const char *name, unsigned block);
+/* NVPTX: asks ptxas to fit at least `blocks` blocks of the kernel's fixed
+ * block on one multiprocessor (`.minnctapersm`), which caps its registers
+ * (65536 / (blocks * block), rounded down to ptxas's granularity); ptxas
+ * spills rather than exceed the cap. For kernels whose register use is
+ * known to fit (gskel_scan.c). Nothing on the emulator. */
+void cg_gpu_min_blocks(cg_fn *f, unsigned blocks);
 /* Static shared memory bytes the kernel has allocated so far (simt_shared);
  * lowering records it in the plan's kernel table. */
 uint64_t cg_gpu_smem(const cg_fn *f);

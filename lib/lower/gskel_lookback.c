@@ -12,8 +12,15 @@
  * per lane of warp 0), which keeps it short even when thousands of tiles
  * run at once on an H100 (132 SMs, 8 blocks of 256 threads each).
  *
- * Descriptors (scratch, zeroed before the launch: all start INVALID):
- *     [0, 4)           status: 0 invalid, 1 aggregate, 2 inclusive prefix
+ * Descriptors (scratch, zeroed before the launch: all start INVALID).
+ * PACKED, for a partial of one leaf of at most 32 bits (an i32 or f32 sum,
+ * a count; gs_packed): one 64-bit word, the status (0 invalid, 1
+ * aggregate, 2 inclusive prefix) in its low half and the value's bits in
+ * its high half, written with one volatile 64-bit store and read with one
+ * volatile 64-bit load (aligned: single-copy atomic), so that status and
+ * value always go together and no fence is needed on either side (CUB's
+ * packed tile status). Otherwise:
+ *     [0, 4)           status
  *     [8 + 16i, +8)    leaf i of the aggregate (slot type)
  *     [16 + 16i, +8)   leaf i of the inclusive prefix
  * The two values have separate slots, so a reader that saw status 1 reads
@@ -240,8 +247,36 @@ static LLVMValueRef gs_dist(cg_module *M, LLVMValueRef iv) {
 
 /* ---- descriptors ---- */
 
+/* A descriptor fits in one 64-bit word when the partial is one leaf of at
+ * most 32 bits (an i32 or f32 prefix sum, a count): the status in the low
+ * half, the value's bits in the high half. A writer then publishes with
+ * one 64-bit store and a reader sees status and value from one load, both
+ * single-copy atomic (aligned), so neither needs a fence: CUB's packed
+ * tile descriptor, and issue 14's "no membar.gl on the fast path". */
+static bool gs_packed(const gs_op *op) {
+  if (op->n != 1)
+    return false;
+  LLVMTypeKind k = LLVMGetTypeKind(op->ty[0]);
+  return k == LLVMFloatTypeKind ||
+         (k == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(op->ty[0]) <= 32);
+}
+
+/* The value's 32 bits as an i32, and back. */
+static LLVMValueRef gs_pack_bits(cg_module *M, LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  if (LLVMGetTypeKind(t) == LLVMFloatTypeKind)
+    return LLVMBuildBitCast(M->b, v, M->t_i32, "");
+  return gs_to_slot(M, v);
+}
+
+static LLVMValueRef gs_unpack_bits(cg_module *M, LLVMValueRef bits, LLVMTypeRef t) {
+  if (LLVMGetTypeKind(t) == LLVMFloatTypeKind)
+    return LLVMBuildBitCast(M->b, bits, t, "");
+  return gs_from_slot(M, bits, t);
+}
+
 uint64_t gs_desc_bytes(const gs_op *op) {
-  return 8 + 16 * (uint64_t)op->n;
+  return gs_packed(op) ? 8 : 8 + 16 * (uint64_t)op->n;
 }
 
 static LLVMValueRef gs_desc(cg_fn *f, const gs_op *op, LLVMValueRef scratch, LLVMValueRef tile) {
@@ -263,6 +298,13 @@ static LLVMValueRef gs_desc_slot(cg_module *M, LLVMValueRef d, LLVMValueRef incl
 static void gs_publish(cg_fn *f, const gs_op *op, LLVMValueRef d, LLVMValueRef status,
                        const LLVMValueRef *v) {
   cg_module *M = f->M;
+  if (gs_packed(op)) { /* one store, no fence */
+    LLVMValueRef hi = LLVMBuildZExt(M->b, gs_pack_bits(M, v[0]), M->t_i64, "");
+    LLVMValueRef word = LLVMBuildOr(M->b, LLVMBuildShl(M->b, hi, cg_i64(M, 32), ""),
+                                    LLVMBuildZExt(M->b, status, M->t_i64, ""), "desc.word");
+    simt_store_volatile(f, word, d);
+    return;
+  }
   LLVMValueRef incl = LLVMBuildICmp(M->b, LLVMIntEQ, status, gs_i32(M, GS_ST_INCL), "");
   for (uint32_t k = 0; k < op->n; k++)
     simt_store_volatile(f, gs_to_slot(M, v[k]), gs_desc_slot(M, d, incl, k));
@@ -270,11 +312,13 @@ static void gs_publish(cg_fn *f, const gs_op *op, LLVMValueRef d, LLVMValueRef s
   simt_store_volatile(f, status, d);
 }
 
+/* The tile number: a relaxed atomic suffices (it needs to be unique and
+ * drawn in the order blocks start, not to order any memory access). */
 LLVMValueRef gs_ticket(cg_fn *f, LLVMValueRef scratch) {
   cg_module *M = f->M;
   LLVMValueRef sh = simt_shared(f, M->t_i32, 1, "scan.ticket");
   LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntEQ, simt_tid(f), gs_i32(M, 0), ""));
-  LLVMBuildStore(M->b, simt_atomic(f, LLVMAtomicRMWBinOpAdd, scratch, gs_i32(M, 1)), sh);
+  LLVMBuildStore(M->b, simt_atomic_relaxed(f, LLVMAtomicRMWBinOpAdd, scratch, gs_i32(M, 1)), sh);
   sk_endif(f, join);
   simt_barrier(f);
   return LLVMBuildZExt(M->b, LLVMBuildLoad2(M->b, M->t_i32, sh, ""), M->t_i64, "tile");
@@ -294,6 +338,7 @@ static void gs_lookback(cg_fn *f, const gs_op *op, LLVMValueRef scratch, LLVMVal
   gs_empty(f, op, &e);
   gs_var_store(f, op, run, &e);
   LLVMValueRef wslot = cg_alloca(f, M->t_i64), sslot = cg_alloca(f, M->t_i32);
+  LLVMValueRef wordslot = cg_alloca(f, M->t_i64); /* packed: the descriptor read */
   LLVMBuildStore(B, LLVMBuildSub(B, tile, cg_i64(M, 1), ""), wslot);
   LLVMBasicBlockRef head = cg_block(f, "lb.window"), spin = cg_block(f, "lb.spin"),
                     wait = cg_block(f, "lb.wait"), again = cg_block(f, "lb.again"),
@@ -311,9 +356,15 @@ static void gs_lookback(cg_fn *f, const gs_op *op, LLVMValueRef scratch, LLVMVal
   /* Lanes past tile 0 count as "inclusive" (they are never in the window:
    * tile 0 always publishes its inclusive prefix and is nearer). */
   LLVMPositionBuilderAtEnd(B, spin);
+  bool packed = gs_packed(op);
   LLVMBuildStore(B, gs_i32(M, GS_ST_INCL), sslot);
   LLVMBasicBlockRef j1 = sk_if(f, inr);
-  LLVMBuildStore(B, simt_load_volatile(f, M->t_i32, d), sslot);
+  if (packed) {
+    LLVMBuildStore(B, LLVMBuildTrunc(B, simt_load_volatile(f, M->t_i64, d), M->t_i32, ""),
+                   sslot);
+  } else {
+    LLVMBuildStore(B, simt_load_volatile(f, M->t_i32, d), sslot);
+  }
   sk_endif(f, j1);
   LLVMValueRef s = LLVMBuildLoad2(B, M->t_i32, sslot, "status");
   LLVMValueRef pend = LLVMBuildICmp(B, LLVMIntEQ, s, gs_i32(M, 0), "");
@@ -327,8 +378,19 @@ static void gs_lookback(cg_fn *f, const gs_op *op, LLVMValueRef scratch, LLVMVal
 
   /* The window is ready (or the call failed: pending lanes stop it). */
   LLVMPositionBuilderAtEnd(B, got);
+  if (packed) {
+    /* status and value from one load: read the word again (its status can
+     * only have moved on, from aggregate to inclusive prefix, and its value
+     * with it), so that the spin loop keeps 32 bits per lane, not 64 */
+    LLVMBasicBlockRef jw = sk_if(f, inr);
+    LLVMValueRef word = simt_load_volatile(f, M->t_i64, d);
+    LLVMBuildStore(B, word, wordslot);
+    LLVMBuildStore(B, LLVMBuildTrunc(B, word, M->t_i32, ""), sslot);
+    sk_endif(f, jw);
+  }
   s = LLVMBuildLoad2(B, M->t_i32, sslot, "");
-  simt_fence(f);
+  if (!packed)
+    simt_fence(f); /* the values after the statuses */
   LLVMValueRef isagg = LLVMBuildICmp(B, LLVMIntEQ, s, gs_i32(M, GS_ST_AGG), "");
   LLVMValueRef mask = simt_vote(f, SIMT_VOTE_BALLOT, LLVMBuildNot(B, isagg, ""));
   LLVMValueRef below = LLVMBuildAnd(
@@ -342,7 +404,13 @@ static void gs_lookback(cg_fn *f, const gs_op *op, LLVMValueRef scratch, LLVMVal
   LLVMBasicBlockRef j2 = sk_if(f, valid);
   LLVMValueRef incl = LLVMBuildNot(B, isagg, "");
   LLVMValueRef *v = cg_new(M, (op->n ? op->n : 1) * sizeof *v);
-  for (uint32_t k = 0; k < op->n; k++) {
+  if (packed) {
+    LLVMValueRef word = LLVMBuildLoad2(B, M->t_i64, wordslot, "");
+    LLVMValueRef bits =
+        LLVMBuildTrunc(B, LLVMBuildLShr(B, word, cg_i64(M, 32), ""), M->t_i32, "");
+    v[0] = gs_unpack_bits(M, bits, op->ty[0]);
+  }
+  for (uint32_t k = 0; !packed && k < op->n; k++) {
     LLVMTypeRef st = gs_slot_type(M, op->ty[k]);
     v[k] = gs_from_slot(M, simt_load_volatile(f, st, gs_desc_slot(M, d, incl, k)), op->ty[k]);
   }

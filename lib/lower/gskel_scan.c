@@ -61,6 +61,8 @@
 /* Budget of slot bytes per thread for its items. */
 #define GSC_THREAD_BYTES 96u
 #define GSC_MAX_ITEMS 15u
+/* Blocks per SM the scan kernel of a small partial asks ptxas to fit. */
+#define GSC_MIN_BLOCKS 5u
 
 typedef enum gsc_mode {
   GSC_PLAIN, /* rank 1: one segment */
@@ -349,6 +351,12 @@ static uint32_t gsc_kernel(gsc_ctx *c) {
   const char *kind = ir_ops[ir_node_get(L->m, c->e)->op].spelling;
   cg_fn *f = lw_gpu_kernel_begin(L, c->e, kind, c->items, GS_BLOCK, &k);
   lw_gpu_scratch(L, k, GS_SCRATCH_FIXED, gs_desc_bytes(&c->op));
+  /* A partial of one small leaf (packed descriptors, gskel_lookback.c):
+   * five blocks of 256 per SM (48 registers), as many as the fenced
+   * version got by itself; without the fences ptxas would otherwise
+   * schedule its loads further ahead and take 58 (4 blocks). */
+  if (gs_desc_bytes(&c->op) == 8)
+    cg_gpu_min_blocks(f, GSC_MIN_BLOCKS);
   cg_val av, ov, zv, sv;
   lw_load(L, f, k, &c->a, &av);
   lw_load(L, f, k, &c->out, &ov);
