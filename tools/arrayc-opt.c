@@ -42,7 +42,7 @@ static void usage(FILE *f) {
              "                     on gpu) or any (the default)\n"
              "  --print-plan       print the kernel plan of each function instead of the IR\n"
              "  --print-plan=FN    only the plan of function FN\n"
-             "  -o OUT             write the output to OUT instead of standard output\n"
+             "  -o OUT             write the output to OUT (default or -: standard output)\n"
              "  -h, --help         show this help\n");
 }
 
@@ -170,6 +170,8 @@ int main(int argc, char **argv) {
   } else if (m) {
     if (stats)
       print_stats(&rep);
+    if (out && strcmp(out, "-") == 0)
+      out = NULL; /* -o -: standard output */
     FILE *f = out ? fopen(out, "w") : stdout;
     char *text = NULL;
     bool ok = false;

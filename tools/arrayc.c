@@ -53,7 +53,7 @@ static void usage(FILE *f) {
              "  PREFIX.h, a C header for the runtime library libarrayc_rt (docs/runtime.md).\n"
              "options:\n"
              "  -o PREFIX      ahead of time: output path without extension (default: FILE's\n"
-             "                 name without .ac); printing: the output file\n"
+             "                 name without .ac); printing: the output file (- for stdout)\n"
              "  --target=T     gpu or cpu (the host CPU); default: gpu ahead of time (cpu with\n"
              "                 --shared, --cpu, --emit=obj|so), cpu when printing\n"
              "  --gpu=sm_XY    GPU architecture for --target=gpu (default sm_75, at least sm_75)\n"
@@ -297,9 +297,11 @@ int main(int argc, char **argv) {
   }
   if (read_plan)
     return emit || fn ? (fprintf(stderr, "arrayc: --read-plan takes no --emit or --fn\n"), 2)
-                      : read_plan_file(file, out);
+                      : read_plan_file(file, out && strcmp(out, "-") == 0 ? NULL : out);
   bool print = emit && (strcmp(emit, "plan") == 0 || strcmp(emit, "llvm") == 0 ||
                         strcmp(emit, "ptx") == 0);
+  if (print && out && strcmp(out, "-") == 0)
+    out = NULL; /* -o -: standard output, as without -o */
   /* The default target: printing is for the host CPU; ahead-of-time output
    * is for the GPU (PREFIX.ptx) unless a CPU-only option asks for the CPU
    * (--shared, --cpu, --emit=obj or so). */
