@@ -42,8 +42,9 @@
  * Three kernels, chosen by the plan on the row length n (fold) or the mean
  * segment length (fold_seg), as Accelerate and CUB's segmented reduction
  * choose between thread-, warp- and block-per-segment (a rank-1 fold, one
- * row, has fold.block alone, which also computes a scalar epilogue of the
- * result, lw_epilogue, in the thread that stores it):
+ * row, has fold.block alone, or fold.all for a commutative function, which
+ * also compute a scalar epilogue of the result, lw_epilogue, in the thread
+ * that stores it):
  *   fold.thread  n < 16: a thread per row (grid-stride over rows), folding
  *                from z in order: the interpreter's own association;
  *   fold.warp    n < 1024: a warp per row (grid-stride over rows);
@@ -58,7 +59,12 @@
  *                a second launch); the block that draws the row's last ticket
  *                combines the row's P partials in piece order (a block-wide
  *                ordered reduction again) and stores f(z, total). One
- *                launch, no second pass.
+ *                launch, no second pass;
+ *   fold.all     a rank-1 fold with a commutative function: the order-free
+ *                form of the same (gf_all_kernel: groups of 4 consecutive
+ *                elements, 16-byte loads, grid-striped, 8 elements in
+ *                flight per thread, one shuffle tree per warp), 32
+ *                registers for an f32 sum where fold.block takes 63.
  * The grid is the runtime's (`chunks auto`: enough blocks for the work, at
  * most what the device holds at once), and the kernels work for any block
  * size that is a multiple of 32 (up to 1024: 32 warp slots in shared
@@ -622,7 +628,10 @@ static uint32_t gf_block_kernel(const gf_ctx *c) {
   LLVMValueRef u = LLVMBuildLoad2(M->b, M->t_i64, uslot, "unit");
   LLVMBuildCondBr(M->b, gf_is(M, LLVMIntSLT, u, units), body, exit);
   LLVMPositionBuilderAtEnd(M->b, body);
-  LLVMValueRef row = LLVMBuildUDiv(M->b, u, P, "row"), p = LLVMBuildURem(M->b, u, P, "piece");
+  /* one row (a rank-1 fold): units are pieces of row 0, no division */
+  bool one_row = !c->s.seg && c->s.rank == 1;
+  LLVMValueRef row = one_row ? cg_i64(M, 0) : LLVMBuildUDiv(M->b, u, P, "row");
+  LLVMValueRef p = one_row ? u : LLVMBuildURem(M->b, u, P, "piece");
   LLVMValueRef lo, hi, pt0, pt1, wt0, wt1;
   gf_range(&K, row, &lo, &hi);
   LLVMValueRef T = gf_ceil_div(M, LLVMBuildNSWSub(M->b, hi, lo, ""), K.TK);
@@ -673,6 +682,156 @@ static uint32_t gf_block_kernel(const gf_ctx *c) {
   LLVMBuildStore(M->b, LLVMBuildNUWAdd(M->b, u, G, ""), uslot);
   LLVMBuildBr(M->b, head);
   LLVMPositionBuilderAtEnd(M->b, exit);
+  lw_gpu_kernel_end(c->L, f, K.k);
+  return K.k;
+}
+
+/* "fold.all": a rank-1 fold whose function is commutative (gf_commutative)
+ * reduces the whole array in the order-free way of CUB's reduction, with
+ * less machinery than fold.block (which must keep rows and pieces in
+ * order): thread t of the grid folds groups of 4 consecutive elements, t,
+ * t + S, t + 2S, .. (S the grid's threads), two groups at a time, so that
+ * each thread has 8 elements in flight in two 16-byte loads and every warp
+ * instruction reads 512 consecutive bytes (CUB's vectorised loads); the
+ * warp combines its lanes once (those that had elements are a prefix), the
+ * block its warps, and each block publishes its value as fold.block's
+ * pieces do: the block that draws the last ticket combines the blocks'
+ * values and stores f(z, total) (z alone for an empty array). Scratch as
+ * fold.block's with one row. */
+static uint32_t gf_all_kernel(const gf_ctx *c) {
+  gf_k K;
+  cg_fn *f = gf_begin(c, &K, "fold.all", GF_BLOCK_GRAIN, true);
+  cg_module *M = K.M;
+  LLVMBuilderRef B = M->b;
+  cg_val smem;
+  gf_smem(&K, &smem);
+  LLVMValueRef flag = simt_shared(f, M->t_i32, 1, "fold.last");
+  uint32_t nleaves = smem.n;
+  lw_gpu_scratch(K.L, K.k, 0, 8 * ((uint64_t)nleaves + 1));
+  LLVMValueRef zero = cg_i64(M, 0), one = cg_i64(M, 1), w32 = cg_i64(M, SIMT_WARP);
+  LLVMValueRef G = gf_i64(M, simt_nctaid(f)), nt = gf_i64(M, simt_ntid(f));
+  LLVMValueRef nw = LLVMBuildUDiv(B, nt, w32, "");
+  LLVMValueRef scratch = lw_gpu_scratch_ptr(f);
+  LLVMValueRef *part = cg_new(M, (nleaves + 1) * sizeof *part);
+  for (uint32_t i = 0; i < nleaves; i++)
+    part[i] = gf_slot(M, scratch, LLVMBuildNSWMul(B, G, cg_i64(M, i + 1), ""));
+  LLVMValueRef lo, hi;
+  gf_range(&K, zero, &lo, &hi); /* lo is 0 */
+  LLVMValueRef gtid = simt_gtid(f), gs = simt_gsize(f);
+
+  /* The thread's elements: groups of 4 consecutive elements (group g is
+   * elements 4g .. 4g+3; their reads sit side by side, where NVPTX's
+   * load-store vectoriser makes one 16-byte load of them, as in the
+   * element-wise kernels' vector groups), groups gtid, gtid + S, ..; two
+   * groups per iteration while two remain (8 elements in flight), then
+   * one; then the rem = hi % 4 elements after the last group, one each
+   * for threads gtid < rem. */
+  LLVMValueRef four = cg_i64(M, 4);
+  LLVMValueRef ngroups = LLVMBuildSDiv(B, gf_max(M, hi, zero), four, "groups");
+  LLVMValueRef rem = LLVMBuildNSWSub(B, hi, LLVMBuildNSWMul(B, ngroups, four, ""), "rem");
+  LLVMValueRef has = cg_alloca(f, M->t_i1);
+  LLVMBuildStore(B, LLVMConstInt(M->t_i1, 0, 0), has);
+  cg_var lv, tv;
+  cg_var_new(f, c->s.elem, &lv);
+  cg_var_new(f, c->s.elem, &tv);
+  LLVMValueRef gslot = cg_alloca(f, M->t_i64);
+  LLVMBuildStore(B, gtid, gslot);
+  LLVMBasicBlockRef h2 = cg_block(f, "all.head2"), b2 = cg_block(f, "all.two"),
+                    h1 = cg_block(f, "all.head1"), b1 = cg_block(f, "all.one"),
+                    tail = cg_block(f, "all.tail"), done = cg_block(f, "all.done");
+  LLVMBuildBr(B, h2);
+  LLVMPositionBuilderAtEnd(B, h2);
+  LLVMValueRef g2 = LLVMBuildLoad2(B, M->t_i64, gslot, "g");
+  LLVMBuildCondBr(B, gf_is(M, LLVMIntSLT, LLVMBuildNSWAdd(B, g2, gs, ""), ngroups), b2, h1);
+  LLVMPositionBuilderAtEnd(B, b2);
+  cg_val x[8], y[8];
+  LLVMValueRef e0 = LLVMBuildNSWMul(B, g2, four, "");
+  LLVMValueRef e1 = LLVMBuildNSWMul(B, LLVMBuildNSWAdd(B, g2, gs, ""), four, "");
+  for (int k = 0; k < 8; k++)
+    gf_read(&K, LLVMBuildNSWAdd(B, k < 4 ? e0 : e1, cg_i64(M, k % 4), ""), &x[k]);
+  /* a balanced tree: (x0 x1)(x2 x3), (x4 x5)(x6 x7) */
+  for (int k = 0; k < 4; k++)
+    gf_apply(&K, &x[2 * k], &x[2 * k + 1], &y[k]);
+  gf_apply(&K, &y[0], &y[1], &y[4]);
+  gf_apply(&K, &y[2], &y[3], &y[5]);
+  gf_apply(&K, &y[4], &y[5], &y[6]);
+  cg_var_store(f, &tv, &y[6]);
+  gf_lane_merge(&K, &lv, &tv, has);
+  LLVMBuildStore(B, LLVMBuildNSWAdd(B, g2, LLVMBuildNSWMul(B, gs, cg_i64(M, 2), ""), ""), gslot);
+  LLVMBuildBr(B, h2);
+  LLVMPositionBuilderAtEnd(B, h1);
+  LLVMValueRef g1 = LLVMBuildLoad2(B, M->t_i64, gslot, "g");
+  LLVMBuildCondBr(B, gf_is(M, LLVMIntSLT, g1, ngroups), b1, tail);
+  LLVMPositionBuilderAtEnd(B, b1);
+  LLVMValueRef e = LLVMBuildNSWMul(B, g1, four, "");
+  for (int k = 0; k < 4; k++)
+    gf_read(&K, LLVMBuildNSWAdd(B, e, cg_i64(M, k), ""), &x[k]);
+  gf_apply(&K, &x[0], &x[1], &y[0]);
+  gf_apply(&K, &x[2], &x[3], &y[1]);
+  gf_apply(&K, &y[0], &y[1], &y[2]);
+  cg_var_store(f, &tv, &y[2]);
+  gf_lane_merge(&K, &lv, &tv, has);
+  LLVMBuildStore(B, LLVMBuildNSWAdd(B, g1, gs, ""), gslot);
+  LLVMBuildBr(B, h1);
+  LLVMPositionBuilderAtEnd(B, tail);
+  LLVMBasicBlockRef rj = sk_if(f, gf_is(M, LLVMIntSLT, gtid, rem));
+  gf_read(&K, LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, ngroups, four, ""), gtid, ""), &x[0]);
+  cg_var_store(f, &tv, &x[0]);
+  gf_lane_merge(&K, &lv, &tv, has);
+  sk_endif(f, rj);
+  LLVMBuildBr(B, done);
+  LLVMPositionBuilderAtEnd(B, done);
+  /* the threads with elements are the prefix gtid < active */
+  LLVMValueRef active = gf_max(M, ngroups, rem);
+
+  /* the warp: its lanes with elements are a prefix (gtid < active) */
+  LLVMValueRef wfirst = LLVMBuildNSWSub(B, gtid, K.lane, "");
+  LLVMValueRef cnt = gf_min(M, gf_max(M, LLVMBuildNSWSub(B, active, wfirst, ""), zero), w32);
+  gf_warp_reduce(&K, &lv, cnt);
+  cg_var acc;
+  cg_var_new(f, c->s.elem, &acc);
+  LLVMValueRef lane0 = gf_is(M, LLVMIntEQ, K.lane, zero);
+  LLVMBasicBlockRef lj = sk_if(f, LLVMBuildAnd(B, lane0, gf_is(M, LLVMIntSGT, cnt, zero), ""));
+  cg_val wv;
+  cg_var_load(f, &lv, &wv);
+  cg_var_store(f, &acc, &wv);
+  sk_endif(f, lj);
+  /* the block: its warps with elements are a prefix too */
+  LLVMValueRef bfirst = LLVMBuildNSWMul(B, gf_i64(M, simt_ctaid(f)), nt, "");
+  LLVMValueRef nwv =
+      gf_min(M, gf_ceil_div(M, gf_max(M, LLVMBuildNSWSub(B, active, bfirst, ""), zero), w32), nw);
+  gf_block_combine(&K, &smem, &acc, nwv);
+
+  /* publish the block's value, take a ticket; the last block combines */
+  LLVMValueRef t0 = gf_is(M, LLVMIntEQ, K.tid, zero);
+  LLVMBasicBlockRef tj = sk_if(f, t0);
+  LLVMBasicBlockRef vj = sk_if(f, gf_is(M, LLVMIntSGT, nwv, zero));
+  cg_val bv;
+  cg_var_load(f, &acc, &bv);
+  LLVMValueRef ctaid = gf_i64(M, simt_ctaid(f));
+  for (uint32_t i = 0; i < nleaves; i++) {
+    ac_scalar sc = (ac_scalar)bv.l[i].sc;
+    LLVMValueRef v = sc == AC_BOOL ? LLVMBuildZExt(B, bv.l[i].v, M->t_i8, "") : bv.l[i].v;
+    LLVMBuildStore(B, v, gf_slot(M, part[i], ctaid));
+  }
+  sk_endif(f, vj);
+  simt_fence(f);
+  LLVMValueRef ticket = simt_atomic(f, LLVMAtomicRMWBinOpAdd, gf_slot(M, scratch, zero), one);
+  LLVMValueRef last = gf_is(M, LLVMIntEQ, ticket, LLVMBuildNSWSub(B, G, one, ""));
+  LLVMBuildStore(B, LLVMBuildZExt(B, last, M->t_i32, ""), flag);
+  sk_endif(f, tj);
+  simt_barrier(f);
+  LLVMValueRef lastb =
+      gf_is(M, LLVMIntNE, LLVMBuildLoad2(B, M->t_i32, flag, ""), LLVMConstInt(M->t_i32, 0, 0));
+  LLVMBasicBlockRef xj = sk_if(f, lastb);
+  simt_fence(f);
+  /* the blocks with elements: [0, ceil(active / nt)), at most G */
+  LLVMValueRef vp = gf_min(M, G, gf_ceil_div(M, active, nt));
+  gf_last_block(&K, &smem, part, zero, vp, &acc);
+  LLVMBasicBlockRef sj = sk_if(f, t0);
+  gf_finish_row(&K, zero, &acc, gf_is(M, LLVMIntSGT, vp, zero));
+  sk_endif(f, sj);
+  sk_endif(f, xj);
   lw_gpu_kernel_end(c->L, f, K.k);
   return K.k;
 }
@@ -733,9 +892,10 @@ static bool gf_lower(gf_ctx *c, uint32_t len_x, uint32_t total_x) {
   c->items = gf_items(L, c->s.elem);
   c->comm = gf_commutative(L, c->s.elem, c->s.fn);
   if (!c->s.seg && c->s.rank == 1) {
-    /* one row (a full reduction): fold.block handles every length, one
-     * block for a short row, and it is the one kernel of the plan */
-    lw_launch(L, gf_block_kernel(c), total_x, PL_AUTO);
+    /* one row (a full reduction): fold.all for a commutative function,
+     * else fold.block, which handles every length (one block for a short
+     * row); either is the one kernel of the plan */
+    lw_launch(L, c->comm ? gf_all_kernel(c) : gf_block_kernel(c), total_x, PL_AUTO);
     return L->M->st == AC_OK;
   }
   uint32_t kt = gf_thread_kernel(c), kw = gf_warp_kernel(c), kb = gf_block_kernel(c);
