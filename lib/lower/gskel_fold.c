@@ -585,23 +585,70 @@ static void gf_last_block(gf_k *K, const cg_val *smem, LLVMValueRef *part, LLVMV
   gf_block_combine(K, smem, acc, gf_ceil_div(M, vt, w32));
 }
 
+/* What fold.block and fold.all share: the block's shared slots for its
+ * warps' values, the last-block flag, and the scratch: one i64 ticket
+ * counter per row (at most G), then per leaf G partial slots of 8 bytes;
+ * G is the grid. */
+typedef struct gf_blocks {
+  cg_val smem;
+  LLVMValueRef flag, scratch, G;
+  LLVMValueRef *part; /* per leaf, its G slots */
+} gf_blocks;
+
+static cg_fn *gf_begin_blocks(const gf_ctx *c, gf_k *K, const char *kind, gf_blocks *b) {
+  cg_fn *f = gf_begin(c, K, kind, GF_BLOCK_GRAIN, true);
+  cg_module *M = K->M;
+  gf_smem(K, &b->smem);
+  b->flag = simt_shared(f, M->t_i32, 1, "fold.last");
+  uint32_t nleaves = b->smem.n;
+  lw_gpu_scratch(K->L, K->k, 0, 8 * ((uint64_t)nleaves + 1));
+  b->G = gf_i64(M, simt_nctaid(f));
+  b->scratch = lw_gpu_scratch_ptr(f);
+  b->part = cg_new(M, (nleaves + 1) * sizeof *b->part);
+  for (uint32_t i = 0; i < nleaves; i++)
+    b->part[i] = gf_slot(M, b->scratch, LLVMBuildNSWMul(M->b, b->G, cg_i64(M, i + 1), ""));
+  return f;
+}
+
+/* Thread 0 publishes the block's value in acc as partial `unit` (when
+ * `valid`), then takes a ticket on the counter of `row` (simt_fence, then
+ * an atomic add: the CUDA samples' threadFenceReduction); every thread of
+ * the block calls it (one barrier) and gets the block-uniform i1 "this
+ * block drew the last of the row's P tickets". */
+static LLVMValueRef gf_ticket(gf_k *K, const gf_blocks *b, cg_var *acc, LLVMValueRef valid,
+                              LLVMValueRef unit, LLVMValueRef row, LLVMValueRef P) {
+  cg_module *M = K->M;
+  cg_fn *f = K->f;
+  LLVMValueRef one = cg_i64(M, 1);
+  LLVMBasicBlockRef tj = sk_if(f, gf_is(M, LLVMIntEQ, K->tid, cg_i64(M, 0)));
+  LLVMBasicBlockRef vj = sk_if(f, valid);
+  cg_val x;
+  cg_var_load(f, acc, &x);
+  for (uint32_t i = 0; i < x.n; i++) {
+    ac_scalar sc = (ac_scalar)x.l[i].sc;
+    LLVMValueRef v = sc == AC_BOOL ? LLVMBuildZExt(M->b, x.l[i].v, M->t_i8, "") : x.l[i].v;
+    LLVMBuildStore(M->b, v, gf_slot(M, b->part[i], unit));
+  }
+  sk_endif(f, vj);
+  simt_fence(f);
+  LLVMValueRef ticket = simt_atomic(f, LLVMAtomicRMWBinOpAdd, gf_slot(M, b->scratch, row), one);
+  LLVMValueRef last = gf_is(M, LLVMIntEQ, ticket, LLVMBuildNSWSub(M->b, P, one, ""));
+  LLVMBuildStore(M->b, LLVMBuildZExt(M->b, last, M->t_i32, ""), b->flag);
+  sk_endif(f, tj);
+  simt_barrier(f);
+  return gf_is(M, LLVMIntNE, LLVMBuildLoad2(M->b, M->t_i32, b->flag, ""),
+               LLVMConstInt(M->t_i32, 0, 0));
+}
+
 /* "fold.block": see the file comment. Scratch: R <= G row counters (i64),
  * then per leaf G partial slots of 8 bytes; G is the grid. */
 static uint32_t gf_block_kernel(const gf_ctx *c) {
   gf_k K;
-  cg_fn *f = gf_begin(c, &K, "fold.block", GF_BLOCK_GRAIN, true);
+  gf_blocks bl;
+  cg_fn *f = gf_begin_blocks(c, &K, "fold.block", &bl);
   cg_module *M = K.M;
-  cg_val smem;
-  gf_smem(&K, &smem);
-  LLVMValueRef flag = simt_shared(f, M->t_i32, 1, "fold.last");
-  uint32_t nleaves = smem.n;
-  lw_gpu_scratch(K.L, K.k, 0, 8 * ((uint64_t)nleaves + 1));
   LLVMValueRef one = cg_i64(M, 1), zero = cg_i64(M, 0), w32 = cg_i64(M, SIMT_WARP);
-  LLVMValueRef G = gf_i64(M, simt_nctaid(f)), nw = LLVMBuildUDiv(M->b, gf_i64(M, simt_ntid(f)), w32, "");
-  LLVMValueRef scratch = lw_gpu_scratch_ptr(f);
-  LLVMValueRef *part = cg_new(M, (nleaves + 1) * sizeof *part);
-  for (uint32_t i = 0; i < nleaves; i++)
-    part[i] = gf_slot(M, scratch, LLVMBuildNSWMul(M->b, G, cg_i64(M, i + 1), ""));
+  LLVMValueRef G = bl.G, nw = LLVMBuildUDiv(M->b, gf_i64(M, simt_ntid(f)), w32, "");
 
   /* P pieces per row: enough blocks for all of them, a few tiles per warp */
   LLVMValueRef R1 = gf_max(M, K.rows, one);
@@ -640,7 +687,7 @@ static uint32_t gf_block_kernel(const gf_ctx *c) {
   gf_share(M, K.warp, nw, pT, &wt0, &wt1);
   gf_warp_tiles(&K, lo, hi, LLVMBuildNSWAdd(M->b, pt0, wt0, ""), LLVMBuildNSWAdd(M->b, pt0, wt1, ""),
                 &acc);
-  gf_block_combine(&K, &smem, &acc, gf_min(M, nw, pT));
+  gf_block_combine(&K, &bl.smem, &acc, gf_min(M, nw, pT));
   LLVMBuildStore(M->b, gf_is(M, LLVMIntSGT, pT, zero), valid);
   LLVMBuildStore(M->b, LLVMConstInt(M->t_i1, 1, 0), store);
 
@@ -648,29 +695,12 @@ static uint32_t gf_block_kernel(const gf_ctx *c) {
    * the row combines the partials (block-uniform branches) */
   LLVMValueRef t0 = gf_is(M, LLVMIntEQ, K.tid, zero);
   LLVMBasicBlockRef mj = sk_if(f, multi);
-  LLVMBasicBlockRef tj = sk_if(f, t0);
-  LLVMBasicBlockRef vj = sk_if(f, gf_is(M, LLVMIntSGT, pT, zero));
-  cg_val x;
-  cg_var_load(f, &acc, &x);
-  for (uint32_t i = 0; i < nleaves; i++) {
-    ac_scalar sc = (ac_scalar)x.l[i].sc;
-    LLVMValueRef v = sc == AC_BOOL ? LLVMBuildZExt(M->b, x.l[i].v, M->t_i8, "") : x.l[i].v;
-    LLVMBuildStore(M->b, v, gf_slot(M, part[i], u));
-  }
-  sk_endif(f, vj);
-  simt_fence(f);
-  LLVMValueRef ticket = simt_atomic(f, LLVMAtomicRMWBinOpAdd, gf_slot(M, scratch, row), one);
-  LLVMValueRef last = gf_is(M, LLVMIntEQ, ticket, LLVMBuildNSWSub(M->b, P, one, ""));
-  LLVMBuildStore(M->b, LLVMBuildZExt(M->b, last, M->t_i32, ""), flag);
-  sk_endif(f, tj);
-  simt_barrier(f);
-  LLVMValueRef lastb =
-      gf_is(M, LLVMIntNE, LLVMBuildLoad2(M->b, M->t_i32, flag, ""), LLVMConstInt(M->t_i32, 0, 0));
+  LLVMValueRef lastb = gf_ticket(&K, &bl, &acc, gf_is(M, LLVMIntSGT, pT, zero), u, row, P);
   LLVMBuildStore(M->b, lastb, store);
   LLVMBasicBlockRef lj = sk_if(f, lastb);
   simt_fence(f);
   LLVMValueRef vp = gf_min(M, P, T);
-  gf_last_block(&K, &smem, part, LLVMBuildNSWMul(M->b, row, P, ""), vp, &acc);
+  gf_last_block(&K, &bl.smem, bl.part, LLVMBuildNSWMul(M->b, row, P, ""), vp, &acc);
   LLVMBuildStore(M->b, gf_is(M, LLVMIntSGT, vp, zero), valid);
   sk_endif(f, lj);
   sk_endif(f, mj);
@@ -700,21 +730,13 @@ static uint32_t gf_block_kernel(const gf_ctx *c) {
  * fold.block's with one row. */
 static uint32_t gf_all_kernel(const gf_ctx *c) {
   gf_k K;
-  cg_fn *f = gf_begin(c, &K, "fold.all", GF_BLOCK_GRAIN, true);
+  gf_blocks bl;
+  cg_fn *f = gf_begin_blocks(c, &K, "fold.all", &bl);
   cg_module *M = K.M;
   LLVMBuilderRef B = M->b;
-  cg_val smem;
-  gf_smem(&K, &smem);
-  LLVMValueRef flag = simt_shared(f, M->t_i32, 1, "fold.last");
-  uint32_t nleaves = smem.n;
-  lw_gpu_scratch(K.L, K.k, 0, 8 * ((uint64_t)nleaves + 1));
-  LLVMValueRef zero = cg_i64(M, 0), one = cg_i64(M, 1), w32 = cg_i64(M, SIMT_WARP);
-  LLVMValueRef G = gf_i64(M, simt_nctaid(f)), nt = gf_i64(M, simt_ntid(f));
+  LLVMValueRef zero = cg_i64(M, 0), w32 = cg_i64(M, SIMT_WARP);
+  LLVMValueRef G = bl.G, nt = gf_i64(M, simt_ntid(f));
   LLVMValueRef nw = LLVMBuildUDiv(B, nt, w32, "");
-  LLVMValueRef scratch = lw_gpu_scratch_ptr(f);
-  LLVMValueRef *part = cg_new(M, (nleaves + 1) * sizeof *part);
-  for (uint32_t i = 0; i < nleaves; i++)
-    part[i] = gf_slot(M, scratch, LLVMBuildNSWMul(B, G, cg_i64(M, i + 1), ""));
   LLVMValueRef lo, hi;
   gf_range(&K, zero, &lo, &hi); /* lo is 0 */
   LLVMValueRef gtid = simt_gtid(f), gs = simt_gsize(f);
@@ -800,35 +822,17 @@ static uint32_t gf_all_kernel(const gf_ctx *c) {
   LLVMValueRef bfirst = LLVMBuildNSWMul(B, gf_i64(M, simt_ctaid(f)), nt, "");
   LLVMValueRef nwv =
       gf_min(M, gf_ceil_div(M, gf_max(M, LLVMBuildNSWSub(B, active, bfirst, ""), zero), w32), nw);
-  gf_block_combine(&K, &smem, &acc, nwv);
+  gf_block_combine(&K, &bl.smem, &acc, nwv);
 
   /* publish the block's value, take a ticket; the last block combines */
-  LLVMValueRef t0 = gf_is(M, LLVMIntEQ, K.tid, zero);
-  LLVMBasicBlockRef tj = sk_if(f, t0);
-  LLVMBasicBlockRef vj = sk_if(f, gf_is(M, LLVMIntSGT, nwv, zero));
-  cg_val bv;
-  cg_var_load(f, &acc, &bv);
-  LLVMValueRef ctaid = gf_i64(M, simt_ctaid(f));
-  for (uint32_t i = 0; i < nleaves; i++) {
-    ac_scalar sc = (ac_scalar)bv.l[i].sc;
-    LLVMValueRef v = sc == AC_BOOL ? LLVMBuildZExt(B, bv.l[i].v, M->t_i8, "") : bv.l[i].v;
-    LLVMBuildStore(B, v, gf_slot(M, part[i], ctaid));
-  }
-  sk_endif(f, vj);
-  simt_fence(f);
-  LLVMValueRef ticket = simt_atomic(f, LLVMAtomicRMWBinOpAdd, gf_slot(M, scratch, zero), one);
-  LLVMValueRef last = gf_is(M, LLVMIntEQ, ticket, LLVMBuildNSWSub(B, G, one, ""));
-  LLVMBuildStore(B, LLVMBuildZExt(B, last, M->t_i32, ""), flag);
-  sk_endif(f, tj);
-  simt_barrier(f);
-  LLVMValueRef lastb =
-      gf_is(M, LLVMIntNE, LLVMBuildLoad2(B, M->t_i32, flag, ""), LLVMConstInt(M->t_i32, 0, 0));
+  LLVMValueRef lastb = gf_ticket(&K, &bl, &acc, gf_is(M, LLVMIntSGT, nwv, zero),
+                                 gf_i64(M, simt_ctaid(f)), zero, G);
   LLVMBasicBlockRef xj = sk_if(f, lastb);
   simt_fence(f);
   /* the blocks with elements: [0, ceil(active / nt)), at most G */
   LLVMValueRef vp = gf_min(M, G, gf_ceil_div(M, active, nt));
-  gf_last_block(&K, &smem, part, zero, vp, &acc);
-  LLVMBasicBlockRef sj = sk_if(f, t0);
+  gf_last_block(&K, &bl.smem, bl.part, zero, vp, &acc);
+  LLVMBasicBlockRef sj = sk_if(f, gf_is(M, LLVMIntEQ, K.tid, zero));
   gf_finish_row(&K, zero, &acc, gf_is(M, LLVMIntSGT, vp, zero));
   sk_endif(f, sj);
   sk_endif(f, xj);
