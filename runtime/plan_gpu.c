@@ -193,10 +193,7 @@ static bool pg_upload_uses(pl_exec *X, const pl_kernel *k) {
  * is pending before a kernel of ours has run, so every word uploaded has
  * its current value on the host (words never written are don't-cares). */
 static bool pg_upload_first(pl_exec *X, const pl_kernel *k) {
-  uint32_t hi = 0;
-  for (uint32_t u = 0; u < k->nuses; u++)
-    if (k->uses[u] + 1 > hi)
-      hi = k->uses[u] + 1;
+  uint32_t hi = k->nuses ? k->uses[k->nuses - 1] + 1 : 0; /* uses ascend (plan.h) */
   size_t bytes = sizeof(rt_gctl) + (size_t)hi * sizeof(uint64_t);
   enum { PG_FIRST_SMALL = 1024 };
   uint64_t small[PG_FIRST_SMALL / sizeof(uint64_t)];

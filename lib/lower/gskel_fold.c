@@ -187,6 +187,23 @@ static void gf_acc(gf_k *K, cg_var *var, const cg_val *x) {
   cg_var_store(K->f, var, &next);
 }
 
+/* var = x where `first` (i1) holds, else f(var, x): the start of a
+ * running combination or its next step. */
+static void gf_put(gf_k *K, cg_var *var, const cg_val *x, LLVMValueRef first) {
+  cg_module *M = K->M;
+  cg_fn *f = K->f;
+  LLVMBasicBlockRef bset = cg_block(f, "put.first"), badd = cg_block(f, "put.next"),
+                    bj = cg_block(f, "put.join");
+  LLVMBuildCondBr(M->b, first, bset, badd);
+  LLVMPositionBuilderAtEnd(M->b, bset);
+  cg_var_store(f, var, x);
+  LLVMBuildBr(M->b, bj);
+  LLVMPositionBuilderAtEnd(M->b, badd);
+  gf_acc(K, var, x);
+  LLVMBuildBr(M->b, bj);
+  LLVMPositionBuilderAtEnd(M->b, bj);
+}
+
 /* Stores row `row`'s result: the scalar of a rank-1 fold into its frame
  * words, else element row of the result arrays. */
 static void gf_store(gf_k *K, LLVMValueRef row, const cg_val *x) {
@@ -261,19 +278,9 @@ static void gf_warp_reduce(gf_k *K, cg_var *var, LLVMValueRef cnt) {
  * the lane has one. */
 static void gf_lane_merge(gf_k *K, cg_var *lv, cg_var *x, LLVMValueRef has) {
   cg_module *M = K->M;
-  cg_fn *f = K->f;
   cg_val v;
-  cg_var_load(f, x, &v);
-  LLVMBasicBlockRef bset = cg_block(f, "lane.first"), badd = cg_block(f, "lane.next"),
-                    bj = cg_block(f, "lane.join");
-  LLVMBuildCondBr(M->b, LLVMBuildLoad2(M->b, M->t_i1, has, ""), badd, bset);
-  LLVMPositionBuilderAtEnd(M->b, bset);
-  cg_var_store(f, lv, &v);
-  LLVMBuildBr(M->b, bj);
-  LLVMPositionBuilderAtEnd(M->b, badd);
-  gf_acc(K, lv, &v);
-  LLVMBuildBr(M->b, bj);
-  LLVMPositionBuilderAtEnd(M->b, bj);
+  cg_var_load(K->f, x, &v);
+  gf_put(K, lv, &v, LLVMBuildNot(M->b, LLVMBuildLoad2(M->b, M->t_i1, has, ""), ""));
   LLVMBuildStore(M->b, LLVMConstInt(M->t_i1, 1, 0), has);
 }
 
@@ -373,13 +380,7 @@ static void gf_warp_tiles(gf_k *K, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRe
   LLVMBasicBlockRef lj = sk_if(f, gf_is(M, LLVMIntEQ, K->lane, cg_i64(M, 0)));
   cg_val tv;
   cg_var_load(f, &lv, &tv);
-  LLVMBasicBlockRef bset = cg_block(f, "tile.first"), badd = cg_block(f, "tile.next");
-  LLVMBuildCondBr(M->b, LLVMBuildLoad2(M->b, M->t_i1, first, ""), bset, badd);
-  LLVMPositionBuilderAtEnd(M->b, bset);
-  cg_var_store(f, acc, &tv);
-  LLVMBuildBr(M->b, lj);
-  LLVMPositionBuilderAtEnd(M->b, badd);
-  gf_acc(K, acc, &tv);
+  gf_put(K, acc, &tv, LLVMBuildLoad2(M->b, M->t_i1, first, ""));
   sk_endif(f, lj);
   LLVMBuildStore(M->b, LLVMConstInt(M->t_i1, 0, 0), first);
   cg_loop_end(f, &tl);
@@ -566,16 +567,7 @@ static void gf_last_block(gf_k *K, const cg_val *smem, LLVMValueRef *part, LLVMV
     LLVMValueRef v = simt_load_volatile(f, cg_mem_type(M, sc), gf_slot(M, part[i], at));
     x.l[i].v = sc == AC_BOOL ? gf_is(M, LLVMIntNE, v, LLVMConstInt(M->t_i8, 0, 0)) : v;
   }
-  LLVMBasicBlockRef bset = cg_block(f, "part.first"), badd = cg_block(f, "part.next"),
-                    bj = cg_block(f, "part.join");
-  LLVMBuildCondBr(M->b, gf_is(M, LLVMIntEQ, q, q0), bset, badd);
-  LLVMPositionBuilderAtEnd(M->b, bset);
-  cg_var_store(f, acc, &x);
-  LLVMBuildBr(M->b, bj);
-  LLVMPositionBuilderAtEnd(M->b, badd);
-  gf_acc(K, acc, &x);
-  LLVMBuildBr(M->b, bj);
-  LLVMPositionBuilderAtEnd(M->b, bj);
+  gf_put(K, acc, &x, gf_is(M, LLVMIntEQ, q, q0));
   cg_loop_end(f, &ql);
   sk_endif(f, j);
   /* threads [0, min(nt, vp)) hold values: a prefix */

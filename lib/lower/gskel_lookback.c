@@ -253,7 +253,7 @@ static LLVMValueRef gs_dist(cg_module *M, LLVMValueRef iv) {
  * one 64-bit store and a reader sees status and value from one load, both
  * single-copy atomic (aligned), so neither needs a fence: CUB's packed
  * tile descriptor, and issue 14's "no membar.gl on the fast path". */
-static bool gs_packed(const gs_op *op) {
+bool gs_packed(const gs_op *op) {
   if (op->n != 1)
     return false;
   LLVMTypeKind k = LLVMGetTypeKind(op->ty[0]);

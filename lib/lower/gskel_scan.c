@@ -355,7 +355,7 @@ static uint32_t gsc_kernel(gsc_ctx *c) {
    * five blocks of 256 per SM (48 registers), as many as the fenced
    * version got by itself; without the fences ptxas would otherwise
    * schedule its loads further ahead and take 58 (4 blocks). */
-  if (gs_desc_bytes(&c->op) == 8)
+  if (gs_packed(&c->op))
     cg_gpu_min_blocks(f, GSC_MIN_BLOCKS);
   cg_val av, ov, zv, sv;
   lw_load(L, f, k, &c->a, &av);

@@ -78,6 +78,9 @@ uint32_t gs_slot_bytes(cg_module *M, const gs_op *op);
  * lw_gpu_scratch(L, k, GS_SCRATCH_FIXED, gs_desc_bytes(op)). */
 #define GS_SCRATCH_FIXED 16u
 uint64_t gs_desc_bytes(const gs_op *op);
+/* True when op's descriptors are packed into one 64-bit word (a partial of
+ * one leaf of at most 32 bits; gskel_lookback.c): no fences. */
+bool gs_packed(const gs_op *op);
 /* The block's logical tile number (i64, block-uniform): an atomic ticket
  * from the counter at the start of scratch, so that a tile only ever
  * waits for tiles that blocks already running own (blocks may start in
