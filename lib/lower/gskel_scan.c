@@ -28,22 +28,24 @@
  *      warp reads consecutive elements: coalesced) into shared memory; in
  *      a full tile all of a thread's reads are issued before its first
  *      store (CUB's full-tile path), the last tile takes a guarded loop;
- *   3. each thread scans its `items` consecutive positions sequentially
+ *   3. each thread reads its `items` consecutive positions from the tile
  *      (the "blocked" arrangement of CUB's BlockScan, via the shared tile
- *      as CUB's BLOCK_LOAD_TRANSPOSE does), writing the local inclusive
- *      scan back;
+ *      as CUB's BLOCK_LOAD_TRANSPOSE does) into registers and scans them
+ *      there sequentially;
  *   4. the block scan with decoupled look-back over the threads' partials
  *      (gskel_lookback.c) gives each thread its exclusive prefix;
  *   5. each thread combines its prefix into its positions up to its first
- *      segment head;
+ *      segment head, still in registers, and writes them to the tile;
  *   6. store, coalesced like the load.
- * items is odd (15 for 4-byte elements, fewer for wider ones), so the
- * blocked reads of step 3 hit distinct shared-memory banks, and the tile
- * stays within ~24 KB of shared memory (register use, ~45-64 per thread,
- * then allows 4-5 blocks per H100 SM, each with `items` loads in flight per
- * thread). f is applied about twice per element (steps 3 and 5), as in
- * CUB's reduce-then-scan inside a thread; its calls carry `reassoc`
- * (cg.h).
+ * So an element passes through shared memory four times (2's store, 3's
+ * read, 5's write, 6's read), as in CUB. items is odd (15 for 4-byte
+ * elements, fewer for wider ones: GSC_THREAD_BYTES of them per thread,
+ * which also live in registers), so the blocked accesses of steps 3 and 5
+ * hit distinct shared-memory banks; a tile of 4-byte elements takes 15 KB
+ * of shared memory and its kernel at most 64 registers (four blocks of 256
+ * per H100 SM, `items` loads in flight per thread). f is applied about
+ * twice per element (steps 3 and 5), as in CUB's reduce-then-scan inside a
+ * thread; its calls carry `reassoc` (cg.h).
  *
  * Not here (the CPU skeleton runs through the chunk adapter instead):
  * combining functions that need temporary memory (one 16 KiB slice per
@@ -55,14 +57,15 @@
  */
 #include "lower/gskel_scan.h"
 #include "lower/skel_red.h"
+#include "passes/pass.h"
 
 /* Largest element (bytes, in slot types) a tile keeps in shared memory. */
 #define GSC_MAX_BYTES 160u
-/* Budget of slot bytes per thread for its items. */
-#define GSC_THREAD_BYTES 96u
+/* Budget of slot bytes per thread for its items (held in registers). */
+#define GSC_THREAD_BYTES 64u
 #define GSC_MAX_ITEMS 15u
 /* Blocks per SM the scan kernel of a small partial asks ptxas to fit. */
-#define GSC_MIN_BLOCKS 5u
+#define GSC_MIN_BLOCKS 4u
 
 typedef enum gsc_mode {
   GSC_PLAIN, /* rank 1: one segment */
@@ -352,9 +355,9 @@ static uint32_t gsc_kernel(gsc_ctx *c) {
   cg_fn *f = lw_gpu_kernel_begin(L, c->e, kind, c->items, GS_BLOCK, &k);
   lw_gpu_scratch(L, k, GS_SCRATCH_FIXED, gs_desc_bytes(&c->op));
   /* A partial of one small leaf (packed descriptors, gskel_lookback.c):
-   * five blocks of 256 per SM (48 registers), as many as the fenced
-   * version got by itself; without the fences ptxas would otherwise
-   * schedule its loads further ahead and take 58 (4 blocks). */
+   * four blocks of 256 per SM (at most 64 registers: the i32 sum takes
+   * 58 with its 15 items in registers, no spills); without the hint ptxas
+   * takes 66 and drops to three. */
   if (gs_packed(&c->op))
     cg_gpu_min_blocks(f, GSC_MIN_BLOCKS);
   cg_val av, ov, zv, sv;
@@ -425,60 +428,97 @@ static uint32_t gsc_kernel(gsc_ctx *c) {
   LLVMPositionBuilderAtEnd(B, ldone);
   simt_barrier(f);
 
-  /* 3. the thread's positions tid * items + [0, items) */
+  /* 3. the thread's positions jbase + i, i < items, read from the tile
+   * once (all reads first, unguarded: every position is inside the shared
+   * tile, and what lies past cnt is never used) and kept in registers (an
+   * alloca per item and leaf, at constant indices: SROA promotes them)
+   * through the block scan and step 5, which writes them back once: four
+   * shared-memory passes per element (step 2's store, this read, step 5's
+   * write, step 6's read), as CUB's. nv items are in the tile; stop is the
+   * first that takes no prefix (a segment head, or nv). Only nv and stop
+   * stay live across the block scan, not a predicate per item. */
   LLVMValueRef jbase = LLVMBuildMul(B, tid, cg_i64(M, c->items), "");
+  uint32_t nl = c->op.n ? c->op.n : 1;
+  LLVMValueRef its = cg_i64(M, c->items), zero = cg_i64(M, 0);
+  LLVMValueRef nv = LLVMBuildSub(B, cnt, jbase, "");
+  nv = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, nv, zero, ""), zero, nv, "");
+  nv = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, nv, its, ""), its, nv, "nv");
+  LLVMValueRef *iv = cg_new(M, (size_t)c->items * nl * sizeof *iv);
+  LLVMValueRef *hd = cg_new(M, c->items * sizeof *hd);
+  for (uint32_t j = 0; j < c->items; j++) {
+    LLVMValueRef jl = LLVMBuildAdd(B, jbase, cg_i64(M, j), "");
+    gsc_get(f, c, &T, jl, &iv[j * nl]);
+    hd[j] = gsc_is_head(f, &T, jl);
+  }
+  /* A combining function that cannot fail (ps_may_fail) is applied to
+   * step 5's items past nv too, whose results are never stored: then its
+   * guard is the heads' alone, and no predicate per item lives across the
+   * block scan (in a plain scan, none at all). */
+  bool spec = !ps_may_fail(L->m, c->fn);
+  LLVMValueRef stop = spec ? its : nv;
+  for (uint32_t j = c->items; j-- > 0;)
+    stop = LLVMBuildSelect(B,
+                           spec ? hd[j]
+                                : LLVMBuildAnd(
+                                      B, hd[j], LLVMBuildICmp(B, LLVMIntSLT, cg_i64(M, j), nv, ""),
+                                      ""),
+                           cg_i64(M, j), stop, "");
   gs_var acc;
   gs_var_new(f, &c->op, &acc);
   gs_part e, cur, x, r;
   gs_empty(f, &c->op, &e);
   gs_var_store(f, &c->op, &acc, &e);
-  LLVMValueRef *v = cg_new(M, (c->op.n ? c->op.n : 1) * sizeof *v);
-  cg_loop sl;
-  i = cg_loop_begin(f, &sl, cg_i64(M, 0), cg_i64(M, c->items));
-  LLVMValueRef jl = LLVMBuildAdd(B, jbase, i, "");
-  LLVMBasicBlockRef j2 = sk_if(f, LLVMBuildICmp(B, LLVMIntSLT, jl, cnt, ""));
-  gsc_get(f, c, &T, jl, v);
-  gs_value(f, &c->op, v, gsc_is_head(f, &T, jl), &x);
-  gs_var_load(f, &c->op, &acc, &cur);
-  gs_comb(f, &c->op, &cur, &x, &r);
-  gs_var_store(f, &c->op, &acc, &r);
-  gsc_put(f, c, &T, jl, r.v);
-  sk_endif(f, j2);
-  cg_loop_end(f, &sl);
+  LLVMValueRef *slot = cg_new(M, (size_t)c->items * nl * sizeof *slot);
+  for (uint32_t j = 0; j < c->items; j++) {
+    for (uint32_t l = 0; l < c->op.n; l++) {
+      slot[j * nl + l] = cg_alloca(f, c->op.ty[l]);
+      LLVMBuildStore(B, iv[j * nl + l], slot[j * nl + l]);
+    }
+    LLVMBasicBlockRef j2 = sk_if(f, LLVMBuildICmp(B, LLVMIntSLT, cg_i64(M, j), nv, ""));
+    gs_value(f, &c->op, &iv[j * nl], hd[j], &x);
+    gs_var_load(f, &c->op, &acc, &cur);
+    gs_comb(f, &c->op, &cur, &x, &r);
+    gs_var_store(f, &c->op, &acc, &r);
+    for (uint32_t l = 0; l < c->op.n; l++)
+      LLVMBuildStore(B, r.v[l], slot[j * nl + l]);
+    sk_endif(f, j2);
+  }
 
   /* 4. the thread's exclusive prefix */
   gs_part mine, pre;
   gs_var_load(f, &c->op, &acc, &mine);
   gs_block_scan(f, &c->op, scratch, tile, &mine, &pre, NULL, NULL);
 
-  /* 5. pre (+) local scan, up to the thread's first head */
-  LLVMBasicBlockRef j3 = sk_if(f, pre.valid);
-  LLVMValueRef seen = cg_alloca(f, M->t_i1);
-  LLVMBuildStore(B, LLVMConstInt(M->t_i1, 0, 0), seen);
-  cg_loop fl;
-  i = cg_loop_begin(f, &fl, cg_i64(M, 0), cg_i64(M, c->items));
-  jl = LLVMBuildAdd(B, jbase, i, "");
-  LLVMBasicBlockRef j4 = sk_if(f, LLVMBuildICmp(B, LLVMIntSLT, jl, cnt, ""));
-  LLVMValueRef sn =
-      LLVMBuildOr(B, LLVMBuildLoad2(B, M->t_i1, seen, ""), gsc_is_head(f, &T, jl), "");
-  LLVMBuildStore(B, sn, seen);
-  LLVMBasicBlockRef j5 = sk_if(f, LLVMBuildNot(B, sn, ""));
-  gsc_get(f, c, &T, jl, v);
-  LLVMValueRef *rv = cg_new(M, (c->op.n ? c->op.n : 1) * sizeof *rv);
-  gsc_comb(f, &c->op, pre.v, v, rv);
-  gsc_put(f, c, &T, jl, rv);
-  sk_endif(f, j5);
-  sk_endif(f, j4);
-  cg_loop_end(f, &fl);
-  sk_endif(f, j3);
+  /* 5. pre (+) local scan before stop, then back into the tile */
+  LLVMValueRef *v = cg_new(M, nl * sizeof *v), *rv = cg_new(M, nl * sizeof *rv);
+  for (uint32_t j = 0; j < c->items; j++) {
+    LLVMValueRef go =
+        LLVMBuildAnd(B, pre.valid, LLVMBuildICmp(B, LLVMIntSLT, cg_i64(M, j), stop, ""), "");
+    LLVMBasicBlockRef j5 = sk_if(f, go);
+    for (uint32_t l = 0; l < c->op.n; l++)
+      v[l] = LLVMBuildLoad2(B, c->op.ty[l], slot[j * nl + l], "");
+    gsc_comb(f, &c->op, pre.v, v, rv);
+    for (uint32_t l = 0; l < c->op.n; l++)
+      LLVMBuildStore(B, rv[l], slot[j * nl + l]);
+    sk_endif(f, j5);
+  }
+  for (uint32_t j = 0; j < c->items; j++) {
+    for (uint32_t l = 0; l < c->op.n; l++)
+      v[l] = LLVMBuildLoad2(B, c->op.ty[l], slot[j * nl + l], "");
+    gsc_put(f, c, &T, LLVMBuildAdd(B, jbase, cg_i64(M, j), ""), v);
+  }
   simt_barrier(f);
 
-  /* 6. store */
+  /* 6. store: position tid + i * 256 is in the tile while i * 256 <
+   * cnt - tid (a form of its own, so the compiler does not keep step 2's
+   * fifteen bounds alive across the block scan to reuse them here) */
+  LLVMValueRef rem = LLVMBuildSub(B, cnt, tid, "rem");
   gsc_walk_start(f, &w);
   cg_loop wl;
   i = cg_loop_begin(f, &wl, cg_i64(M, 0), cg_i64(M, c->items));
   ql = LLVMBuildAdd(B, tid, LLVMBuildMul(B, i, blk, ""), "");
-  LLVMBasicBlockRef j6 = sk_if(f, LLVMBuildICmp(B, LLVMIntSLT, ql, cnt, ""));
+  LLVMBasicBlockRef j6 =
+      sk_if(f, LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildMul(B, i, blk, ""), rem, ""));
   LLVMValueRef rr = LLVMBuildLoad2(B, M->t_i64, w.r, ""), tt = LLVMBuildLoad2(B, M->t_i64, w.t, "");
   LLVMValueRef lin = LLVMBuildAdd(B, LLVMBuildMul(B, rr, w.n, ""), gsc_col(f, c, tt, w.n), "");
   gsc_get(f, c, &T, ql, v);
