@@ -744,6 +744,13 @@ void cg_fail(cg_fn *f, uint32_t site, LLVMValueRef a, LLVMValueRef b) {
   cg_call(M, fn, args, 4);
 }
 
+void cg_assume(cg_fn *f, LLVMValueRef cond) {
+  cg_module *M = f->M;
+  LLVMValueRef assume = LLVMGetIntrinsicDeclaration(
+      M->mod, LLVMLookupIntrinsicID("llvm.assume", strlen("llvm.assume")), NULL, 0);
+  LLVMBuildCall2(M->b, LLVMFunctionType(M->t_void, &M->t_i1, 1, 0), assume, &cond, 1, "");
+}
+
 void cg_check(cg_fn *f, LLVMValueRef cond, uint32_t site, LLVMValueRef a, LLVMValueRef b) {
   cg_module *M = f->M;
   if (LLVMIsAConstantInt(cond) && LLVMConstIntGetZExtValue(cond) != 0)

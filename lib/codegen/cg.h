@@ -247,6 +247,9 @@ bool cg_is_manifest(const cg_leaf *a);
 void cg_fail(cg_fn *f, uint32_t site, LLVMValueRef a, LLVMValueRef b);
 /* Emits: if (!cond) fail(site, a, b). Code after it runs in either case. */
 void cg_check(cg_fn *f, LLVMValueRef cond, uint32_t site, LLVMValueRef a, LLVMValueRef b);
+/* llvm.assume(cond): a fact the generated code guarantees, for the
+ * optimiser to use (never checked; a false one is undefined behaviour). */
+void cg_assume(cg_fn *f, LLVMValueRef cond);
 /* Temporary memory from the worker's arena (rt.h); bytes is i64. */
 LLVMValueRef cg_tmp_alloc(cg_fn *f, LLVMValueRef bytes, ir_ref at);
 LLVMValueRef cg_tmp_mark(cg_fn *f);

@@ -182,33 +182,21 @@ static uint64_t gr_batch(const lw_rec *c) {
 /* ---- the array inside the body ---- */
 
 /* d[idx] for leaf l of the array being defined: the interpreter's checks
- * (skel_rec.c's rc_read), then a load from the shared copy when the
+ * (lw_rec_read: the order check only for reads the schedule does not
+ * order by their form), then a load from the shared copy when the
  * problem's table is there, else from the result. */
 static LLVMValueRef gr_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_ref at) {
   cg_module *M = f->M;
   const gr_leafenv *le = l->env;
   gr_kernel *k = le->k;
   const lw_rec *c = k->c;
-  LLVMValueRef inside = LLVMConstInt(M->t_i1, 1, 0), lin = cg_i64(M, 0), key = cg_i64(M, 0);
-  LLVMValueRef llin = cg_i64(M, 0);
+  LLVMValueRef *kd = cg_new(M, c->n * sizeof *kd), lin = cg_i64(M, 0), llin = cg_i64(M, 0);
+  LLVMValueRef ok = lw_rec_read(f, c, k->lo, k->ext, k->tcur, idx, at, k->fmt_out, k->fmt_early, kd);
   for (uint32_t d = 0; d < c->n; d++) {
-    LLVMValueRef kd = LLVMBuildSub(M->b, idx[d], k->lo[d], "");
-    LLVMValueRef in = LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, idx[d], k->lo[d], ""),
-                                   LLVMBuildICmp(M->b, LLVMIntULT, kd, k->ext[d], ""), "");
-    inside = LLVMBuildAnd(M->b, inside, in, "");
-    lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, k->ext[d], ""), kd, "");
+    lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, k->ext[d], ""), kd[d], "");
     if (k->sm.n && gr_has(k->pmask, d))
-      llin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, llin, k->ext[d], ""), kd, "");
-    if (c->a[d])
-      key = LLVMBuildAdd(M->b, key, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), kd, ""), "");
+      llin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, llin, k->ext[d], ""), kd[d], "");
   }
-  LLVMValueRef tcur = LLVMBuildLoad2(M->b, M->t_i64, k->tcur, "");
-  LLVMValueRef ok = LLVMBuildAnd(M->b, inside, LLVMBuildICmp(M->b, LLVMIntSLT, key, tcur, ""), "");
-  LLVMValueRef v0 = idx[0], v1 = c->n > 1 ? idx[1] : NULL;
-  /* when !ok exactly one fails: "outside" when outside, else "before" */
-  cg_check(f, inside, cg_site(M, at, k->fmt_out), v0, v1);
-  cg_check(f, LLVMBuildOr(M->b, ok, LLVMBuildNot(M->b, inside, ""), ""),
-           cg_site(M, at, k->fmt_early), v0, v1);
   LLVMValueRef zero = cg_i64(M, 0);
   lin = LLVMBuildSelect(M->b, ok, lin, zero, "");
   if (!k->sm.n)
@@ -233,6 +221,7 @@ static void gr_point(cg_fn *f, gr_kernel *k, const cg_val *self, LLVMValueRef *x
   LLVMValueRef lin = cg_i64(M, 0), llin = cg_i64(M, 0);
   for (uint32_t d = 0; d < c->n; d++) {
     cg_val iv;
+    cg_assume(f, LLVMBuildICmp(M->b, LLVMIntULT, x[d], k->ext[d], ""));
     sk_i64_val(f, LLVMBuildAdd(M->b, k->lo[d], x[d], ""), &iv);
     cg_env_push(f, &iv);
     lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, k->ext[d], ""), x[d], "");
@@ -265,7 +254,7 @@ static cg_fn *gr_begin(const lw_rec *c, const char *kind, unsigned block, uint32
   k->lo = cg_new(M, c->n * sizeof *k->lo);
   k->ext = cg_new(M, c->n * sizeof *k->ext);
   for (uint32_t d = 0; d < c->n; d++) {
-    k->lo[d] = sk_ld(L, f, *kernel, &c->lo[d]);
+    k->lo[d] = lw_rec_lo(c, d) ? lw_rec_lo(c, d) : sk_ld(L, f, *kernel, &c->lo[d]);
     k->ext[d] = sk_ld(L, f, *kernel, &c->ext[d]);
   }
   k->tcur = cg_alloca(f, M->t_i64);

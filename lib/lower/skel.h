@@ -262,6 +262,10 @@ typedef struct lw_rec {
   bool tmp;         /* the body needs temporary memory */
   lw_val *lo, *ext; /* n i64 words each: logical lower bounds, extents */
   lw_val t, kulo, cnt, out;
+  /* The body's reads of the array that need no "before it is computed"
+   * check (lw_rec_read), ascending. */
+  ir_ref *ordered;
+  uint32_t nordered;
 } lw_rec;
 /* Evaluates the bounds with the interpreter's checks in its order,
  * allocates the result (*out, also c->out) and checks that a . x cannot
@@ -270,6 +274,18 @@ bool lw_rec_begin(lw *L, ir_ref e, lw_rec *c, lw_val *out);
 /* The formats of the two read errors ("rec: read of d[%lld, %lld] outside
  * the domain" / "... before it is computed"), `size` bytes each. */
 void lw_rec_formats(const lw_rec *c, char *out, char *early, size_t size);
+/* The lower bound of dimension d as an i64 constant when the program
+ * writes it as an integer literal (then the kernels need not load it, and
+ * the optimiser sees what `i == 0` says about the index), else NULL. */
+LLVMValueRef lw_rec_lo(const lw_rec *c, uint32_t d);
+/* The read d[idx] (node `at`) of the point whose a . x is *tcur (an i64
+ * alloca): kd[d] = idx[d] - lo[d]; emits the interpreter's checks, inside
+ * the domain (fmt_out) and, unless the read is one of c->ordered, in an
+ * earlier wavefront (fmt_early); returns whether the read may load (kd is
+ * then the cell's 0-based position). */
+LLVMValueRef lw_rec_read(cg_fn *f, const lw_rec *c, LLVMValueRef *lo, LLVMValueRef *ext,
+                         LLVMValueRef tcur, LLVMValueRef *idx, ir_ref at, const char *fmt_out,
+                         const char *fmt_early, LLVMValueRef *kd);
 /* One launch per wavefront: lw_rec_fronts_setup picks s and u and makes
  * the words t, kulo and cnt; a kernel for wavefront t computes its points
  * i < cnt * (product of the extents other than s's and u's) by enumerating

@@ -43,6 +43,8 @@
 #include "lower/skel_red.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Points per chunk at least: rec bodies are a few operations (edit
  * distance), so a wavefront needs hundreds of points before waking the pool
@@ -75,29 +77,195 @@ void lw_rec_formats(const lw_rec *c, char *out, char *early, size_t size) {
   snprintf(early, size, "rec: read of %s%s before it is computed", c->name, dims);
 }
 
+/* Reads that need no order check. A read d[e_1, .., e_n] is ORDERED when
+ * every e_k with a_k != 0 is i_k, i_k + c or i_k - c (c an i64 literal,
+ * the arithmetic in i64) and the sum of a_k * (its offset) is negative:
+ * then, whatever the data, an element read inside the domain lies on a
+ * wavefront a . x smaller than the reading point's by that sum (the e_k
+ * with a_k = 0 do not move a . x), so it is computed already; outside the
+ * domain the first check fails. The verifier's schedule makes every read
+ * it classifies as uniform satisfy this (check_rec.c); the walk checks it
+ * again on the IR as it is lowered, and only reads of exactly these forms
+ * qualify (a cast, a let or any other form keeps its check: a narrowing
+ * cast may wrap an index onto a later wavefront). */
+typedef struct rc_walk {
+  const lw_rec *c;
+  const ac_module *m;
+  ir_ref *v;
+  uint32_t n, cap, budget;
+  /* bind[b]: the value of the body's b-th binder (outermost first) when
+   * it is a let, else 0; depth binders are open at a node */
+  ir_ref *bind;
+  uint32_t nbind;
+} rc_walk;
+
+/* e (under *depth binders of the body) with let-bound variables replaced
+ * by their values, and *depth the binders open at that value. */
+static ir_ref rc_resolve(const rc_walk *w, ir_ref e, uint64_t *depth) {
+  for (;;) {
+    const ir_node *nd = ir_node_get(w->m, e);
+    if (nd->op != IR_VAR || (uint64_t)nd->attr >= *depth)
+      return e;
+    uint64_t b = *depth - 1 - (uint64_t)nd->attr;
+    if (b >= w->nbind || !w->bind[b])
+      return e;
+    e = w->bind[b];
+    *depth = b;
+  }
+}
+
+/* Whether e (under depth binders of the body) is i_k itself. */
+static bool rc_is_index(const rc_walk *w, ir_ref e, uint32_t k, uint64_t depth) {
+  e = rc_resolve(w, e, &depth);
+  const ir_node *nd = ir_node_get(w->m, e);
+  return nd->op == IR_VAR && (uint64_t)nd->attr == depth + (w->c->n - 1 - k) &&
+         nd->type == ir_ty_scalar(w->m->ctx, AC_I64);
+}
+
+/* The offset of e as i_k + offset (depth binders inside the body). */
+static bool rc_offset(const rc_walk *w, ir_ref e, uint32_t k, uint64_t depth, int64_t *off) {
+  const ac_module *m = w->m;
+  e = rc_resolve(w, e, &depth);
+  const ir_node *nd = ir_node_get(m, e);
+  ir_type i64 = ir_ty_scalar(m->ctx, AC_I64);
+  if (rc_is_index(w, e, k, depth)) {
+    *off = 0;
+    return true;
+  }
+  if ((nd->op != IR_ADD && nd->op != IR_SUB) || nd->type != i64 || nd->nkids != 2)
+    return false;
+  ir_ref x = ir_kid(m, e, 0), y = ir_kid(m, e, 1);
+  uint64_t dy = depth;
+  if (nd->op == IR_ADD && ir_node_get(m, rc_resolve(w, x, &dy))->op == IR_LIT) {
+    ir_ref t = x;
+    x = y;
+    y = t;
+  }
+  dy = depth;
+  const ir_node *yn = ir_node_get(m, rc_resolve(w, y, &dy));
+  if (!rc_is_index(w, x, k, depth) || yn->op != IR_LIT || yn->type != i64)
+    return false;
+  int64_t c = yn->lit.i;
+  if (nd->op == IR_SUB && c == INT64_MIN)
+    return false;
+  *off = nd->op == IR_SUB ? -c : c;
+  return true;
+}
+
+static bool rc_is_ordered(const rc_walk *w, ir_ref r, uint64_t depth) {
+  const lw_rec *c = w->c;
+  int64_t key = 0;
+  for (uint32_t k = 0; k < c->n; k++) {
+    if (c->a[k] == 0)
+      continue;
+    int64_t off, t;
+    if (!rc_offset(w, ir_kid(w->m, r, k + 1), k, depth, &off) ||
+        __builtin_mul_overflow(c->a[k], off, &t) || __builtin_add_overflow(key, t, &key))
+      return false;
+  }
+  return key < 0;
+}
+
+static void rc_walk_node(rc_walk *w, ir_ref r, uint64_t depth) {
+  if (w->budget == 0)
+    return;
+  w->budget--;
+  const ac_module *m = w->m;
+  const ir_node *nd = ir_node_get(m, r);
+  if (nd->op == IR_INDEX && nd->nkids == w->c->n + 1 && depth <= w->nbind) {
+    const ir_node *an = ir_node_get(m, ir_kid(m, r, 0));
+    if (an->op == IR_VAR && (uint64_t)an->attr == depth + w->c->n && rc_is_ordered(w, r, depth)) {
+      if (w->n == w->cap) {
+        uint32_t cap = w->cap ? 2 * w->cap : 8;
+        ir_ref *v = cg_new(w->c->L->M, cap * sizeof *v);
+        if (w->n)
+          memcpy(v, w->v, w->n * sizeof *v);
+        w->v = v;
+        w->cap = cap;
+      }
+      w->v[w->n++] = r;
+    }
+  }
+  for (uint32_t i = 0; i < nd->nkids; i++) {
+    if (!ir_kid(m, r, i))
+      continue;
+    uint32_t nb = ir_binders(m, r, i);
+    if (depth + nb > w->nbind) {
+      uint32_t cap = (uint32_t)(depth + nb) * 2 + 8;
+      ir_ref *bind = cg_new(w->c->L->M, cap * sizeof *bind);
+      if (w->nbind)
+        memcpy(bind, w->bind, w->nbind * sizeof *bind);
+      memset(bind + w->nbind, 0, (cap - w->nbind) * sizeof *bind);
+      w->bind = bind;
+      w->nbind = cap;
+    }
+    for (uint32_t j = 0; j < nb; j++)
+      w->bind[depth + j] = nd->op == IR_LET && nb == 1 ? ir_kid(m, r, 0) : 0;
+    rc_walk_node(w, ir_kid(m, r, i), depth + nb);
+  }
+}
+
+static int rc_ref_cmp(const void *a, const void *b) {
+  ir_ref x = *(const ir_ref *)a, y = *(const ir_ref *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void rc_find_ordered(lw_rec *c) {
+  rc_walk w = {.c = c, .m = c->L->m, .budget = 1u << 16};
+  rc_walk_node(&w, c->body, 0);
+  if (w.n)
+    qsort(w.v, w.n, sizeof *w.v, rc_ref_cmp);
+  c->ordered = w.v;
+  c->nordered = w.n;
+}
+
+LLVMValueRef lw_rec_lo(const lw_rec *c, uint32_t d) {
+  const ac_module *m = c->L->m;
+  const ir_node *nd = ir_node_get(m, ir_kid(m, c->e, 2 * d));
+  ac_scalar sc;
+  /* a value the interpreter reads the same as an i64 (lw_int): any signed
+   * literal, an unsigned one below 2^63 */
+  if (nd->op != IR_LIT || !ir_ty_is_scalar(m->ctx, nd->type, &sc) || sc == AC_BOOL ||
+      sc > AC_U64 || (sc >= AC_U8 && nd->lit.i < 0))
+    return NULL;
+  return cg_i64(c->L->M, nd->lit.i);
+}
+
+LLVMValueRef lw_rec_read(cg_fn *f, const lw_rec *c, LLVMValueRef *lo, LLVMValueRef *ext,
+                         LLVMValueRef tcur, LLVMValueRef *idx, ir_ref at, const char *fmt_out,
+                         const char *fmt_early, LLVMValueRef *kd) {
+  cg_module *M = f->M;
+  LLVMValueRef inside = LLVMConstInt(M->t_i1, 1, 0), key = cg_i64(M, 0);
+  for (uint32_t d = 0; d < c->n; d++) {
+    kd[d] = LLVMBuildSub(M->b, idx[d], lo[d], "");
+    LLVMValueRef in = LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, idx[d], lo[d], ""),
+                                   LLVMBuildICmp(M->b, LLVMIntULT, kd[d], ext[d], ""), "");
+    inside = LLVMBuildAnd(M->b, inside, in, "");
+    if (c->a[d])
+      key = LLVMBuildAdd(M->b, key, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), kd[d], ""), "");
+  }
+  LLVMValueRef v0 = idx[0], v1 = c->n > 1 ? idx[1] : NULL;
+  cg_check(f, inside, cg_site(M, at, fmt_out), v0, v1);
+  if (bsearch(&at, c->ordered, c->nordered, sizeof at, rc_ref_cmp))
+    return inside;
+  /* when !ok exactly one fails: "outside" when outside, else "before" */
+  LLVMValueRef t = LLVMBuildLoad2(M->b, M->t_i64, tcur, "");
+  LLVMValueRef ok = LLVMBuildAnd(M->b, inside, LLVMBuildICmp(M->b, LLVMIntSLT, key, t, ""), "");
+  cg_check(f, LLVMBuildOr(M->b, ok, LLVMBuildNot(M->b, inside, ""), ""), cg_site(M, at, fmt_early),
+           v0, v1);
+  return ok;
+}
+
 /* d[idx] for leaf l of the array being defined (see the header). */
 static LLVMValueRef rc_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_ref at) {
   cg_module *M = f->M;
   const rc_leafenv *le = l->env;
   rc_kernel *k = le->k;
   const rc_ctx *c = k->c;
-  LLVMValueRef inside = LLVMConstInt(M->t_i1, 1, 0), lin = cg_i64(M, 0), key = cg_i64(M, 0);
-  for (uint32_t d = 0; d < c->n; d++) {
-    LLVMValueRef kd = LLVMBuildSub(M->b, idx[d], k->lo[d], "");
-    LLVMValueRef in = LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, idx[d], k->lo[d], ""),
-                                   LLVMBuildICmp(M->b, LLVMIntULT, kd, k->ext[d], ""), "");
-    inside = LLVMBuildAnd(M->b, inside, in, "");
-    lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, k->ext[d], ""), kd, "");
-    if (c->a[d])
-      key = LLVMBuildAdd(M->b, key, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), kd, ""), "");
-  }
-  LLVMValueRef tcur = LLVMBuildLoad2(M->b, M->t_i64, k->tcur, "");
-  LLVMValueRef ok = LLVMBuildAnd(M->b, inside, LLVMBuildICmp(M->b, LLVMIntSLT, key, tcur, ""), "");
-  LLVMValueRef v0 = idx[0], v1 = c->n > 1 ? idx[1] : NULL;
-  /* when !ok exactly one fails: "outside" when outside, else "before" */
-  cg_check(f, inside, cg_site(M, at, k->fmt_out), v0, v1);
-  cg_check(f, LLVMBuildOr(M->b, ok, LLVMBuildNot(M->b, inside, ""), ""),
-           cg_site(M, at, k->fmt_early), v0, v1);
+  LLVMValueRef *kd = cg_new(M, c->n * sizeof *kd), lin = cg_i64(M, 0);
+  LLVMValueRef ok = lw_rec_read(f, c, k->lo, k->ext, k->tcur, idx, at, k->fmt_out, k->fmt_early, kd);
+  for (uint32_t d = 0; d < c->n; d++)
+    lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, k->ext[d], ""), kd[d], "");
   lin = LLVMBuildSelect(M->b, ok, lin, cg_i64(M, 0), "");
   return cg_load_elem(f, &k->out.l[le->leaf], lin);
 }
@@ -116,6 +284,7 @@ static void rc_point(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRef *x
   LLVMValueRef lin = cg_i64(M, 0);
   for (uint32_t d = 0; d < c->n; d++) {
     cg_val iv;
+    cg_assume(f, LLVMBuildICmp(M->b, LLVMIntULT, x[d], k->ext[d], ""));
     sk_i64_val(f, LLVMBuildAdd(M->b, k->lo[d], x[d], ""), &iv);
     cg_env_push(f, &iv);
     lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, k->ext[d], ""), x[d], "");
@@ -141,7 +310,7 @@ static cg_fn *rc_kernel_begin(const rc_ctx *c, const char *kind, int64_t grain, 
   k->lo = cg_new(M, c->n * sizeof *k->lo);
   k->ext = cg_new(M, c->n * sizeof *k->ext);
   for (uint32_t d = 0; d < c->n; d++) {
-    k->lo[d] = sk_ld(L, f, *kernel, &c->lo[d]);
+    k->lo[d] = lw_rec_lo(c, d) ? lw_rec_lo(c, d) : sk_ld(L, f, *kernel, &c->lo[d]);
     k->ext[d] = sk_ld(L, f, *kernel, &c->ext[d]);
   }
   k->tcur = cg_alloca(f, M->t_i64);
@@ -430,6 +599,7 @@ bool lw_rec_begin(lw *L, ir_ref e, lw_rec *c, lw_val *out) {
   ir_sym name = ir_binder_name(m, e, nd->nkids - 1, 0);
   c->name = name ? ir_sym_str(L->ctx, name) : "rec";
   c->tmp = cg_needs_tmp(m, c->body);
+  rc_find_ordered(c);
   c->lo = cg_new(M, n * sizeof *c->lo);
   c->ext = cg_new(M, n * sizeof *c->ext);
   uint32_t *ext = cg_new(M, n * sizeof *ext);
