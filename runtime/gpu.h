@@ -5,11 +5,22 @@
  * ---- GPU kernels ---------------------------------------------------------------
  * A GPU kernel (NVPTX or SIMT-emulated; lib/codegen/simt.h makes them) has
  * the signature
- *     void k(uint64_t *frame, rt_gctl *ctl, int64_t n)
+ *     void k(uint64_t *frame, rt_gctl *ctl, int64_t n,
+ *            uint64_t params[RT_GPU_PARAMS])
  * run by a grid of `grid` blocks of `block` threads (1-D). `frame` is a
  * device copy of the plan's frame words (rt.h layout; an array's data word
  * holds its DEVICE address); the kernel reads the words the plan kernel
  * `uses` and writes the ones it `writes` (plan.h). `n` is the launch's n.
+ * `params` is passed BY VALUE (on NVPTX a .param array, copied into the
+ * launch by the driver; on the emulator a pointer to host memory that stays
+ * valid during the launch): when bit u (u < RT_GPU_PARAMS - 1) of
+ * params[0] is set, params[1 + u] holds the value of the kernel's u-th use
+ * (uses[u], ascending) and the kernel reads that instead of the frame; when
+ * it is clear the kernel reads the word from `frame`. So the words the host
+ * knows (scalars, extents, array addresses) reach a kernel with its launch,
+ * and need no copy to the device frame: only words a kernel wrote (pending
+ * on the device) or will write, and uses past the first 63, are read from
+ * the frame. A zero params[0] reads everything from the frame.
  * `ctl` is the launch's control block, in device memory:
  *   - errors: the first failing thread sets `failed` 0 -> 1 with an atomic
  *     compare-and-swap and then stores site, a, b (rt.h's site table and
@@ -71,6 +82,10 @@ typedef struct rt_gctl {
 #define RT_GCTL_SCRATCH 40
 #define RT_GCTL_DUMMY 64
 
+/* Words of a kernel's parameter block: the mask, then up to 63 values
+ * (see the kernel signature above). */
+#define RT_GPU_PARAMS 64
+
 typedef struct rt_gpu rt_gpu;
 typedef struct rt_gkernel rt_gkernel; /* a loaded kernel of some device */
 
@@ -96,9 +111,12 @@ typedef struct rt_gpu_ops {
   ac_status (*dtod)(rt_gpu *g, rt_dptr dst, rt_dptr src, size_t bytes, ac_error **err);
   ac_status (*memset0)(rt_gpu *g, rt_dptr dst, size_t bytes, ac_error **err);
   /* Queues k over grid x block threads with `smem` bytes of dynamic shared
-   * memory (on top of the kernel's static shared memory). */
+   * memory (on top of the kernel's static shared memory); params: the
+   * RT_GPU_PARAMS words of its parameter block, copied before it returns
+   * (NULL: a zero block). */
   ac_status (*launch)(rt_gpu *g, rt_gkernel *k, unsigned grid, unsigned block, size_t smem,
-                      rt_dptr frame, rt_dptr ctl, int64_t n, ac_error **err);
+                      rt_dptr frame, rt_dptr ctl, int64_t n, const uint64_t *params,
+                      ac_error **err);
   /* Queues an extern kernel (plan.h: a hand-written PTX .entry) over grid x
    * block threads: params[i] points at the value of parameter i (the
    * driver's kernelParams convention; the values are copied before it
@@ -159,7 +177,7 @@ ac_status rt_cuda_load_extern(rt_gpu *g, const pl_kernel *k, rt_cuda_module **mo
  * An emulated device. Its kernels are host functions of the kernel
  * signature above (compiled for the SIMT target by the ORC JIT). */
 ac_status rt_emu_create(ac_context *ctx, rt_gpu **out, ac_error **err);
-typedef void (*rt_gkernel_fn)(uint64_t *frame, rt_gctl *ctl, int64_t n);
+typedef void (*rt_gkernel_fn)(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params);
 /* Wraps a host function as a kernel of device g; smem: its static shared
  * bytes (the emulator allocates them per block); block: the kernel's fixed
  * block size (0: any). Freed by rt_emu_kernel_free. */

@@ -490,7 +490,8 @@ static ac_status cu_memset0(rt_gpu *gp, rt_dptr dst, size_t bytes, ac_error **er
 }
 
 static ac_status cu_launch(rt_gpu *gp, rt_gkernel *k, unsigned grid, unsigned block, size_t smem,
-                           rt_dptr frame, rt_dptr ctl, int64_t n, ac_error **err) {
+                           rt_dptr frame, rt_dptr ctl, int64_t n, const uint64_t *pblock,
+                           ac_error **err) {
   cu_gpu *g = (cu_gpu *)gp;
   if (grid == 0)
     return AC_OK; /* no blocks: nothing to run */
@@ -501,10 +502,15 @@ static ac_status cu_launch(rt_gpu *gp, rt_gkernel *k, unsigned grid, unsigned bl
   if (st != AC_OK)
     return st;
   /* One pointer per parameter of void k(uint64_t *frame, rt_gctl *ctl,
-   * int64_t n); the driver copies the values before returning. */
+   * int64_t n, uint64_t p0, .., uint64_t p63) (on NVPTX the parameter
+   * block is RT_GPU_PARAMS parameters, lib/codegen/cg_gpu.c); the driver
+   * copies the values before returning. */
+  static const uint64_t zero[RT_GPU_PARAMS];
   CUdeviceptr pframe = frame, pctl = ctl;
   int64_t pn = n;
-  void *params[3] = {&pframe, &pctl, &pn};
+  void *params[3 + RT_GPU_PARAMS] = {&pframe, &pctl, &pn};
+  for (unsigned i = 0; i < RT_GPU_PARAMS; i++)
+    params[3 + i] = (void *)&(pblock ? pblock : zero)[i];
   CUresult r =
       g->cu.LaunchKernel(k->fn, grid, 1, 1, block, 1, 1, (unsigned)smem, g->stream, params, NULL);
   cu_leave(g);
@@ -625,9 +631,10 @@ static ac_status tr_memset0(rt_gpu *g, rt_dptr dst, size_t bytes, ac_error **err
   return st;
 }
 static ac_status tr_launch(rt_gpu *g, rt_gkernel *k, unsigned grid, unsigned block, size_t smem,
-                           rt_dptr frame, rt_dptr ctl, int64_t n, ac_error **err) {
+                           rt_dptr frame, rt_dptr ctl, int64_t n, const uint64_t *params,
+                           ac_error **err) {
   uint64_t t = tr_now();
-  ac_status st = cu_launch(g, k, grid, block, smem, frame, ctl, n, err);
+  ac_status st = cu_launch(g, k, grid, block, smem, frame, ctl, n, params, err);
   tr_add(g, TR_LAUNCH, t);
   return st;
 }

@@ -4,8 +4,8 @@
  *
  * Per call: one device block holding the control block (rt_gctl) followed
  * by the device frame; the first launch writes the whole control block (no
- * failure yet) and the words it uses in one copy (pg_upload_first). Per
- * launch:
+ * failure yet) and the words it reads from the frame in one copy
+ * (pg_upload_first). Per launch:
  *   1. the grid: a kernel with a fixed block gets it; otherwise the device's
  *      occupancy-based choice (rt_gpu_ops.limits). `chunks C` gives C
  *      blocks; `chunks auto` gives enough blocks for ceil(n / grain)
@@ -17,8 +17,11 @@
  *      stays within 256 MiB; allocated and freed in stream order around
  *      the launch;
  *   3. zeroed scratch (k->scratch_*), one buffer per call grown as needed;
- *   4. the control block's settings and the host-written words the kernel
- *      uses are uploaded (runs of consecutive words in one copy each);
+ *   4. the words the kernel uses go in its parameter block by value
+ *      (runtime/gpu.h: its first 63 uses, those whose current value the
+ *      host has and that the kernel does not write); the control block's
+ *      settings and the other host-written words it uses are uploaded
+ *      (runs of consecutive words in one copy each);
  *   5. the launch is queued; the words the kernel writes become pending.
  * An extern kernel (a hand-written PTX .entry; plan.h) has none of this:
  * ceil(n / block) blocks of its block, its parameters by value from the
@@ -150,11 +153,39 @@ int64_t pl_gpu_chunks(pl_exec *X, int64_t n, int64_t grain) {
  * same value on both sides, and a word nothing has written yet is a
  * don't-care, so copying them changes nothing. */
 #define PG_GAP 32u
-static bool pg_upload_uses(pl_exec *X, const pl_kernel *k) {
+
+/* Whether use u of k travels in the launch's parameter block (mask: its
+ * params[0]); such a use needs no copy even when it is dirty. */
+static bool pg_by_value(uint64_t mask, uint32_t u) {
+  return u < RT_GPU_PARAMS - 1 && ((mask >> u) & 1) != 0;
+}
+
+/* The launch's parameter block (runtime/gpu.h): use u < RT_GPU_PARAMS - 1
+ * of k goes by value unless its current value is on the device only (a
+ * pending word) or k writes it (the kernel then reads it where it writes
+ * it); returns the mask, params[0]. */
+static uint64_t pg_params(const pl_exec *X, const pl_kernel *k, uint64_t *pb) {
+  uint64_t mask = 0;
+  uint32_t n = k->nuses < RT_GPU_PARAMS - 1 ? k->nuses : RT_GPU_PARAMS - 1, wi = 0;
+  memset(pb, 0, RT_GPU_PARAMS * sizeof *pb);
+  for (uint32_t u = 0; u < n; u++) {
+    uint32_t w = k->uses[u];
+    while (wi < k->nwrites && k->writes[wi] < w) /* writes ascend too (plan.h) */
+      wi++;
+    if ((wi < k->nwrites && k->writes[wi] == w) || (X->wstate[w] & PL_W_PENDING))
+      continue;
+    pb[1 + u] = X->frame[w];
+    mask |= (uint64_t)1 << u;
+  }
+  pb[0] = mask;
+  return mask;
+}
+
+static bool pg_upload_uses(pl_exec *X, const pl_kernel *k, uint64_t mask) {
   rt_gpu *g = X->g;
   for (uint32_t u = 0; u < k->nuses;) {
     uint32_t w = k->uses[u];
-    if (!(X->wstate[w] & PL_W_DIRTY)) {
+    if (!(X->wstate[w] & PL_W_DIRTY) || pg_by_value(mask, u)) {
       u++;
       continue;
     }
@@ -162,7 +193,7 @@ static bool pg_upload_uses(pl_exec *X, const pl_kernel *k) {
     uint32_t last = w, end = u + 1;
     for (uint32_t v = u + 1; v < k->nuses; v++) {
       uint32_t x = k->uses[v];
-      if (!(X->wstate[x] & PL_W_DIRTY))
+      if (!(X->wstate[x] & PL_W_DIRTY) || pg_by_value(mask, v))
         continue;
       if (x - last > PG_GAP)
         break;
@@ -189,11 +220,17 @@ static bool pg_upload_uses(pl_exec *X, const pl_kernel *k) {
 
 /* The call's first launch of an arrayc kernel: the whole control block
  * (no failure yet, this launch's settings) and the frame words up to the
- * last one k uses, in one copy (they are adjacent on the device). No word
- * is pending before a kernel of ours has run, so every word uploaded has
- * its current value on the host (words never written are don't-cares). */
-static bool pg_upload_first(pl_exec *X, const pl_kernel *k) {
-  uint32_t hi = k->nuses ? k->uses[k->nuses - 1] + 1 : 0; /* uses ascend (plan.h) */
+ * last one k reads from the frame (not by value), in one copy (they are
+ * adjacent on the device). No word is pending before a kernel of ours has
+ * run, so every word uploaded has its current value on the host (words
+ * never written are don't-cares). */
+static bool pg_upload_first(pl_exec *X, const pl_kernel *k, uint64_t mask) {
+  uint32_t hi = 0;
+  for (uint32_t u = k->nuses; u-- > 0;) /* uses ascend (plan.h) */
+    if (!pg_by_value(mask, u)) {
+      hi = k->uses[u] + 1;
+      break;
+    }
   size_t bytes = sizeof(rt_gctl) + (size_t)hi * sizeof(uint64_t);
   enum { PG_FIRST_SMALL = 1024 };
   uint64_t small[PG_FIRST_SMALL / sizeof(uint64_t)];
@@ -354,11 +391,13 @@ bool pl_gpu_launch(pl_exec *X, const pl_inst *in) {
     X->ctl.scratch_bytes = (int64_t)sbytes;
     settings = true;
   }
-  bool ok = X->ctl_fresh ? pg_upload_first(X, k)
-                         : (!settings || pg_upload_ctl(X)) && pg_upload_uses(X, k);
+  uint64_t pb[RT_GPU_PARAMS];
+  uint64_t mask = pg_params(X, k, pb);
+  bool ok = X->ctl_fresh ? pg_upload_first(X, k, mask)
+                         : (!settings || pg_upload_ctl(X)) && pg_upload_uses(X, k, mask);
   if (ok) {
     st = g->ops->launch(g, gk, (unsigned)grid, block, 0, X->dctl + sizeof(rt_gctl), X->dctl, n,
-                        &e);
+                        pb, &e);
     ok = st == AC_OK || pg_err(X, st, e);
   }
   g->ops->free(g, tmp); /* stream-ordered: after the kernel */

@@ -140,7 +140,8 @@ static ac_status rt_emu_memset0(rt_gpu *g, rt_dptr dst, size_t bytes, ac_error *
  * than CUDA's maxntid, on purpose, to catch an executor that launches a
  * fixed-block kernel with another size. */
 static ac_status rt_emu_launch(rt_gpu *g, rt_gkernel *k, unsigned grid, unsigned block, size_t smem,
-                               rt_dptr frame, rt_dptr ctl, int64_t n, ac_error **err) {
+                               rt_dptr frame, rt_dptr ctl, int64_t n, const uint64_t *params,
+                               ac_error **err) {
   const rt_emu_kern *ek = (const rt_emu_kern *)(void *)k;
   if (!ek)
     return rt_emu_report(g->ctx, err, AC_ERR_INTERNAL, "SIMT emulator: launch of no kernel");
@@ -157,7 +158,7 @@ static ac_status rt_emu_launch(rt_gpu *g, rt_gkernel *k, unsigned grid, unsigned
   rt_emu_dev *d = (rt_emu_dev *)(void *)g;
   rt_simt_stacks *s = atomic_exchange(&d->stacks, NULL);
   ac_status st = rt_simt_run_prof(g->ctx, ek->fn, grid, block, ek->smem + smem, rt_emu_ptr(frame),
-                                  rt_emu_ptr(ctl), n, &s, ek->prof, err);
+                                  rt_emu_ptr(ctl), n, params, &s, ek->prof, err);
   rt_simt_stacks_free(g->ctx, atomic_exchange(&d->stacks, s));
   return st;
 }

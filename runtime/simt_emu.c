@@ -183,6 +183,7 @@ typedef struct rt_simt_launch {
   uint64_t *frame;
   rt_gctl *ctl;
   int64_t n;
+  uint64_t params[RT_GPU_PARAMS]; /* the parameter block, by value */
   unsigned grid, block, ctaid;
   rt_simt_thr *thr;   /* block */
   rt_simt_warp *warp; /* block / 32 */
@@ -386,7 +387,7 @@ static void rt_simt_end(rt_simt_launch *L) {
 static void rt_simt_entry(void) {
   rt_simt_launch *L = rt_simt_cur;
   rt_simt_arrived(L, NULL);
-  L->fn(L->frame, L->ctl, L->n);
+  L->fn(L->frame, L->ctl, L->n, L->params);
   rt_simt_end(L);
 }
 
@@ -792,7 +793,8 @@ static bool rt_simt_block(rt_simt_launch *L, unsigned b) {
 
 ac_status rt_simt_run_prof(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, unsigned block,
                            size_t smem, uint64_t *frame, rt_gctl *ctl, int64_t n,
-                           rt_simt_stacks **stacks, rt_simt_prof *prof, ac_error **err) {
+                           const uint64_t *params, rt_simt_stacks **stacks, rt_simt_prof *prof,
+                           ac_error **err) {
   if (rt_simt_cur)
     return rt_simt_report(ctx, err, AC_ERR_INTERNAL,
                           "SIMT emulator: a launch from inside a "
@@ -818,6 +820,8 @@ ac_status rt_simt_run_prof(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, uns
   L->frame = frame;
   L->ctl = ctl;
   L->n = n;
+  if (params)
+    memcpy(L->params, params, sizeof L->params);
   L->grid = grid;
   L->block = block;
   ac_status st = rt_simt_setup(L, smem, stacks, err);
@@ -844,7 +848,7 @@ ac_status rt_simt_run_prof(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, uns
 ac_status rt_simt_run_cached(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, unsigned block,
                              size_t smem, uint64_t *frame, rt_gctl *ctl, int64_t n,
                              rt_simt_stacks **stacks, ac_error **err) {
-  return rt_simt_run_prof(ctx, fn, grid, block, smem, frame, ctl, n, stacks, NULL, err);
+  return rt_simt_run_prof(ctx, fn, grid, block, smem, frame, ctl, n, NULL, stacks, NULL, err);
 }
 
 ac_status rt_simt_run(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, unsigned block, size_t smem,

@@ -74,11 +74,15 @@ ac_status rt_simt_run_cached(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, u
                              size_t smem, uint64_t *frame, rt_gctl *ctl, int64_t n,
                              rt_simt_stacks **stacks, ac_error **err);
 void rt_simt_stacks_free(ac_context *ctx, rt_simt_stacks *s);
-/* rt_simt_run_cached, counting into prof (simt_prof.h) when it is not
- * NULL: the kernel must have been instrumented for prof's site table. */
+/* rt_simt_run_cached with the kernel's parameter block (runtime/gpu.h;
+ * copied, as a launch copies it; NULL, as in rt_simt_run and
+ * rt_simt_run_cached: a zero block, every word from the frame), counting
+ * into prof (simt_prof.h) when it is not NULL: the kernel must have been
+ * instrumented for prof's site table. */
 typedef struct rt_simt_prof rt_simt_prof;
 ac_status rt_simt_run_prof(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, unsigned block,
                            size_t smem, uint64_t *frame, rt_gctl *ctl, int64_t n,
-                           rt_simt_stacks **stacks, rt_simt_prof *prof, ac_error **err);
+                           const uint64_t *params, rt_simt_stacks **stacks, rt_simt_prof *prof,
+                           ac_error **err);
 
 #endif

@@ -475,19 +475,43 @@ static LLVMValueRef cg_gpu_array_ptr(cg_fn *f, LLVMValueRef p) {
   return g == p ? p : LLVMBuildAddrSpaceCast(M->b, g, M->t_ptr, "");
 }
 
+/* A scalar of type sc held in the low bytes of the frame word v (i64):
+ * what cg_load_scalar reads from the word's address (rt.h: little-endian). */
+static LLVMValueRef cg_word_scalar(cg_module *M, ac_scalar sc, LLVMValueRef v) {
+  LLVMTypeRef mt = cg_mem_type(M, sc);
+  if (sc == AC_F64)
+    return LLVMBuildBitCast(M->b, v, mt, "");
+  if (sc == AC_F32)
+    return LLVMBuildBitCast(M->b, LLVMBuildTrunc(M->b, v, M->t_i32, ""), mt, "");
+  if (mt != M->t_i64)
+    v = LLVMBuildTrunc(M->b, v, mt, "");
+  if (sc == AC_BOOL)
+    v = LLVMBuildICmp(M->b, LLVMIntNE, v, LLVMConstInt(M->t_i8, 0, 0), "");
+  return v;
+}
+
 void cg_load_frame(cg_fn *f, ir_type t, const uint32_t *words, cg_val *out) {
   cg_module *M = f->M;
   cg_val_alloc(M, t, out);
   uint32_t w = 0;
+  /* GPU kernels read the words the host knows from their launch's
+   * parameter block (cg_gpu_word) */
+  bool gpu = f->gparams != NULL;
   for (uint32_t i = 0; i < out->n; i++) {
     cg_leaf *l = &out->l[i];
-    if (l->kind == CL_SCALAR) {
+    if (l->kind == CL_SCALAR && gpu) {
+      l->v = cg_word_scalar(M, l->sc, cg_gpu_word(f, words[w++]));
+    } else if (l->kind == CL_SCALAR) {
       l->v = cg_load_scalar(f, l->sc, cg_word_ptr(f, words[w++]), false);
     } else if (l->kind == CL_ARRAY) {
-      l->v = cg_gpu_array_ptr(f, LLVMBuildLoad2(M->b, M->t_ptr, cg_word_ptr(f, words[w++]), ""));
+      LLVMValueRef p =
+          gpu ? LLVMBuildIntToPtr(M->b, cg_gpu_word(f, words[w++]), M->t_ptr, "")
+              : LLVMBuildLoad2(M->b, M->t_ptr, cg_word_ptr(f, words[w++]), "");
+      l->v = cg_gpu_array_ptr(f, p);
       l->ro = f->frame_ro;
       for (uint32_t d = 0; d < l->rank; d++)
-        l->ext[d] = LLVMBuildLoad2(M->b, M->t_i64, cg_word_ptr(f, words[w++]), "");
+        l->ext[d] = gpu ? cg_gpu_word(f, words[w++])
+                        : LLVMBuildLoad2(M->b, M->t_i64, cg_word_ptr(f, words[w++]), "");
     } else {
       cg_error(M, AC_ERR_INTERNAL, 0, "code generation: a window cannot live in frame words");
       return;

@@ -153,6 +153,13 @@ typedef struct cg_fn {
    * written by the kernel (the skeleton knows: the element-wise kernel
    * writes only its fresh outputs), so their leaves are marked ro. */
   bool frame_ro;
+  /* GPU kernels (cg_gpu.c): the launch's parameter block (runtime/gpu.h,
+   * RT_GPU_PARAMS), its mask word (entry block, on first use), and the
+   * frame words read through it so far, whose slots cg_gpu_params_resolve
+   * fills in once the kernel's uses are known. */
+  LLVMValueRef gparams, gmask;
+  struct cg_gword *gwords;
+  uint32_t ngwords, capgwords;
 } cg_fn;
 
 /* ---- module (cg.c) ---- */

@@ -78,8 +78,18 @@ cg_fn *cg_gpu_kernel_begin(cg_module *M, const char *name, unsigned block) {
   f->M = M;
   if (M->target == CG_TARGET_CPU)
     cg_error(M, AC_ERR_INTERNAL, 0, "code generation: GPU kernel %s in a CPU module", name);
-  LLVMTypeRef ps[3] = {M->t_ptr, M->t_ptr, M->t_i64};
-  LLVMTypeRef ft = LLVMFunctionType(M->t_void, ps, 3, 0);
+  /* NVPTX: the parameter block as RT_GPU_PARAMS scalar parameters (mask
+   * first), which the kernel uses as values: a .param array passed by
+   * value (byval) would do, but LLVM merges the two loads of a word (block
+   * or frame) into one load through a selected pointer, and NVPTX then
+   * copies the whole array to local memory. The emulator: a pointer to the
+   * block (a host call takes few arguments). */
+  bool nv = M->target == CG_TARGET_NVPTX;
+  LLVMTypeRef ps[3 + RT_GPU_PARAMS] = {M->t_ptr, M->t_ptr, M->t_i64, M->t_ptr};
+  unsigned np = nv ? 3 + RT_GPU_PARAMS : 4;
+  for (unsigned i = 3; nv && i < np; i++)
+    ps[i] = M->t_i64;
+  LLVMTypeRef ft = LLVMFunctionType(M->t_void, ps, np, 0);
   if (LLVMGetNamedFunction(M->mod, name))
     cg_error(M, AC_ERR_INTERNAL, 0, "code generation: two kernels named %s", name);
   f->fn = LLVMAddFunction(M->mod, name, ft);
@@ -90,11 +100,17 @@ cg_fn *cg_gpu_kernel_begin(cg_module *M, const char *name, unsigned block) {
    * such promise: failed temporary requests hand out memory inside it. */
   cg_gpu_attr(M, f->fn, 1, "noalias");
   cg_gpu_attr(M, f->fn, 1, "nocapture");
-  if (M->target == CG_TARGET_NVPTX) {
+  if (nv) {
     LLVMSetFunctionCallConv(f->fn, LLVMPTXKernelCallConv);
     if (block != 0)
       cg_gpu_maxntid(M, f->fn, block);
+  } else {
+    cg_gpu_attr(M, f->fn, 4, "noalias");
+    cg_gpu_attr(M, f->fn, 4, "nocapture");
+    cg_gpu_attr(M, f->fn, 4, "readonly");
   }
+  f->gparams = LLVMGetParam(f->fn, 3);
+  LLVMSetValueName2(f->gparams, "params", 6);
   f->frame = LLVMGetParam(f->fn, 0);
   f->tctx = LLVMGetParam(f->fn, 1);
   f->hi = LLVMGetParam(f->fn, 2);
@@ -106,6 +122,89 @@ cg_fn *cg_gpu_kernel_begin(cg_module *M, const char *name, unsigned block) {
   f->entry = LLVMAppendBasicBlockInContext(M->llctx, f->fn, "entry");
   LLVMPositionBuilderAtEnd(M->b, f->entry);
   return f;
+}
+
+/* ---- frame words through the parameter block ---- */
+
+/* A frame word read through the parameter block (cg_gpu_word): the
+ * instructions that cg_gpu_params_resolve points at its slot. */
+typedef struct cg_gword {
+  uint32_t w;
+  LLVMValueRef pv, shift, br;
+} cg_gword;
+
+LLVMValueRef cg_gpu_word(cg_fn *f, uint32_t w) {
+  cg_module *M = f->M;
+  bool nv = M->target == CG_TARGET_NVPTX;
+  if (!f->gmask) {
+    if (nv) {
+      f->gmask = f->gparams;
+    } else {
+      LLVMBuilderRef saved = cg_gpu_entry_begin(f);
+      f->gmask = LLVMBuildLoad2(M->b, M->t_i64, f->gparams, "params.mask");
+      cg_gpu_entry_end(f, saved);
+    }
+  }
+  if (f->ngwords == f->capgwords) {
+    uint32_t cap = f->capgwords ? 2 * f->capgwords : 16;
+    cg_gword *v = cg_new(M, cap * sizeof *v);
+    if (f->ngwords)
+      memcpy(v, f->gwords, f->ngwords * sizeof *v);
+    f->gwords = v;
+    f->capgwords = cap;
+  }
+  cg_gword *g = &f->gwords[f->ngwords++];
+  g->w = w;
+  /* slot 0 until resolved: the parameter after the mask, or the block's
+   * word 1 (a load whose index cg_gpu_params_resolve changes) */
+  LLVMValueRef one = cg_i64(M, 1);
+  g->pv = nv ? LLVMGetParam(f->fn, 4)
+             : LLVMBuildInBoundsGEP2(M->b, M->t_i64, f->gparams, &one, 1, "");
+  LLVMValueRef pv = nv ? g->pv : LLVMBuildLoad2(M->b, M->t_i64, g->pv, "");
+  g->shift = LLVMBuildLShr(M->b, f->gmask, cg_i64(M, 0), "");
+  LLVMValueRef has = LLVMBuildTrunc(M->b, g->shift, M->t_i1, "");
+  LLVMBasicBlockRef from = LLVMGetInsertBlock(M->b), dev = cg_block(f, "word.frame"),
+                    join = cg_block(f, "word");
+  g->br = LLVMBuildCondBr(M->b, has, join, dev);
+  LLVMPositionBuilderAtEnd(M->b, dev);
+  LLVMValueRef idx = cg_i64(M, w);
+  LLVMValueRef dv = LLVMBuildLoad2(M->b, M->t_i64,
+                                   LLVMBuildInBoundsGEP2(M->b, M->t_i64, f->frame, &idx, 1, ""), "");
+  LLVMBuildBr(M->b, join);
+  LLVMPositionBuilderAtEnd(M->b, join);
+  LLVMValueRef v = LLVMBuildPhi(M->b, M->t_i64, "");
+  LLVMValueRef vals[2] = {pv, dv};
+  LLVMBasicBlockRef bbs[2] = {from, dev};
+  LLVMAddIncoming(v, vals, bbs, 2);
+  if (nv)
+    g->pv = v; /* the phi: its incoming value 0 is the parameter */
+  return v;
+}
+
+void cg_gpu_params_resolve(cg_fn *f, const uint32_t *uses, uint32_t nuses) {
+  cg_module *M = f->M;
+  bool nv = M->target == CG_TARGET_NVPTX;
+  for (uint32_t i = 0; i < f->ngwords; i++) {
+    cg_gword *g = &f->gwords[i];
+    uint32_t lo = 0, hi = nuses;
+    while (lo < hi) {
+      uint32_t mid = lo + (hi - lo) / 2;
+      if (uses[mid] < g->w)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo < nuses && uses[lo] == g->w && lo < RT_GPU_PARAMS - 1) {
+      if (nv)
+        LLVMSetOperand(g->pv, 0, LLVMGetParam(f->fn, 4 + lo));
+      else
+        LLVMSetOperand(g->pv, 1, cg_i64(M, 1 + (int64_t)lo));
+      LLVMSetOperand(g->shift, 1, cg_i64(M, lo));
+    } else {
+      /* not among the uses, or past the block: always the frame */
+      LLVMSetCondition(g->br, LLVMConstInt(M->t_i1, 0, 0));
+    }
+  }
 }
 
 uint64_t cg_gpu_smem(const cg_fn *f) {

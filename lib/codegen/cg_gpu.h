@@ -24,6 +24,11 @@ LLVMValueRef cg_gpu_tmp_alloc(cg_fn *f, LLVMValueRef bytes, ir_ref at);
 LLVMValueRef cg_gpu_tmp_mark(cg_fn *f);
 void cg_gpu_tmp_release(cg_fn *f, LLVMValueRef mark);
 
+/* Frame word w (cg_load_frame) as an i64: from the launch's parameter
+ * block when the runtime put it there, else from the frame (runtime/gpu.h;
+ * its slot is set by cg_gpu_params_resolve, simt.h). */
+LLVMValueRef cg_gpu_word(cg_fn *f, uint32_t w);
+
 /* Points M->b into f's entry block, after its allocas and before any other
  * instruction, so that what is built there dominates the whole kernel
  * (values made once per thread on first use); returns the builder to give

@@ -53,6 +53,11 @@ void cg_gpu_min_blocks(cg_fn *f, unsigned blocks);
 /* Static shared memory bytes the kernel has allocated so far (simt_shared);
  * lowering records it in the plan's kernel table. */
 uint64_t cg_gpu_smem(const cg_fn *f);
+/* Once a GPU kernel's uses (ascending) are complete: gives each frame word
+ * it reads through its parameter block (cg_gpu_word, cg_gpu.h) its slot,
+ * the word's position among the uses (runtime/gpu.h: the first
+ * RT_GPU_PARAMS - 1 of them; the others are read from the frame). */
+void cg_gpu_params_resolve(cg_fn *f, const uint32_t *uses, uint32_t nuses);
 
 /* ---- indices (i32) ---- */
 LLVMValueRef simt_tid(cg_fn *f);    /* thread index in the block */

@@ -23,8 +23,9 @@
  *                                  or per-thread local memory);
  *   the result of ac_simt_shared   shared memory (simt.c's base for the
  *                                  block's static shared arrays);
- *   parameter 0 or 1 of a kernel   the parameter block: the frame of plan
- *                                  words and the control block (a GPU
+ *   parameter 0, 1 or 3 of a       the parameter block: the frame of plan
+ *   kernel                         words, the control block and the
+ *                                  words passed by value (a GPU
  *                                  reads them once per warp through the
  *                                  constant/L1 path; counted apart so they
  *                                  do not dilute the memory metrics);
@@ -125,7 +126,8 @@ static int sp_class(sp_state *S, LLVMValueRef fn, bool kernel, LLVMValueRef v, u
   if (LLVMIsAAllocaInst(v))
     return SP_PRIVATE;
   if (LLVMIsAArgument(v)) {
-    if (kernel && (v == LLVMGetParam(fn, 0) || v == LLVMGetParam(fn, 1)))
+    if (kernel && (v == LLVMGetParam(fn, 0) || v == LLVMGetParam(fn, 1) ||
+                   (LLVMCountParams(fn) > 3 && v == LLVMGetParam(fn, 3))))
       return SP_PARAM;
     return SP_GLOBAL;
   }

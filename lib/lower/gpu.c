@@ -102,6 +102,8 @@ static void gp_note_adapt(lw *L, uint32_t k, uint32_t word) {
 }
 
 static void gp_finish(lw *L, cg_fn *f, uint32_t kernel) {
+  if (kernel < L->p->nkernels)
+    cg_gpu_params_resolve(f, L->p->kernels[kernel].uses, L->p->kernels[kernel].nuses);
   cg_kernel_end(f);
   if (kernel < L->p->nkernels) {
     L->p->kernels[kernel].smem = cg_gpu_smem(f);

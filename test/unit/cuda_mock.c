@@ -818,6 +818,7 @@ static CUresult mk_launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, 
     memcpy(&frame, params[0], sizeof frame);
     memcpy(&ctl, params[1], sizeof ctl);
     memcpy(&n, params[2], sizeof n);
+    memcpy(&mk.st.param_mask, params[3], sizeof mk.st.param_mask); /* runtime/gpu.h */
     if (!mk_inside(frame, 16) || (ctl && !mk_inside(ctl, 1)))
       return CUDA_ERROR_ILLEGAL_ADDRESS;
     uint64_t *w = (uint64_t *)(uintptr_t)frame;

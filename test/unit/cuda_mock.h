@@ -26,6 +26,7 @@ typedef struct cuda_mock_stats {
   int launches;            /* successful launches (total) */
   unsigned grid, block;    /* of the last launch */
   unsigned smem;           /* of the last launch */
+  uint64_t param_mask;     /* of the last launch of an arrayc kernel: its parameter block's mask */
   uint64_t pool_threshold; /* the pool's release threshold */
   int trims;               /* cuMemPoolTrimTo calls */
   /* successful calls (totals): what a call of a compiled function costs

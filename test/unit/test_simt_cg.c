@@ -988,7 +988,10 @@ UNIT_TEST(nvptx_kernels_verify_and_assemble) {
   /* the IR: PTX kernels with both forms of the launch bound, no calls to
    * host services */
   char *ir = LLVMPrintModuleToString(M->mod);
-  CHECK(strstr(ir, "define ptx_kernel void @scan(ptr noalias nocapture %frame, ptr %ctl, i64 %n)"));
+  /* frame, ctl, n, then the parameter block's mask and 63 words */
+  CHECK(strstr(ir, "define ptx_kernel void @scan(ptr noalias nocapture %frame, ptr %ctl, i64 %n, "
+                   "i64 %params, i64 %0, i64 %1, "));
+  CHECK(strstr(ir, ", i64 %61, i64 %62)"));
   CHECK_EQ_INT(count(ir, "\"nvvm.maxntid\"=\"128\""), 1); /* one attribute group */
   CHECK_EQ_INT(count(ir, "!\"maxntidx\", i32 128}"), 6);
   CHECK_EQ_INT(count(ir, "!\"maxntidx\", i32 "), 9);

@@ -49,7 +49,8 @@ static ac_status run(ac_context *ctx, rt_gkernel_fn fn, unsigned grid, unsigned 
 /* ---- block reduction ----
  * frame: x, partials. Grid-stride accumulation, then a tree in shared memory
  * (any block size, not only powers of two). */
-static void k_reduce(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_reduce(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   const int64_t *x = P(frame[0]);
   int64_t *part = P(frame[1]);
   int64_t *sh = ac_simt_shared();
@@ -96,7 +97,8 @@ UNIT_TEST(block_reduction_through_shared_memory_and_barriers) {
 /* ---- indices and scheduling order ----
  * frame: out (4 words per global thread), order log, log counter. Without
  * waits thread 0 runs to its end, then thread 1, ...: the log is in order. */
-static void k_indices(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_indices(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   int64_t *out = P(frame[0]);
   int64_t *log = P(frame[1]);
   int64_t *cnt = P(frame[2]);
@@ -128,7 +130,8 @@ UNIT_TEST(thread_and_block_indices_in_order) {
 /* ---- warp reductions ----
  * frame: x, per-warp sums (shfl down), per-thread sums (shfl xor: every lane
  * ends with the total). 64-bit values check the full width is carried. */
-static void k_warp_reduce(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_warp_reduce(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   const int64_t *x = P(frame[0]);
   int64_t *down = P(frame[1]), *bfly = P(frame[2]);
   int64_t g = gtid();
@@ -162,7 +165,8 @@ UNIT_TEST(warp_reduction_with_shfl_down_and_xor) {
 }
 
 /* ---- inclusive warp scan (Hillis-Steele with shfl up) ---- */
-static void k_warp_scan(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_warp_scan(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   const int64_t *x = P(frame[0]);
   int64_t *out = P(frame[1]);
   int64_t g = gtid(), v = x[g];
@@ -201,7 +205,8 @@ UNIT_TEST(inclusive_warp_scan_with_shfl_up) {
  * Each lane's value is 1000 + lane + 2^40 (the high half must survive);
  * out[k * 64 + g] is case k's result in global thread g. */
 enum { SHFL_CASES = 11 };
-static void k_shfl_cases(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_shfl_cases(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   uint64_t *out = P(frame[0]);
   int64_t g = gtid();
   int32_t lane = ac_simt_tid() % 32;
@@ -263,7 +268,8 @@ static int32_t vote_pred(int p, int32_t lane) {
   }
 }
 
-static void k_vote(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_vote(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   uint32_t *out = P(frame[0]);
   int p = (int)frame[1];
   int64_t g = gtid();
@@ -298,7 +304,8 @@ typedef struct counters {
   _Atomic int64_t count, sum, tickets, finishers;
 } counters;
 
-static void k_ticket(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_ticket(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   counters *c = P(frame[0]);
   const int64_t *x = P(frame[1]);
   int64_t *part = P(frame[2]), *total = P(frame[3]);
@@ -367,7 +374,8 @@ UNIT_TEST(atomics_across_blocks_and_last_block_ticket) {
  * set: lower blocks run first) and sets its own to one more; inside the
  * block, thread 0 also waits for the last thread to publish 42 in shared
  * memory, which needs yield to let it run. */
-static void k_spin(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_spin(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   _Atomic int64_t *flags = P(frame[0]);
   int64_t *waits = P(frame[1]), *seen = P(frame[2]);
   _Atomic int32_t *sh = ac_simt_shared();
@@ -407,7 +415,8 @@ UNIT_TEST(spin_wait_with_yield_on_lower_block_and_same_block) {
 }
 
 /* A spin on a flag that only a LATER block sets can never end. */
-static void k_livelock(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_livelock(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   _Atomic int32_t *flag = P(frame[0]);
   if (ac_simt_ctaid() == 1 && ac_simt_tid() == 0)
     atomic_store(flag, 1);
@@ -431,7 +440,8 @@ UNIT_TEST(livelock_on_a_later_block_is_detected) {
 
 /* ---- errors: divergence, deadlock ----
  * frame[0]: which case; frame[1]: a counter of blocks that started. */
-static void k_diverge(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_diverge(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   int64_t which = (int64_t)frame[0];
   _Atomic int64_t *started = P(frame[1]);
   int32_t tid = ac_simt_tid(), lane = tid % 32, nt = ac_simt_ntid();
@@ -540,7 +550,8 @@ UNIT_TEST(barrier_and_warp_divergence_and_deadlock_are_reported) {
 /* ---- barriers really separate phases (1024 threads, 10 rounds) ----
  * Every round each thread reads its right neighbour's value and, after a
  * barrier, stores it as its own: after r rounds thread t holds t + r. */
-static void k_rotate(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_rotate(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   int64_t *out = P(frame[0]);
   int64_t *sh = ac_simt_shared();
   int32_t tid = ac_simt_tid(), nt = ac_simt_ntid();
@@ -570,7 +581,8 @@ UNIT_TEST(barrier_rounds_with_1024_threads) {
 
 /* ---- shared memory: 16-byte aligned, zero at every block's start ----
  * frame: bad counter. Each thread checks its slice, then scribbles on it. */
-static void k_smem_zero(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_smem_zero(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   int64_t *bad = P(frame[0]);
   unsigned char *sh = ac_simt_shared();
   int32_t tid = ac_simt_tid();
@@ -593,7 +605,8 @@ UNIT_TEST(shared_memory_is_aligned_and_zeroed_per_block) {
 /* ---- every thread has its own, large stack ----
  * A 64 KiB local array per thread filled with the thread's index survives
  * a barrier and a yield (other threads filled theirs meanwhile). */
-static void k_stack(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_stack(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   _Atomic int64_t *bad = P(frame[0]);
   volatile int32_t buf[16384];
   int32_t tid = ac_simt_tid();
@@ -622,7 +635,8 @@ UNIT_TEST(threads_have_separate_large_stacks) {
  * barrier that diverges; k_plain_memset is code the sanitizer does not
  * instrument, like JIT-compiled kernels, handing a stack buffer to memset
  * (which ASan checks): stale redzones there would be false errors. */
-static void k_deep_abandon(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_deep_abandon(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   volatile char a[8192];
   for (int i = 0; i < 8192; i += 64)
     a[i] = (char)i;
@@ -633,7 +647,9 @@ static void k_deep_abandon(uint64_t *frame, rt_gctl *ctl, int64_t n) {
 }
 
 __attribute__((no_sanitize_address)) static void k_plain_memset(uint64_t *frame, rt_gctl *ctl,
-                                                                int64_t n) {
+                                                                int64_t n,
+                                                                const uint64_t *params) {
+  (void)params;
   char buf[16384];
   void *(*volatile set)(void *, int, size_t) = memset;
   set(buf, ac_simt_tid() & 0x7f, sizeof buf);
@@ -677,7 +693,8 @@ UNIT_TEST(stacks_are_reused_between_launches) {
 }
 
 /* ---- bad launches ---- */
-static void k_count(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_count(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   (*(int64_t *)P(frame[0]))++;
 }
 
@@ -702,7 +719,8 @@ UNIT_TEST(bad_launch_shapes_are_rejected) {
 }
 
 /* A kernel that launches: the emulator refuses to nest. frame: ctx, status. */
-static void k_nested(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_nested(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   if (ac_simt_tid() != 0)
     return;
   int64_t count = 0;
@@ -790,7 +808,8 @@ UNIT_TEST(ucontext_fallback_runs_the_same_kernels) {
 }
 
 /* ---- the emulated device ---- */
-static void k_dev(uint64_t *frame, rt_gctl *ctl, int64_t n) {
+static void k_dev(uint64_t *frame, rt_gctl *ctl, int64_t n, const uint64_t *params) {
+  (void)params;
   /* frame: x (device), out (device); out[g] = x[g] * 2, read back through
    * shared memory, which is the kernel's 64 static bytes plus 64 dynamic
    * ones (16 words) */
@@ -855,16 +874,16 @@ UNIT_TEST(device_memory_copies_and_launch) {
   o->limits(g, kfixed, &lim);
   CHECK(lim.block == 128 && lim.max_block == 128 && lim.max_grid == 4);
   CHECK_EQ_INT(o->parallelism(g), 4 * 64);
-  CHECK_EQ_INT(o->launch(g, k, 4, 64, 64, dframe, dctl, N, &err), AC_OK);
+  CHECK_EQ_INT(o->launch(g, k, 4, 64, 64, dframe, dctl, N, NULL, &err), AC_OK);
   CHECK_EQ_INT(o->sync(g, &err), AC_OK);
   CHECK_EQ_INT(o->dtoh(g, back, dy, sizeof back, &err), AC_OK);
   int bad = 0;
   for (int i = 0; i < N; i++)
     bad += back[i] != x[i] * 2;
   CHECK_EQ_INT(bad, 0);
-  CHECK_EQ_INT(o->launch(g, kfixed, 2, 128, 64, dframe, dctl, N, &err), AC_OK);
+  CHECK_EQ_INT(o->launch(g, kfixed, 2, 128, 64, dframe, dctl, N, NULL, &err), AC_OK);
   /* a fixed-block kernel launched with another block size */
-  CHECK_EQ_INT(o->launch(g, kfixed, 2, 64, 0, dframe, dctl, N, &err), AC_ERR_INTERNAL);
+  CHECK_EQ_INT(o->launch(g, kfixed, 2, 64, 0, dframe, dctl, N, NULL, &err), AC_ERR_INTERNAL);
   CHECK_STR(ac_error_message(err),
             "SIMT emulator: a kernel compiled for blocks of 128 threads launched with 64");
   ac_error_destroy(err);
@@ -875,7 +894,7 @@ UNIT_TEST(device_memory_copies_and_launch) {
   _Atomic int64_t started;
   atomic_init(&started, 0);
   uint64_t dframe2[2] = {0, W(&started)};
-  CHECK_EQ_INT(o->launch(g, kdiv, 1, 64, 0, W(dframe2), dctl, 0, &err), AC_ERR_INTERNAL);
+  CHECK_EQ_INT(o->launch(g, kdiv, 1, 64, 0, W(dframe2), dctl, 0, NULL, &err), AC_ERR_INTERNAL);
   CHECK(err && strstr(ac_error_message(err), "barrier divergence"));
   ac_error_destroy(err);
   err = NULL;
