@@ -139,6 +139,14 @@ typedef struct rt_gpu_ops {
   void (*scope_leave)(rt_gpu *g);
 } rt_gpu_ops;
 
+/* Control blocks kept between calls (plan_gpu.c): a call whose plan has
+ * at most RT_GPU_CTL_WORDS frame words takes one (a block of
+ * sizeof(rt_gctl) + RT_GPU_CTL_WORDS words, `failed` clear) instead of
+ * allocating and writing its own, and gives it back when its last
+ * read-back found no failure. */
+#define RT_GPU_CTL_POOL 4
+#define RT_GPU_CTL_WORDS 256
+
 struct rt_gpu {
   const rt_gpu_ops *ops;
   ac_context *ctx;
@@ -146,6 +154,7 @@ struct rt_gpu {
    * a device copy on it holds one (so device memory outlives neither the
    * device nor the arrays). rt_gpu_release calls ops->destroy at zero. */
   atomic_size_t refs;
+  _Atomic rt_dptr ctl_pool[RT_GPU_CTL_POOL]; /* 0: empty (zeroed by the create functions) */
 };
 
 /* ---- CUDA (gpu_cuda.c) ----
@@ -202,8 +211,14 @@ static inline void rt_gpu_retain(rt_gpu *g) {
     atomic_fetch_add_explicit(&g->refs, 1, memory_order_relaxed);
 }
 static inline void rt_gpu_release(rt_gpu *g) {
-  if (g && atomic_fetch_sub_explicit(&g->refs, 1, memory_order_acq_rel) == 1)
+  if (g && atomic_fetch_sub_explicit(&g->refs, 1, memory_order_acq_rel) == 1) {
+    for (unsigned i = 0; i < RT_GPU_CTL_POOL; i++) {
+      rt_dptr d = atomic_exchange(&g->ctl_pool[i], 0);
+      if (d)
+        g->ops->free(g, d);
+    }
     g->ops->destroy(g);
+  }
 }
 
 /* ---- running a GPU plan (plan_gpu.c) ----

@@ -50,7 +50,11 @@ typedef struct pl_exec {
   uint32_t maxpending;
   rt_dptr dctl;       /* control block, then the device frame */
   bool scoped;        /* the device's scope_enter opened a scope for the call */
-  bool ctl_fresh;     /* no launch yet: the device's control block is unwritten */
+  bool ctl_fresh;     /* the device's control block is unwritten (a fresh allocation) */
+  bool launched;      /* an arrayc kernel was queued */
+  bool ctl_clean;     /* the device's control block has `failed` clear and no kernel is
+                       * queued after the read-back that saw it (rt_gpu's pool) */
+  bool ctl_poolable;  /* dctl has the pool's size */
   rt_gctl ctl;        /* host copy of the control block's settings */
   rt_dptr scratch;    /* zeroed per launch as kernels ask */
   size_t scratch_cap;

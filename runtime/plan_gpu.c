@@ -3,9 +3,12 @@
  * plan_exec_impl.h).
  *
  * Per call: one device block holding the control block (rt_gctl) followed
- * by the device frame; the first launch writes the whole control block (no
- * failure yet) and the words it reads from the frame in one copy
- * (pg_upload_first). Per launch:
+ * by the device frame, from the device's pool (rt_gpu.ctl_pool: `failed`
+ * clear, nothing to write) or allocated, in which case the first launch
+ * writes the whole control block (no failure yet) and the words it reads
+ * from the frame in one copy (pg_upload_first); at the end of the call the
+ * block goes back to the pool when the last read-back found no failure
+ * and nothing was queued after it. Per launch:
  *   1. the grid: a kernel with a fixed block gets it; otherwise the device's
  *      occupancy-based choice (rt_gpu_ops.limits). `chunks C` gives C
  *      blocks; `chunks auto` gives enough blocks for ceil(n / grain)
@@ -62,34 +65,54 @@ bool pl_gpu_begin(pl_exec *X) {
   rt_gpu *g = X->g;
   /* one scope for the whole call (the CUDA context made current once) */
   X->scoped = g->ops->scope_enter && g->ops->scope_enter(g);
-  size_t bytes = sizeof(rt_gctl) + (size_t)X->p->nslots * sizeof(uint64_t);
+  memset(&X->ctl, 0, sizeof X->ctl);
+  X->launched = false;
+  /* A block from the device's pool: `failed` is clear and its settings are
+   * stale but harmless (a launch uploads tmp and scratch whenever its
+   * kernel uses them and they differ from X->ctl, and a kernel that does
+   * not use them never reads them), so nothing is written up front. */
+  X->ctl_poolable = X->p->nslots <= RT_GPU_CTL_WORDS;
+  for (unsigned i = 0; X->ctl_poolable && i < RT_GPU_CTL_POOL; i++)
+    if ((X->dctl = atomic_exchange(&g->ctl_pool[i], 0)) != 0) {
+      X->ctl_fresh = false;
+      X->ctl_clean = true;
+      return true;
+    }
+  size_t words = X->ctl_poolable ? RT_GPU_CTL_WORDS : X->p->nslots;
   ac_error *e = NULL;
-  ac_status st = g->ops->alloc(g, bytes, &X->dctl, &e);
+  ac_status st = g->ops->alloc(g, sizeof(rt_gctl) + words * sizeof(uint64_t), &X->dctl, &e);
   if (st != AC_OK)
     return pg_err(X, st, e);
   /* The device copy is written by the first launch, in one copy with the
    * frame words (pg_upload_first); a call that launches nothing never
    * reads it. */
-  memset(&X->ctl, 0, sizeof X->ctl);
   X->ctl_fresh = true;
+  X->ctl_clean = false;
   return true;
 }
 
 void pl_gpu_end(pl_exec *X) {
+  rt_gpu *g = X->g;
   for (uint32_t i = 0; i < X->nspare; i++)
-    X->g->ops->free(X->g, X->spare[i].d);
+    g->ops->free(g, X->spare[i].d);
   X->nspare = 0;
-  X->g->ops->free(X->g, X->scratch);
-  X->g->ops->free(X->g, X->dctl);
+  g->ops->free(g, X->scratch);
+  bool kept = false;
+  for (unsigned i = 0; X->ctl_clean && X->ctl_poolable && !kept && i < RT_GPU_CTL_POOL; i++) {
+    rt_dptr none = 0;
+    kept = atomic_compare_exchange_strong(&g->ctl_pool[i], &none, X->dctl);
+  }
+  if (!kept)
+    g->ops->free(g, X->dctl);
   if (X->scoped)
-    X->g->ops->scope_leave(X->g);
+    g->ops->scope_leave(g);
 }
 
 /* Reads the control block (and words [0, upto) of the device frame into
  * buf) after everything queued; reports a failure recorded there. */
 static bool pg_read_back(pl_exec *X, uint32_t upto) {
   rt_gpu *g = X->g;
-  if (X->ctl_fresh) {
+  if (!X->launched) {
     /* no kernel of ours ran: no failure to read, no word pending; wait for
      * what is queued (copies, extern kernels) as a read-back would */
     ac_error *e = NULL;
@@ -120,7 +143,7 @@ static bool pg_read_back(pl_exec *X, uint32_t upto) {
   int64_t a = buf->a, b = buf->b;
   ac_free(X->p->ctx, buf);
   if (!failed)
-    return true;
+    return X->ctl_clean = true;
   if (site < 0 || (uint32_t)site >= X->p->nsites)
     return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': a kernel failed at site %d",
                       X->p->name, (int)site);
@@ -396,6 +419,8 @@ bool pl_gpu_launch(pl_exec *X, const pl_inst *in) {
   bool ok = X->ctl_fresh ? pg_upload_first(X, k, mask)
                          : (!settings || pg_upload_ctl(X)) && pg_upload_uses(X, k, mask);
   if (ok) {
+    X->launched = true;
+    X->ctl_clean = false;
     st = g->ops->launch(g, gk, (unsigned)grid, block, 0, X->dctl + sizeof(rt_gctl), X->dctl, n,
                         pb, &e);
     ok = st == AC_OK || pg_err(X, st, e);
