@@ -39,7 +39,7 @@
  *   6. store, coalesced like the load.
  * So an element passes through shared memory four times (2's store, 3's
  * read, 5's write, 6's read), as in CUB. items is odd (15 for 4-byte
- * elements, fewer for wider ones: GSC_THREAD_BYTES of them per thread,
+ * elements, fewer for wider ones: GSC_THREAD_BYTES bytes of them a thread,
  * which also live in registers), so the blocked accesses of steps 3 and 5
  * hit distinct shared-memory banks; a tile of 4-byte elements takes 15 KB
  * of shared memory and its kernel at most 64 registers (four blocks of 256
