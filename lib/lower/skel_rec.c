@@ -246,7 +246,7 @@ LLVMValueRef lw_rec_read(cg_fn *f, const lw_rec *c, LLVMValueRef *lo, LLVMValueR
   }
   LLVMValueRef v0 = idx[0], v1 = c->n > 1 ? idx[1] : NULL;
   cg_check(f, inside, cg_site(M, at, fmt_out), v0, v1);
-  if (bsearch(&at, c->ordered, c->nordered, sizeof at, rc_ref_cmp))
+  if (c->nordered && bsearch(&at, c->ordered, c->nordered, sizeof at, rc_ref_cmp))
     return inside;
   /* when !ok exactly one fails: "outside" when outside, else "before" */
   LLVMValueRef t = LLVMBuildLoad2(M->b, M->t_i64, tcur, "");
