@@ -35,6 +35,7 @@
 #include "runtime/gpu.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Temporary memory requests are rounded up to this (as the CPU arena). */
@@ -181,20 +182,19 @@ LLVMValueRef cg_gpu_word(cg_fn *f, uint32_t w) {
   return v;
 }
 
+static int cg_gpu_word_cmp(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
 void cg_gpu_params_resolve(cg_fn *f, const uint32_t *uses, uint32_t nuses) {
   cg_module *M = f->M;
   bool nv = M->target == CG_TARGET_NVPTX;
   for (uint32_t i = 0; i < f->ngwords; i++) {
     cg_gword *g = &f->gwords[i];
-    uint32_t lo = 0, hi = nuses;
-    while (lo < hi) {
-      uint32_t mid = lo + (hi - lo) / 2;
-      if (uses[mid] < g->w)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    if (lo < nuses && uses[lo] == g->w && lo < RT_GPU_PARAMS - 1) {
+    const uint32_t *at = nuses ? bsearch(&g->w, uses, nuses, sizeof *uses, cg_gpu_word_cmp) : NULL;
+    uint32_t lo = at ? (uint32_t)(at - uses) : UINT32_MAX;
+    if (lo < RT_GPU_PARAMS - 1) {
       if (nv)
         LLVMSetOperand(g->pv, 0, LLVMGetParam(f->fn, 4 + lo));
       else

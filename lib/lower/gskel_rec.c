@@ -98,24 +98,17 @@
 /* Nodes the batch analysis looks at before giving up (bodies are DAGs). */
 #define GR_WALK_BUDGET 100000
 
-/* What a kernel knows while generating points (the readers' data). */
+/* What a kernel knows while generating points (the readers' data): the
+ * CPU kernels' (skel.h; r.out in global memory), and for "rec.block" the
+ * shared copy (sm.n == 0: none), whether this problem's table fits in it,
+ * and the problem dimensions it is indexed by. r comes first: a reader's
+ * lw_rec_leafenv points at it. */
 typedef struct gr_kernel {
-  const lw_rec *c;
-  cg_val out; /* the result, manifest (global memory) */
-  LLVMValueRef *lo, *ext;
-  LLVMValueRef tcur; /* alloca: a . x of the point being computed */
-  /* "rec.block": the shared copy (sm.n == 0: none), whether this problem's
-   * table fits in it, and the problem dimensions it is indexed by. */
+  lw_rec_kern r;
   cg_val sm;
   LLVMValueRef fits;
   uint64_t pmask;
-  char fmt_out[200], fmt_early[200];
 } gr_kernel;
-
-typedef struct gr_leafenv {
-  gr_kernel *k;
-  uint32_t leaf;
-} gr_leafenv;
 
 /* Dimension masks: bit d for dimension d (ranks are at most 64). */
 static bool gr_has(uint64_t mask, uint32_t d) {
@@ -187,21 +180,21 @@ static uint64_t gr_batch(const lw_rec *c) {
  * problem's table is there, else from the result. */
 static LLVMValueRef gr_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_ref at) {
   cg_module *M = f->M;
-  const gr_leafenv *le = l->env;
-  gr_kernel *k = le->k;
-  const lw_rec *c = k->c;
+  const lw_rec_leafenv *le = l->env;
+  const gr_kernel *k = (const gr_kernel *)(const void *)le->k;
+  const lw_rec *c = k->r.c;
   LLVMValueRef *kd = cg_new(M, c->n * sizeof *kd), lin = cg_i64(M, 0), llin = cg_i64(M, 0);
-  LLVMValueRef ok = lw_rec_read(f, c, k->lo, k->ext, k->tcur, idx, at, k->fmt_out, k->fmt_early, kd);
+  LLVMValueRef ok = lw_rec_read(f, &k->r, idx, at, kd);
   for (uint32_t d = 0; d < c->n; d++) {
-    lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, k->ext[d], ""), kd[d], "");
+    lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, k->r.ext[d], ""), kd[d], "");
     if (k->sm.n && gr_has(k->pmask, d))
-      llin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, llin, k->ext[d], ""), kd[d], "");
+      llin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, llin, k->r.ext[d], ""), kd[d], "");
   }
   LLVMValueRef zero = cg_i64(M, 0);
   lin = LLVMBuildSelect(M->b, ok, lin, zero, "");
   if (!k->sm.n)
-    return cg_load_elem(f, &k->out.l[le->leaf], lin);
-  cg_leaf from = k->out.l[le->leaf];
+    return cg_load_elem(f, &k->r.out.l[le->leaf], lin);
+  cg_leaf from = k->r.out.l[le->leaf];
   from.v = LLVMBuildSelect(M->b, k->fits, k->sm.l[le->leaf].v, from.v, "");
   llin = LLVMBuildSelect(M->b, ok, llin, zero, "");
   return cg_load_elem(f, &from, LLVMBuildSelect(M->b, k->fits, llin, lin, ""));
@@ -214,64 +207,30 @@ static LLVMValueRef gr_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_re
  * (in the shared copy too when the table is there). */
 static void gr_point(cg_fn *f, gr_kernel *k, const cg_val *self, LLVMValueRef *x, LLVMValueRef t) {
   cg_module *M = f->M;
-  const lw_rec *c = k->c;
-  LLVMBuildStore(M->b, t, k->tcur);
-  LLVMValueRef mark = c->tmp ? cg_tmp_mark(f) : NULL;
-  cg_env_push(f, self);
-  LLVMValueRef lin = cg_i64(M, 0), llin = cg_i64(M, 0);
-  for (uint32_t d = 0; d < c->n; d++) {
-    cg_val iv;
-    cg_assume(f, LLVMBuildICmp(M->b, LLVMIntULT, x[d], k->ext[d], ""));
-    sk_i64_val(f, LLVMBuildAdd(M->b, k->lo[d], x[d], ""), &iv);
-    cg_env_push(f, &iv);
-    lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, k->ext[d], ""), x[d], "");
-    if (k->sm.n && gr_has(k->pmask, d))
-      llin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, llin, k->ext[d], ""), x[d], "");
-  }
+  const lw_rec *c = k->r.c;
+  LLVMValueRef mark;
+  LLVMValueRef lin = lw_rec_point_begin(f, &k->r, self, x, t, &mark), llin = cg_i64(M, 0);
+  for (uint32_t d = 0; k->sm.n && d < c->n; d++)
+    if (gr_has(k->pmask, d))
+      llin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, llin, k->r.ext[d], ""), x[d], "");
   cg_val v;
   cg_expr(f, c->body, &v);
-  sk_store(f, &k->out, lin, &v);
+  sk_store(f, &k->r.out, lin, &v);
   if (k->sm.n) {
     LLVMBasicBlockRef join = sk_if(f, k->fits);
     sk_store(f, &k->sm, llin, &v);
     sk_endif(f, join);
   }
-  cg_env_pop(f, c->n + 1);
-  if (c->tmp)
-    cg_tmp_release(f, mark);
+  lw_rec_point_end(f, &k->r, mark);
 }
 
 /* Starts a point kernel (block: fixed block size or 0): loads the result
  * and the bounds and builds the array value the body sees. */
 static cg_fn *gr_begin(const lw_rec *c, const char *kind, unsigned block, uint32_t *kernel,
                        gr_kernel *k, cg_val *self) {
-  lw *L = c->L;
-  cg_module *M = L->M;
-  *k = (gr_kernel){.c = c};
-  lw_rec_formats(c, k->fmt_out, k->fmt_early, sizeof k->fmt_out);
-  cg_fn *f = lw_gpu_kernel_begin(L, c->e, kind, 1, block, kernel);
-  lw_load(L, f, *kernel, &c->out, &k->out);
-  k->lo = cg_new(M, c->n * sizeof *k->lo);
-  k->ext = cg_new(M, c->n * sizeof *k->ext);
-  for (uint32_t d = 0; d < c->n; d++) {
-    k->lo[d] = lw_rec_lo(c, d) ? lw_rec_lo(c, d) : sk_ld(L, f, *kernel, &c->lo[d]);
-    k->ext[d] = sk_ld(L, f, *kernel, &c->ext[d]);
-  }
-  k->tcur = cg_alloca(f, M->t_i64);
-  cg_val_alloc(M, ir_node_get(L->m, c->e)->type, self);
-  for (uint32_t i = 0; i < self->n; i++) {
-    gr_leafenv *le = cg_new(M, sizeof *le);
-    le->k = k;
-    le->leaf = i;
-    cg_leaf *l = &self->l[i];
-    l->kind = CL_FUNC;
-    l->sc = k->out.l[i].sc;
-    l->rank = c->n;
-    l->v = NULL;
-    l->ext = NULL; /* indices are logical: gr_read checks them itself */
-    l->read = gr_read;
-    l->env = le;
-  }
+  *k = (gr_kernel){0};
+  cg_fn *f = lw_gpu_kernel_begin(c->L, c->e, kind, 1, block, kernel);
+  lw_rec_kern_setup(c, f, *kernel, &k->r, gr_read, self);
   return f;
 }
 
@@ -454,7 +413,7 @@ static uint32_t gr_all_kernel(const lw_rec *c) {
   LLVMValueRef *x = cg_new(M, c->n * sizeof *x);
   lw_gloop il;
   LLVMValueRef i = lw_gloop_begin(f, &il, simt_gtid(f), f->hi, simt_gsize(f));
-  gr_unravel(f, c, k.ext, gr_all(c->n), i, x);
+  gr_unravel(f, c, k.r.ext, gr_all(c->n), i, x);
   gr_point(f, &k, &self, x, cg_i64(M, 0));
   lw_gloop_end(f, &il);
   lw_gpu_kernel_end(c->L, f, kern);
@@ -473,11 +432,11 @@ static uint32_t gr_seq_kernel(const lw_rec *c, uint64_t batch, uint32_t s) {
   LLVMValueRef *x = cg_new(M, c->n * sizeof *x);
   lw_gloop pl;
   LLVMValueRef p = lw_gloop_begin(f, &pl, simt_gtid(f), f->hi, simt_gsize(f));
-  gr_unravel(f, c, k.ext, batch, p, x);
+  gr_unravel(f, c, k.r.ext, batch, p, x);
   cg_loop jl;
-  LLVMValueRef j = cg_loop_begin(f, &jl, cg_i64(M, 0), k.ext[s]);
+  LLVMValueRef j = cg_loop_begin(f, &jl, cg_i64(M, 0), k.r.ext[s]);
   x[s] =
-      c->a[s] > 0 ? j : LLVMBuildSub(M->b, LLVMBuildSub(M->b, k.ext[s], cg_i64(M, 1), ""), j, "");
+      c->a[s] > 0 ? j : LLVMBuildSub(M->b, LLVMBuildSub(M->b, k.r.ext[s], cg_i64(M, 1), ""), j, "");
   gr_point(f, &k, &self, x, LLVMBuildMul(M->b, cg_i64(M, c->a[s]), x[s], ""));
   cg_loop_end(f, &jl);
   lw_gloop_end(f, &pl);
@@ -500,7 +459,7 @@ static uint32_t gr_front_kernel(const lw_rec *c) {
   LLVMValueRef *x = cg_new(M, c->n * sizeof *x);
   lw_gloop il;
   LLVMValueRef i = lw_gloop_begin(f, &il, simt_gtid(f), f->hi, simt_gsize(f));
-  LLVMValueRef valid = gr_decode(f, c, k.ext, gr_all(c->n), c->s, c->u, i, t, kulo, cnt, x);
+  LLVMValueRef valid = gr_decode(f, c, k.r.ext, gr_all(c->n), c->s, c->u, i, t, kulo, cnt, x);
   LLVMBasicBlockRef skip = sk_if(f, valid);
   gr_point(f, &k, &self, x, t);
   sk_endif(f, skip);
@@ -516,18 +475,18 @@ static void gr_shared_table(cg_fn *f, gr_kernel *k, LLVMValueRef cells, LLVMValu
                             LLVMValueRef grp) {
   cg_module *M = f->M;
   uint64_t bytes = 0;
-  for (uint32_t i = 0; i < k->out.n; i++)
-    bytes += ac_scalar_size((ac_scalar)k->out.l[i].sc);
+  for (uint32_t i = 0; i < k->r.out.n; i++)
+    bytes += ac_scalar_size((ac_scalar)k->r.out.l[i].sc);
   if (bytes == 0)
     return;
   uint32_t cap = (uint32_t)(GR_SMEM / bytes);
   LLVMValueRef part = LLVMBuildLShr(M->b, cg_i64(M, cap), lg, "");
   LLVMValueRef first = LLVMBuildMul(M->b, grp, part, "");
-  k->sm = k->out;
-  k->sm.l = cg_new(M, k->out.n * sizeof *k->sm.l);
-  for (uint32_t i = 0; i < k->out.n; i++) {
-    LLVMTypeRef et = cg_mem_type(M, (ac_scalar)k->out.l[i].sc);
-    k->sm.l[i] = k->out.l[i];
+  k->sm = k->r.out;
+  k->sm.l = cg_new(M, k->r.out.n * sizeof *k->sm.l);
+  for (uint32_t i = 0; i < k->r.out.n; i++) {
+    LLVMTypeRef et = cg_mem_type(M, (ac_scalar)k->r.out.l[i].sc);
+    k->sm.l[i] = k->r.out.l[i];
     k->sm.l[i].v = LLVMBuildGEP2(M->b, et, simt_shared(f, et, cap, "rec.table"), &first, 1, "");
   }
   k->fits = LLVMBuildICmp(M->b, LLVMIntULE, cells, part, "fits");
@@ -564,7 +523,7 @@ static uint32_t gr_block_kernel(const lw_rec *c, uint64_t pmask, const lw_val *g
   LLVMValueRef grp =
       LLVMBuildLShr(M->b, tid, LLVMBuildSub(M->b, cg_i64(M, GR_BLOCK_LG), lg, ""), "group");
   LLVMValueRef lane = LLVMBuildAnd(M->b, tid, LLVMBuildSub(M->b, gsize, one, ""), "");
-  LLVMValueRef cells = gr_product(f, c, k.ext, pmask);
+  LLVMValueRef cells = gr_product(f, c, k.r.ext, pmask);
   gr_shared_table(f, &k, cells, lg, grp);
   lw_gpu_guard(f);
 
@@ -572,12 +531,12 @@ static uint32_t gr_block_kernel(const lw_rec *c, uint64_t pmask, const lw_val *g
   gr_axes(c, pmask, &s, &u);
   uint64_t umask = pmask & ~((uint64_t)1 << u), omask = umask & ~((uint64_t)1 << s);
   /* no problem at all when a problem has no points */
-  LLVMValueRef nprob = gr_product(f, c, k.ext, gr_all(c->n) & ~pmask);
+  LLVMValueRef nprob = gr_product(f, c, k.r.ext, gr_all(c->n) & ~pmask);
   nprob = LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntEQ, cells, zero, ""), zero, nprob, "");
-  LLVMValueRef tmin = gr_extreme(f, c, k.ext, pmask, -1);
-  LLVMValueRef tend = LLVMBuildAdd(M->b, gr_extreme(f, c, k.ext, pmask, 1), one, "");
-  LLVMValueRef rlo = gr_extreme(f, c, k.ext, umask, -1), rhi = gr_extreme(f, c, k.ext, umask, 1);
-  LLVMValueRef other = gr_product(f, c, k.ext, omask);
+  LLVMValueRef tmin = gr_extreme(f, c, k.r.ext, pmask, -1);
+  LLVMValueRef tend = LLVMBuildAdd(M->b, gr_extreme(f, c, k.r.ext, pmask, 1), one, "");
+  LLVMValueRef rlo = gr_extreme(f, c, k.r.ext, umask, -1), rhi = gr_extreme(f, c, k.r.ext, umask, 1);
+  LLVMValueRef other = gr_product(f, c, k.r.ext, omask);
   LLVMValueRef thread0 = LLVMBuildICmp(M->b, LLVMIntEQ, tid, zero, "");
   LLVMValueRef step = cg_alloca(f, M->t_i64), seen = cg_alloca(f, M->t_i32);
   LLVMBuildStore(M->b, zero, step);
@@ -590,7 +549,7 @@ static uint32_t gr_block_kernel(const lw_rec *c, uint64_t pmask, const lw_val *g
                                   nprob, LLVMBuildMul(M->b, gr_i64(f, simt_nctaid(f)), groups, ""));
   LLVMValueRef p = LLVMBuildAdd(M->b, pb, grp, "problem");
   LLVMValueRef active = LLVMBuildICmp(M->b, LLVMIntULT, p, nprob, "");
-  gr_unravel(f, c, k.ext, gr_all(c->n) & ~pmask, p, x);
+  gr_unravel(f, c, k.r.ext, gr_all(c->n) & ~pmask, p, x);
   cg_loop tl;
   LLVMValueRef t = cg_loop_begin(f, &tl, tmin, tend);
   /* thread 0 looks at the failure flag now, uses it after its points */
@@ -598,11 +557,11 @@ static uint32_t gr_block_kernel(const lw_rec *c, uint64_t pmask, const lw_val *g
   LLVMBuildStore(M->b, LLVMBuildZExt(M->b, cg_failed(f), M->t_i32, ""), seen);
   sk_endif(f, join);
   LLVMValueRef from, cnt;
-  gr_urange(f, c, k.ext, u, t, rlo, rhi, &from, &cnt);
+  gr_urange(f, c, k.r.ext, u, t, rlo, rhi, &from, &cnt);
   LLVMValueRef count = LLVMBuildSelect(M->b, active, LLVMBuildMul(M->b, cnt, other, ""), zero, "");
   lw_gloop il;
   LLVMValueRef i = lw_gloop_begin(f, &il, lane, count, gsize);
-  LLVMValueRef valid = gr_decode(f, c, k.ext, pmask, s, u, i, t, from, cnt, x);
+  LLVMValueRef valid = gr_decode(f, c, k.r.ext, pmask, s, u, i, t, from, cnt, x);
   LLVMBasicBlockRef skip = sk_if(f, valid);
   gr_point(f, &k, &self, x, t);
   sk_endif(f, skip);

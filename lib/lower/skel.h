@@ -271,21 +271,40 @@ typedef struct lw_rec {
  * allocates the result (*out, also c->out) and checks that a . x cannot
  * overflow on the domain; false on a compile error. */
 bool lw_rec_begin(lw *L, ir_ref e, lw_rec *c, lw_val *out);
-/* The formats of the two read errors ("rec: read of d[%lld, %lld] outside
- * the domain" / "... before it is computed"), `size` bytes each. */
-void lw_rec_formats(const lw_rec *c, char *out, char *early, size_t size);
-/* The lower bound of dimension d as an i64 constant when the program
- * writes it as an integer literal (then the kernels need not load it, and
- * the optimiser sees what `i == 0` says about the index), else NULL. */
-LLVMValueRef lw_rec_lo(const lw_rec *c, uint32_t d);
-/* The read d[idx] (node `at`) of the point whose a . x is *tcur (an i64
- * alloca): kd[d] = idx[d] - lo[d]; emits the interpreter's checks, inside
- * the domain (fmt_out) and, unless the read is one of c->ordered, in an
- * earlier wavefront (fmt_early); returns whether the read may load (kd is
- * then the cell's 0-based position). */
-LLVMValueRef lw_rec_read(cg_fn *f, const lw_rec *c, LLVMValueRef *lo, LLVMValueRef *ext,
-                         LLVMValueRef tcur, LLVMValueRef *idx, ir_ref at, const char *fmt_out,
-                         const char *fmt_early, LLVMValueRef *kd);
+/* What a point kernel of a recurrence knows while generating points (the
+ * CPU's and the GPU's; the GPU's adds its shared table). */
+typedef struct lw_rec_kern {
+  const lw_rec *c;
+  cg_val out;             /* the result, manifest */
+  LLVMValueRef *lo, *ext; /* per dimension: the logical lower bound (a constant when the
+                           * program writes a literal), the extent */
+  LLVMValueRef tcur;      /* alloca: a . x of the point being computed */
+  char fmt_out[200], fmt_early[200]; /* the read errors' formats */
+} lw_rec_kern;
+/* A leaf of the array inside the body: env of its CL_FUNC leaf. */
+typedef struct lw_rec_leafenv {
+  lw_rec_kern *k;
+  uint32_t leaf;
+} lw_rec_leafenv;
+/* In point kernel f (plan kernel `kernel`) just begun: loads the result
+ * and the bounds into *k and builds *self, the array the body sees: one
+ * CL_FUNC leaf per leaf of the result, read by `read` (which gets an
+ * lw_rec_leafenv whose k is k). */
+void lw_rec_kern_setup(const lw_rec *c, cg_fn *f, uint32_t kernel, lw_rec_kern *k,
+                       cg_read_fn read, cg_val *self);
+/* The read d[idx] (node `at`): kd[d] = idx[d] - lo[d]; emits the
+ * interpreter's checks, inside the domain and, unless the read is one of
+ * c->ordered, in an earlier wavefront than *k->tcur; returns whether the
+ * read may load (kd is then the cell's 0-based position). */
+LLVMValueRef lw_rec_read(cg_fn *f, const lw_rec_kern *k, LLVMValueRef *idx, ir_ref at,
+                         LLVMValueRef *kd);
+/* The point of 0-based coordinates x whose a . x is t: binds the array
+ * (self) and the logical indices for the body and returns the point's
+ * row-major position; *mark: the temporary memory mark to give back to
+ * lw_rec_point_end, which unbinds them once the body is generated. */
+LLVMValueRef lw_rec_point_begin(cg_fn *f, const lw_rec_kern *k, const cg_val *self,
+                                LLVMValueRef *x, LLVMValueRef t, LLVMValueRef *mark);
+void lw_rec_point_end(cg_fn *f, const lw_rec_kern *k, LLVMValueRef mark);
 /* One launch per wavefront: lw_rec_fronts_setup picks s and u and makes
  * the words t, kulo and cnt; a kernel for wavefront t computes its points
  * i < cnt * (product of the extents other than s's and u's) by enumerating

@@ -56,22 +56,13 @@
 typedef lw_rec rc_ctx;
 
 /* What a kernel knows while generating points (the readers' data). */
-typedef struct rc_kernel {
-  const rc_ctx *c;
-  cg_val out; /* the result, manifest */
-  LLVMValueRef *lo, *ext;
-  LLVMValueRef tcur;                 /* alloca: a . x of the point being computed */
-  char fmt_out[200], fmt_early[200]; /* the read errors' formats */
-} rc_kernel;
-
-typedef struct rc_leafenv {
-  rc_kernel *k;
-  uint32_t leaf;
-} rc_leafenv;
+typedef lw_rec_kern rc_kernel;
 
 /* ---- the array inside the body ---- */
 
-void lw_rec_formats(const lw_rec *c, char *out, char *early, size_t size) {
+/* The formats of the two read errors ("rec: read of d[%lld, %lld] outside
+ * the domain" / "... before it is computed"), `size` bytes each. */
+static void rc_formats(const lw_rec *c, char *out, char *early, size_t size) {
   const char *dims = c->n == 1 ? "[%lld]" : c->n == 2 ? "[%lld, %lld]" : "[%lld, %lld, ..]";
   snprintf(out, size, "rec: read of %s%s outside the domain", c->name, dims);
   snprintf(early, size, "rec: read of %s%s before it is computed", c->name, dims);
@@ -219,7 +210,10 @@ static void rc_find_ordered(lw_rec *c) {
   c->nordered = w.n;
 }
 
-LLVMValueRef lw_rec_lo(const lw_rec *c, uint32_t d) {
+/* The lower bound of dimension d as an i64 constant when the program
+ * writes it as an integer literal (then the kernels need not load it, and
+ * the optimiser sees what `i == 0` says about the index), else NULL. */
+static LLVMValueRef rc_lo(const lw_rec *c, uint32_t d) {
   const ac_module *m = c->L->m;
   const ir_node *nd = ir_node_get(m, ir_kid(m, c->e, 2 * d));
   ac_scalar sc;
@@ -231,40 +225,40 @@ LLVMValueRef lw_rec_lo(const lw_rec *c, uint32_t d) {
   return cg_i64(c->L->M, nd->lit.i);
 }
 
-LLVMValueRef lw_rec_read(cg_fn *f, const lw_rec *c, LLVMValueRef *lo, LLVMValueRef *ext,
-                         LLVMValueRef tcur, LLVMValueRef *idx, ir_ref at, const char *fmt_out,
-                         const char *fmt_early, LLVMValueRef *kd) {
+LLVMValueRef lw_rec_read(cg_fn *f, const lw_rec_kern *k, LLVMValueRef *idx, ir_ref at,
+                         LLVMValueRef *kd) {
   cg_module *M = f->M;
+  const lw_rec *c = k->c;
+  bool ordered = c->nordered && bsearch(&at, c->ordered, c->nordered, sizeof at, rc_ref_cmp);
   LLVMValueRef inside = LLVMConstInt(M->t_i1, 1, 0), key = cg_i64(M, 0);
   for (uint32_t d = 0; d < c->n; d++) {
-    kd[d] = LLVMBuildSub(M->b, idx[d], lo[d], "");
-    LLVMValueRef in = LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, idx[d], lo[d], ""),
-                                   LLVMBuildICmp(M->b, LLVMIntULT, kd[d], ext[d], ""), "");
+    kd[d] = LLVMBuildSub(M->b, idx[d], k->lo[d], "");
+    LLVMValueRef in = LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, idx[d], k->lo[d], ""),
+                                   LLVMBuildICmp(M->b, LLVMIntULT, kd[d], k->ext[d], ""), "");
     inside = LLVMBuildAnd(M->b, inside, in, "");
-    if (c->a[d])
+    if (c->a[d] && !ordered)
       key = LLVMBuildAdd(M->b, key, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), kd[d], ""), "");
   }
   LLVMValueRef v0 = idx[0], v1 = c->n > 1 ? idx[1] : NULL;
-  cg_check(f, inside, cg_site(M, at, fmt_out), v0, v1);
-  if (c->nordered && bsearch(&at, c->ordered, c->nordered, sizeof at, rc_ref_cmp))
+  cg_check(f, inside, cg_site(M, at, k->fmt_out), v0, v1);
+  if (ordered)
     return inside;
   /* when !ok exactly one fails: "outside" when outside, else "before" */
-  LLVMValueRef t = LLVMBuildLoad2(M->b, M->t_i64, tcur, "");
+  LLVMValueRef t = LLVMBuildLoad2(M->b, M->t_i64, k->tcur, "");
   LLVMValueRef ok = LLVMBuildAnd(M->b, inside, LLVMBuildICmp(M->b, LLVMIntSLT, key, t, ""), "");
-  cg_check(f, LLVMBuildOr(M->b, ok, LLVMBuildNot(M->b, inside, ""), ""), cg_site(M, at, fmt_early),
-           v0, v1);
+  cg_check(f, LLVMBuildOr(M->b, ok, LLVMBuildNot(M->b, inside, ""), ""),
+           cg_site(M, at, k->fmt_early), v0, v1);
   return ok;
 }
 
 /* d[idx] for leaf l of the array being defined (see the header). */
 static LLVMValueRef rc_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_ref at) {
   cg_module *M = f->M;
-  const rc_leafenv *le = l->env;
-  rc_kernel *k = le->k;
-  const rc_ctx *c = k->c;
-  LLVMValueRef *kd = cg_new(M, c->n * sizeof *kd), lin = cg_i64(M, 0);
-  LLVMValueRef ok = lw_rec_read(f, c, k->lo, k->ext, k->tcur, idx, at, k->fmt_out, k->fmt_early, kd);
-  for (uint32_t d = 0; d < c->n; d++)
+  const lw_rec_leafenv *le = l->env;
+  const rc_kernel *k = le->k;
+  LLVMValueRef *kd = cg_new(M, k->c->n * sizeof *kd), lin = cg_i64(M, 0);
+  LLVMValueRef ok = lw_rec_read(f, k, idx, at, kd);
+  for (uint32_t d = 0; d < k->c->n; d++)
     lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, k->ext[d], ""), kd[d], "");
   lin = LLVMBuildSelect(M->b, ok, lin, cg_i64(M, 0), "");
   return cg_load_elem(f, &k->out.l[le->leaf], lin);
@@ -272,14 +266,12 @@ static LLVMValueRef rc_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_re
 
 /* ---- one point ---- */
 
-/* Computes the point of 0-based coordinates x (n values) whose a . x is
- * t: binds the array and the logical indices, generates the body and stores
- * its leaves. */
-static void rc_point(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRef *x, LLVMValueRef t) {
+LLVMValueRef lw_rec_point_begin(cg_fn *f, const lw_rec_kern *k, const cg_val *self,
+                                LLVMValueRef *x, LLVMValueRef t, LLVMValueRef *mark) {
   cg_module *M = f->M;
-  const rc_ctx *c = k->c;
+  const lw_rec *c = k->c;
   LLVMBuildStore(M->b, t, k->tcur);
-  LLVMValueRef mark = c->tmp ? cg_tmp_mark(f) : NULL;
+  *mark = c->tmp ? cg_tmp_mark(f) : NULL;
   cg_env_push(f, self);
   LLVMValueRef lin = cg_i64(M, 0);
   for (uint32_t d = 0; d < c->n; d++) {
@@ -289,34 +281,44 @@ static void rc_point(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRef *x
     cg_env_push(f, &iv);
     lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, k->ext[d], ""), x[d], "");
   }
-  cg_val v;
-  cg_expr(f, c->body, &v);
-  sk_store(f, &k->out, lin, &v);
-  cg_env_pop(f, c->n + 1);
-  if (c->tmp)
+  return lin;
+}
+
+void lw_rec_point_end(cg_fn *f, const lw_rec_kern *k, LLVMValueRef mark) {
+  cg_env_pop(f, k->c->n + 1);
+  if (k->c->tmp)
     cg_tmp_release(f, mark);
 }
 
-/* Starts a point kernel: loads the result and the bounds and builds the
- * array value the body sees. */
-static cg_fn *rc_kernel_begin(const rc_ctx *c, const char *kind, int64_t grain, uint32_t *kernel,
-                              rc_kernel *k, cg_val *self) {
+/* Computes the point of 0-based coordinates x (n values) whose a . x is
+ * t: binds the array and the logical indices, generates the body and stores
+ * its leaves. */
+static void rc_point(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRef *x, LLVMValueRef t) {
+  LLVMValueRef mark;
+  LLVMValueRef lin = lw_rec_point_begin(f, k, self, x, t, &mark);
+  cg_val v;
+  cg_expr(f, k->c->body, &v);
+  sk_store(f, &k->out, lin, &v);
+  lw_rec_point_end(f, k, mark);
+}
+
+void lw_rec_kern_setup(const lw_rec *c, cg_fn *f, uint32_t kernel, lw_rec_kern *k,
+                       cg_read_fn read, cg_val *self) {
   lw *L = c->L;
   cg_module *M = L->M;
-  lw_rec_formats(c, k->fmt_out, k->fmt_early, sizeof k->fmt_out);
   k->c = c;
-  cg_fn *f = lw_kernel_begin(L, c->e, kind, grain, kernel);
-  lw_load(L, f, *kernel, &c->out, &k->out);
+  rc_formats(c, k->fmt_out, k->fmt_early, sizeof k->fmt_out);
+  lw_load(L, f, kernel, &c->out, &k->out);
   k->lo = cg_new(M, c->n * sizeof *k->lo);
   k->ext = cg_new(M, c->n * sizeof *k->ext);
   for (uint32_t d = 0; d < c->n; d++) {
-    k->lo[d] = lw_rec_lo(c, d) ? lw_rec_lo(c, d) : sk_ld(L, f, *kernel, &c->lo[d]);
-    k->ext[d] = sk_ld(L, f, *kernel, &c->ext[d]);
+    k->lo[d] = rc_lo(c, d) ? rc_lo(c, d) : sk_ld(L, f, kernel, &c->lo[d]);
+    k->ext[d] = sk_ld(L, f, kernel, &c->ext[d]);
   }
   k->tcur = cg_alloca(f, M->t_i64);
   cg_val_alloc(M, ir_node_get(L->m, c->e)->type, self);
   for (uint32_t i = 0; i < self->n; i++) {
-    rc_leafenv *le = cg_new(M, sizeof *le);
+    lw_rec_leafenv *le = cg_new(M, sizeof *le);
     le->k = k;
     le->leaf = i;
     cg_leaf *l = &self->l[i];
@@ -324,10 +326,18 @@ static cg_fn *rc_kernel_begin(const rc_ctx *c, const char *kind, int64_t grain, 
     l->sc = k->out.l[i].sc;
     l->rank = c->n;
     l->v = NULL;
-    l->ext = NULL; /* indices are logical: rc_read checks them itself (cg_read) */
-    l->read = rc_read;
+    l->ext = NULL; /* indices are logical: the reader checks them itself (cg_read) */
+    l->read = read;
     l->env = le;
   }
+}
+
+/* Starts a point kernel: loads the result and the bounds and builds the
+ * array value the body sees. */
+static cg_fn *rc_kernel_begin(const rc_ctx *c, const char *kind, int64_t grain, uint32_t *kernel,
+                              rc_kernel *k, cg_val *self) {
+  cg_fn *f = lw_kernel_begin(c->L, c->e, kind, grain, kernel);
+  lw_rec_kern_setup(c, f, *kernel, k, rc_read, self);
   return f;
 }
 
