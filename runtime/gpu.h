@@ -157,6 +157,10 @@ struct rt_gpu {
   _Atomic rt_dptr ctl_pool[RT_GPU_CTL_POOL]; /* 0: empty (zeroed by the create functions) */
 };
 
+/* What both create functions set in a new (zeroed) device (plan_gpu.c):
+ * its operations, its context and one reference. */
+void rt_gpu_init(rt_gpu *g, const rt_gpu_ops *ops, ac_context *ctx);
+
 /* ---- CUDA (gpu_cuda.c) ----
  * Loads libcuda.so.1, initialises the driver, retains device `ordinal`'s
  * primary context and creates a stream. No driver, no device or a driver

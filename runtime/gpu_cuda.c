@@ -802,9 +802,7 @@ ac_status rt_cuda_create(ac_context *ctx, int ordinal, rt_gpu **out, ac_error **
     return ir_report(err, NULL, AC_ERR_NOMEM);
   memset(g, 0, sizeof *g);
   const char *trace = getenv("ARRAYC_GPU_TRACE");
-  g->base.ops = trace && *trace && strcmp(trace, "0") != 0 ? &cu_trace_ops : &cu_ops;
-  g->base.ctx = ctx;
-  atomic_init(&g->base.refs, 1);
+  rt_gpu_init(&g->base, trace && *trace && strcmp(trace, "0") != 0 ? &cu_trace_ops : &cu_ops, ctx);
 
   bool initialised = false, retained = false;
   ac_status st = cu_open(ctx, g, err);

@@ -541,6 +541,8 @@ static bool pl_check_kernels(const pl_plan *p, pl_fault *f) {
     if (k->smem > PL_MAX_SMEM || k->scratch_fixed > PL_MAX_SCRATCH ||
         k->scratch_block > PL_MAX_SCRATCH)
       return pl_fail(f, PP_KERNEL, i, "kernel k%u: shared or scratch memory too large", i);
+    if (k->counters_fixed > k->scratch_fixed || k->counters_block > k->scratch_block)
+      return pl_fail(f, PP_KERNEL, i, "kernel k%u: counters beyond its scratch", i);
   }
   return true;
 }

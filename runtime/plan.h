@@ -59,6 +59,11 @@
  *   block 256          the kernel relies on exactly 256 threads per block
  *   smem 2048          static shared memory per block (bytes)
  *   scratch 16 + 8     zeroed scratch: 16 bytes + 8 per block of the grid
+ *   counters 0 + 8     (after scratch) only this prefix of the scratch must be
+ *                      zero when the kernel starts, and the kernel leaves it
+ *                      zero (its counters reset themselves); it writes the
+ *                      rest before reading it. Without it, all of the
+ *                      scratch is zeroed before each launch.
  *   tmp                per-thread temporary memory (nested array operations)
  * and `launch k n N chunks C` means: the kernel gets n = N; C is the number
  * of BLOCKS (C must then be given only for kernels with a fixed block), or
@@ -198,6 +203,9 @@ typedef struct pl_kernel {
   uint64_t smem;          /* static shared memory bytes per block */
   uint64_t scratch_fixed; /* zeroed scratch bytes: fixed + per block * grid */
   uint64_t scratch_block;
+  /* The `counters` clause (0 + 0: none): the prefix that must be zero and
+   * that the kernel leaves zero, fixed + per block * grid bytes. */
+  uint64_t counters_fixed, counters_block;
   bool tmp;               /* needs per-thread temporary memory (gpu.h) */
   /* Extern kernels (GPU plans only; see the text form above): */
   char *ptx; /* text of the PTX module that defines `symbol` as an .entry (NUL-terminated,

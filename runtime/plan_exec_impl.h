@@ -56,8 +56,12 @@ typedef struct pl_exec {
                        * queued after the read-back that saw it (rt_gpu's pool) */
   bool ctl_poolable;  /* dctl has the pool's size */
   rt_gctl ctl;        /* host copy of the control block's settings */
-  rt_dptr scratch;    /* zeroed per launch as kernels ask */
+  rt_dptr scratch;    /* zeroed before a launch as its kernel needs (plan.h: scratch, counters) */
   size_t scratch_cap;
+  /* Bytes at the start of scratch known to be zero (plan.h's `counters`:
+   * kernels that reset their counters leave that prefix zero, and the
+   * next such launch needs no memset). */
+  uint64_t scratch_zero;
   /* device buffers of intermediate arrays the call dropped, for its later
    * allocations of the same size (pl_gpu_recycle) */
   struct {

@@ -61,6 +61,12 @@ static int64_t pg_tmp_per_thread(void) {
   return PG_TMP_DEFAULT;
 }
 
+void rt_gpu_init(rt_gpu *g, const rt_gpu_ops *ops, ac_context *ctx) {
+  g->ops = ops;
+  g->ctx = ctx;
+  atomic_init(&g->refs, 1);
+}
+
 bool pl_gpu_begin(pl_exec *X) {
   rt_gpu *g = X->g;
   /* one scope for the whole call (the CUDA context made current once) */
@@ -387,30 +393,42 @@ bool pl_gpu_launch(pl_exec *X, const pl_inst *in) {
     X->ctl.tmp = tmp;
     X->ctl.tmp_per_thread = per;
     settings = true;
-  } else if (X->ctl.tmp) {
+  } else if (X->ctl.tmp) { /* freed after its launch: never left behind */
     X->ctl.tmp = 0;
     X->ctl.tmp_per_thread = 0;
     settings = true;
   }
   uint64_t sbytes = k->scratch_fixed + k->scratch_block * (uint64_t)grid;
+  /* the prefix that must be zero: the counters, or all of it */
+  bool counters = k->counters_fixed || k->counters_block;
+  uint64_t zbytes = counters ? k->counters_fixed + k->counters_block * (uint64_t)grid : sbytes;
   if (sbytes) {
     if (sbytes > X->scratch_cap) {
       g->ops->free(g, X->scratch);
       X->scratch = 0;
       X->scratch_cap = 0;
+      X->scratch_zero = 0;
       if ((st = g->ops->alloc(g, (size_t)sbytes, &X->scratch, &e)) != AC_OK) {
         g->ops->free(g, tmp);
         return pg_err(X, st, e);
       }
       X->scratch_cap = (size_t)sbytes;
     }
-    if ((st = g->ops->memset0(g, X->scratch, (size_t)sbytes, &e)) != AC_OK) {
-      g->ops->free(g, tmp);
-      return pg_err(X, st, e);
+    if (X->scratch_zero < zbytes) {
+      if ((st = g->ops->memset0(g, X->scratch, (size_t)zbytes, &e)) != AC_OK) {
+        g->ops->free(g, tmp);
+        return pg_err(X, st, e);
+      }
     }
+    /* after the launch: its counters are zero again, the rest written */
+    X->scratch_zero = counters ? zbytes : 0;
   }
-  if (X->ctl.scratch != (sbytes ? X->scratch : 0) || X->ctl.scratch_bytes != (int64_t)sbytes) {
-    X->ctl.scratch = sbytes ? X->scratch : 0;
+  /* A kernel without scratch never reads ctl->scratch (lw_gpu_scratch_ptr
+   * is only in kernels with scratch), and X->scratch lives until the end
+   * of the call or a larger one replaces it, so the setting is left as it
+   * is: no upload between a fold and the map after it. */
+  if (sbytes && (X->ctl.scratch != X->scratch || X->ctl.scratch_bytes != (int64_t)sbytes)) {
+    X->ctl.scratch = X->scratch;
     X->ctl.scratch_bytes = (int64_t)sbytes;
     settings = true;
   }

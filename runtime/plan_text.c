@@ -268,6 +268,9 @@ ac_status pl_print(const pl_plan *p, char **out, ac_error **err) {
     if (k->scratch_fixed || k->scratch_block)
       ir_buf_printf(&b, " scratch %llu + %llu", (unsigned long long)k->scratch_fixed,
                     (unsigned long long)k->scratch_block);
+    if (k->counters_fixed || k->counters_block)
+      ir_buf_printf(&b, " counters %llu + %llu", (unsigned long long)k->counters_fixed,
+                    (unsigned long long)k->counters_block);
     if (k->tmp)
       ir_buf_puts(&b, " tmp");
     ir_buf_puts(&b, " uses");
@@ -404,7 +407,8 @@ bool pl_equal(const pl_plan *a, const pl_plan *b) {
         x->nwrites != y->nwrites ||
         (x->nwrites && memcmp(x->writes, y->writes, x->nwrites * sizeof *x->writes) != 0) ||
         x->block != y->block || x->smem != y->smem || x->scratch_fixed != y->scratch_fixed ||
-        x->scratch_block != y->scratch_block || x->tmp != y->tmp || !pl_str_equal(x->ptx, y->ptx) ||
+        x->scratch_block != y->scratch_block || x->counters_fixed != y->counters_fixed ||
+        x->counters_block != y->counters_block || x->tmp != y->tmp || !pl_str_equal(x->ptx, y->ptx) ||
         x->nkargs != y->nkargs)
       return false;
     for (uint32_t g = 0; g < x->nkargs; g++)
@@ -1069,6 +1073,14 @@ static bool pp_kernel(pl_parser *P) {
       return false;
     K->scratch_fixed = (uint64_t)v;
     K->scratch_block = (uint64_t)v2;
+    if (pp_is(P, PT_IDENT, "counters")) {
+      if (!pp_next(P) || !pp_uint(P, 0, (int64_t)PL_MAX_SCRATCH, "counter bytes", &v) ||
+          !pp_expect(P, PT_PUNCT, "+") ||
+          !pp_uint(P, 0, (int64_t)PL_MAX_SCRATCH, "counter bytes per block", &v2))
+        return false;
+      K->counters_fixed = (uint64_t)v;
+      K->counters_block = (uint64_t)v2;
+    }
   }
   if (p->gpu && pp_is(P, PT_IDENT, "tmp")) {
     if (!pp_next(P))

@@ -226,9 +226,7 @@ ac_status rt_emu_create(ac_context *ctx, rt_gpu **out, ac_error **err) {
   if (!d)
     return rt_emu_report(ctx, err, AC_ERR_NOMEM, "SIMT emulator: out of memory");
   memset(d, 0, sizeof *d);
-  d->base.ops = &rt_emu_ops;
-  d->base.ctx = ctx;
-  atomic_init(&d->base.refs, 1);
+  rt_gpu_init(&d->base, &rt_emu_ops, ctx);
   atomic_init(&d->stacks, NULL);
   d->block = rt_emu_env("ARRAYC_SIMT_BLOCK", 32, RT_EMU_MAX_BLOCK, RT_EMU_DEFAULT_BLOCK);
   d->max_grid = rt_emu_env("ARRAYC_SIMT_GRID", 1, RT_EMU_MAX_GRID, RT_EMU_DEFAULT_GRID);

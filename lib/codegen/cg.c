@@ -490,6 +490,30 @@ static LLVMValueRef cg_word_scalar(cg_module *M, ac_scalar sc, LLVMValueRef v) {
   return v;
 }
 
+static void cg_narrow_note(cg_fn *f, const cg_leaf *l, const uint32_t *ext) {
+  cg_module *M = f->M;
+  if (f->nnarrow == f->capnarrow) {
+    uint32_t cap = f->capnarrow ? 2 * f->capnarrow : 8;
+    cg_narrow *a = cg_new(M, (size_t)cap * sizeof *a);
+    if (f->nnarrow)
+      memcpy(a, f->narrow, (size_t)f->nnarrow * sizeof *a);
+    f->narrow = a;
+    f->capnarrow = cap;
+  }
+  cg_narrow *n = &f->narrow[f->nnarrow++];
+  n->l = l;
+  n->ext = cg_new(M, (l->rank ? l->rank : 1) * sizeof *n->ext);
+  memcpy(n->ext, ext, l->rank * sizeof *n->ext);
+}
+
+/* Is a an array whose element count the plan checked (cg_fn.narrow)? */
+static bool cg_narrow_has(const cg_fn *f, const cg_leaf *a) {
+  for (uint32_t i = 0; i < f->nnarrow; i++)
+    if (f->narrow[i].l->v == a->v)
+      return true;
+  return false;
+}
+
 void cg_load_frame(cg_fn *f, ir_type t, const uint32_t *words, cg_val *out) {
   cg_module *M = f->M;
   cg_val_alloc(M, t, out);
@@ -509,6 +533,8 @@ void cg_load_frame(cg_fn *f, ir_type t, const uint32_t *words, cg_val *out) {
               : LLVMBuildLoad2(M->b, M->t_ptr, cg_word_ptr(f, words[w++]), "");
       l->v = cg_gpu_array_ptr(f, p);
       l->ro = f->frame_ro;
+      if (f->narrow_collect)
+        cg_narrow_note(f, l, words + w);
       for (uint32_t d = 0; d < l->rank; d++)
         l->ext[d] = gpu ? cg_gpu_word(f, words[w++])
                         : LLVMBuildLoad2(M->b, M->t_i64, cg_word_ptr(f, words[w++]), "");
@@ -708,6 +734,38 @@ LLVMValueRef cg_linear(cg_fn *f, uint32_t rank, LLVMValueRef *ext, LLVMValueRef 
   return lin;
 }
 
+LLVMValueRef cg_no_wrap(LLVMValueRef v) {
+  if (LLVMIsAInstruction(v)) { /* the builder folds constants */
+    LLVMSetNUW(v, 1);
+    LLVMSetNSW(v, 1);
+  }
+  return v;
+}
+
+LLVMValueRef cg_widen_index(cg_module *M, LLVMValueRef v) {
+  LLVMValueRef w = LLVMBuildZExt(M->b, v, M->t_i64, "");
+  if (LLVMIsAInstruction(w))
+    LLVMSetNNeg(w, 1);
+  return w;
+}
+
+/* The offset of element idx of manifest array a: in 32 bits, widened, in
+ * a kernel's 32-bit index variant when a's element count was checked
+ * (cg_fn.narrow; an element read is in range, so every partial sum is
+ * below the count), else cg_linear's. */
+static LLVMValueRef cg_offset(cg_fn *f, const cg_leaf *a, LLVMValueRef *idx) {
+  cg_module *M = f->M;
+  if (!f->idx32 || a->rank == 0 || !cg_narrow_has(f, a))
+    return cg_linear(f, a->rank, a->ext, idx);
+  LLVMValueRef lin = LLVMBuildTrunc(M->b, idx[0], M->t_i32, "");
+  for (uint32_t d = 1; d < a->rank; d++) {
+    LLVMValueRef e = LLVMBuildTrunc(M->b, a->ext[d], M->t_i32, "");
+    LLVMValueRef i = LLVMBuildTrunc(M->b, idx[d], M->t_i32, "");
+    lin = cg_no_wrap(LLVMBuildAdd(M->b, cg_no_wrap(LLVMBuildMul(M->b, lin, e, "")), i, ""));
+  }
+  return cg_widen_index(M, lin);
+}
+
 static LLVMValueRef cg_elem_ptr(cg_fn *f, const cg_leaf *a, LLVMValueRef lin) {
   cg_module *M = f->M;
   return LLVMBuildInBoundsGEP2(M->b, cg_mem_type(M, a->sc), a->v, &lin, 1, "");
@@ -793,8 +851,7 @@ LLVMValueRef cg_read(cg_fn *f, const cg_leaf *a, LLVMValueRef *idx, bool check, 
    * indices as they are. */
   bool checked = check && a->rank > 0 && a->ext != NULL;
   if (!checked)
-    return a->kind == CL_FUNC ? a->read(f, a, idx, at)
-                              : cg_load_elem(f, a, cg_linear(f, a->rank, a->ext, idx));
+    return a->kind == CL_FUNC ? a->read(f, a, idx, at) : cg_load_elem(f, a, cg_offset(f, a, idx));
   /* One test per dimension, in order, as the interpreter does; the first
    * failing dimension is the one reported (via selects in the cold block,
    * so the hot path is one branch). Out of range, nothing is read: the
@@ -838,8 +895,8 @@ LLVMValueRef cg_read(cg_fn *f, const cg_leaf *a, LLVMValueRef *idx, bool check, 
   LLVMBuildBr(M->b, join);
 
   LLVMPositionBuilderAtEnd(M->b, rd);
-  LLVMValueRef v = a->kind == CL_FUNC ? a->read(f, a, idx, at)
-                                      : cg_load_elem(f, a, cg_linear(f, a->rank, a->ext, idx));
+  LLVMValueRef v =
+      a->kind == CL_FUNC ? a->read(f, a, idx, at) : cg_load_elem(f, a, cg_offset(f, a, idx));
   LLVMBasicBlockRef rd_end = LLVMGetInsertBlock(M->b); /* a reader may add blocks */
   LLVMBuildBr(M->b, join);
 

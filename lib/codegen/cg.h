@@ -160,7 +160,22 @@ typedef struct cg_fn {
   LLVMValueRef gparams, gmask;
   struct cg_gword *gwords;
   uint32_t ngwords, capgwords;
+  /* GPU element-wise kernels (lib/lower/gpu.c): the 32-bit index variant.
+   * While narrow_collect is set, cg_load_frame records each array it loads
+   * from the frame (its leaf and its extents' words); the plan launches the
+   * variant only when every recorded array has fewer than 2^31 elements,
+   * and while idx32 is set, cg_read computes the offset of an element of a
+   * recorded array (a leaf with the same data pointer) in 32 bits. */
+  bool narrow_collect, idx32;
+  struct cg_narrow *narrow;
+  uint32_t nnarrow, capnarrow;
 } cg_fn;
+
+/* An array a kernel loaded from its frame (cg_fn.narrow). */
+typedef struct cg_narrow {
+  const cg_leaf *l;
+  uint32_t *ext; /* l->rank frame words: its extents */
+} cg_narrow;
 
 /* ---- module (cg.c) ---- */
 ac_status cg_module_init(cg_module *M, ac_module *m, pl_plan *plan, cg_target target,
@@ -238,6 +253,11 @@ LLVMBasicBlockRef cg_block(cg_fn *f, const char *name);
 LLVMValueRef cg_i64(cg_module *M, int64_t k);
 /* Row-major linear offset of idx in extents ext (rank values). */
 LLVMValueRef cg_linear(cg_fn *f, uint32_t rank, LLVMValueRef *ext, LLVMValueRef *idx);
+/* v with nuw and nsw when it is an instruction (an add, sub or mul; the
+ * builder folds constants); returns v. */
+LLVMValueRef cg_no_wrap(LLVMValueRef v);
+/* A non-negative i32 index as an i64 (zext nneg). */
+LLVMValueRef cg_widen_index(cg_module *M, LLVMValueRef v);
 /* Element `lin` of a manifest leaf: load / store with the memory type. */
 LLVMValueRef cg_load_elem(cg_fn *f, const cg_leaf *a, LLVMValueRef lin);
 void cg_store_elem(cg_fn *f, const cg_leaf *a, LLVMValueRef lin, LLVMValueRef v);

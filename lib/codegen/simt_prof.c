@@ -14,7 +14,8 @@
  *     the block's instruction count (phis and the instrumentation left
  *     out): the warp instructions it stands for;
  *   - before each load, store, atomic and memory intrinsic (memcpy,
- *     memmove, memset) whose address is not private, a call
+ *     memmove, memset; a gather or scatter, lane by lane) whose address
+ *     is not private, a call
  *     ac_simt_prof(site, address, bytes) for a site of the access's kind.
  * Where an address points is decided by walking back to its base
  * (getelementptr, casts, pointer<->integer arithmetic, phis and selects):
@@ -243,6 +244,27 @@ static void sp_plain(sp_state *S, LLVMValueRef fn, bool kernel, LLVMValueRef at,
   }
 }
 
+/* A gather or scatter (llvm.masked.gather/scatter: the host's optimiser
+ * makes them of neighbouring loads at strided addresses, which a GPU
+ * thread makes one by one): an access of each lane's element, the lanes a
+ * constant mask turns off left out (a mask known only at run time counts
+ * every lane). */
+static void sp_lanes(sp_state *S, LLVMValueRef fn, bool kernel, LLVMValueRef at,
+                     LLVMValueRef ptrs, LLVMValueRef mask, LLVMTypeRef vt, bool store) {
+  if (LLVMGetTypeKind(vt) != LLVMVectorTypeKind)
+    return;
+  unsigned n = LLVMGetVectorSize(vt);
+  uint64_t esz = sp_size(S, LLVMGetElementType(vt));
+  for (unsigned k = 0; k < n; k++) {
+    LLVMValueRef on = LLVMIsAConstant(mask) ? LLVMGetAggregateElement(mask, k) : NULL;
+    if (on && LLVMIsAConstantInt(on) && LLVMConstIntGetZExtValue(on) == 0)
+      continue;
+    LLVMPositionBuilderBefore(S->b, at);
+    LLVMValueRef p = LLVMBuildExtractElement(S->b, ptrs, LLVMConstInt(S->M->t_i32, k, 0), "");
+    sp_access(S, fn, kernel, at, p, store, false, esz, NULL);
+  }
+}
+
 static void sp_block(sp_state *S, LLVMValueRef fn, bool kernel, LLVMBasicBlockRef bb) {
   /* the block's instructions, taken before any call is inserted */
   size_t n = 0;
@@ -289,6 +311,11 @@ static void sp_block(sp_state *S, LLVMValueRef fn, bool kernel, LLVMBasicBlockRe
         sp_access(S, fn, kernel, i, LLVMGetOperand(i, 0), true, false, 0, LLVMGetOperand(i, 2));
       } else if (sp_callee_is(i, "llvm.memset")) {
         sp_access(S, fn, kernel, i, LLVMGetOperand(i, 0), true, false, 0, LLVMGetOperand(i, 2));
+      } else if (sp_callee_is(i, "llvm.masked.gather")) { /* (ptrs, align, mask, passthru) */
+        sp_lanes(S, fn, kernel, i, LLVMGetOperand(i, 0), LLVMGetOperand(i, 2), LLVMTypeOf(i), false);
+      } else if (sp_callee_is(i, "llvm.masked.scatter")) { /* (values, ptrs, align, mask) */
+        sp_lanes(S, fn, kernel, i, LLVMGetOperand(i, 1), LLVMGetOperand(i, 3),
+                 LLVMTypeOf(LLVMGetOperand(i, 0)), true);
       }
       break;
     default:

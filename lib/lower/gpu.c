@@ -35,6 +35,8 @@
 #include "codegen/simt.h"
 #include "runtime/gpu.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LW_ADAPT_BLOCK 128u
@@ -60,7 +62,8 @@ void lw_gpu_leave_if_failed(cg_fn *f) {
 LLVMValueRef lw_gloop_begin(cg_fn *f, lw_gloop *l, LLVMValueRef start, LLVMValueRef end,
                             LLVMValueRef step) {
   cg_module *M = f->M;
-  l->slot = cg_alloca(f, M->t_i64);
+  LLVMTypeRef t = LLVMTypeOf(start);
+  l->slot = cg_alloca(f, t);
   l->step = step;
   LLVMBuildStore(M->b, start, l->slot);
   l->head = cg_block(f, "gloop.head");
@@ -68,8 +71,9 @@ LLVMValueRef lw_gloop_begin(cg_fn *f, lw_gloop *l, LLVMValueRef start, LLVMValue
   LLVMBasicBlockRef body = cg_block(f, "gloop.body");
   LLVMBuildBr(M->b, l->head);
   LLVMPositionBuilderAtEnd(M->b, l->head);
-  LLVMValueRef i = LLVMBuildLoad2(M->b, M->t_i64, l->slot, "i");
-  LLVMBuildCondBr(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, i, end, ""), body, l->exit);
+  LLVMValueRef i = LLVMBuildLoad2(M->b, t, l->slot, "i");
+  LLVMIntPredicate lt = t == M->t_i64 ? LLVMIntSLT : LLVMIntULT;
+  LLVMBuildCondBr(M->b, LLVMBuildICmp(M->b, lt, i, end, ""), body, l->exit);
   LLVMPositionBuilderAtEnd(M->b, body);
   return i;
 }
@@ -77,7 +81,7 @@ LLVMValueRef lw_gloop_begin(cg_fn *f, lw_gloop *l, LLVMValueRef start, LLVMValue
 void lw_gloop_end(cg_fn *f, lw_gloop *l) {
   cg_module *M = f->M;
   if (!LLVMGetBasicBlockTerminator(LLVMGetInsertBlock(M->b))) {
-    LLVMValueRef i = LLVMBuildLoad2(M->b, M->t_i64, l->slot, "");
+    LLVMValueRef i = LLVMBuildLoad2(M->b, LLVMTypeOf(l->step), l->slot, "");
     LLVMBuildStore(M->b, LLVMBuildNUWAdd(M->b, i, l->step, ""), l->slot);
     LLVMBuildBr(M->b, l->head);
   }
@@ -199,6 +203,13 @@ void lw_gpu_scratch(lw *L, uint32_t kernel, uint64_t fixed, uint64_t per_block) 
   }
 }
 
+void lw_gpu_counters(lw *L, uint32_t kernel, uint64_t fixed, uint64_t per_block) {
+  if (kernel < L->p->nkernels) {
+    L->p->kernels[kernel].counters_fixed = fixed;
+    L->p->kernels[kernel].counters_block = per_block;
+  }
+}
+
 LLVMValueRef lw_gpu_scratch_ptr(cg_fn *f) {
   cg_module *M = f->M;
   LLVMValueRef at = LLVMBuildGEP2(M->b, M->t_i8, f->tctx,
@@ -295,77 +306,112 @@ static void gp_vec_store(cg_fn *f, const cg_leaf *o, LLVMValueRef base, LLVMValu
   }
 }
 
+/* The element-wise loops' index arithmetic: i64, or i32 in the 32-bit
+ * variant (launched when n and every array's element count are below
+ * 2^31; the grid has fewer threads than n, so no index, sum of an index
+ * and the grid's size, or offset wraps). Indices reach the element
+ * function as i64 (the language's index type): widened (zext nneg),
+ * which tells LLVM that they are below 2^31. */
+typedef struct gp_ix {
+  cg_module *M;
+  LLVMTypeRef t;
+  bool narrow;
+} gp_ix;
+
+static LLVMValueRef gp_k(const gp_ix *x, int64_t k) {
+  return LLVMConstInt(x->t, (unsigned long long)k, 1);
+}
+
+/* An i64 quantity of the kernel (below 2^31 in the narrow variant) as an
+ * index of x's type. */
+static LLVMValueRef gp_ix_of(const gp_ix *x, LLVMValueRef v) {
+  return x->narrow ? LLVMBuildTrunc(x->M->b, v, x->t, "") : v;
+}
+
+static LLVMValueRef gp_i64(const gp_ix *x, LLVMValueRef v) {
+  return x->narrow ? cg_widen_index(x->M, v) : v;
+}
+
+static LLVMValueRef gp_add(const gp_ix *x, LLVMValueRef a, LLVMValueRef b) {
+  return x->narrow ? cg_no_wrap(LLVMBuildAdd(x->M->b, a, b, "")) : LLVMBuildNUWAdd(x->M->b, a, b, "");
+}
+
+static LLVMValueRef gp_mul(const gp_ix *x, LLVMValueRef a, LLVMValueRef b) {
+  return x->narrow ? cg_no_wrap(LLVMBuildMul(x->M->b, a, b, "")) : LLVMBuildNUWMul(x->M->b, a, b, "");
+}
+
+/* The unravelled index of element lin, as i64 values. */
+static void gp_unravel(const gp_ix *x, LLVMValueRef lin, LLVMValueRef *ext, uint32_t dims,
+                       LLVMValueRef *idx) {
+  lw_unravel(x->M, lin, ext, dims, idx);
+  for (uint32_t d = 0; d < dims; d++)
+    idx[d] = gp_i64(x, idx[d]);
+}
+
 /* The vector groups [0, ngroups) of the element-wise kernel (see above). */
-static void gp_vec_groups(lw *L, cg_fn *f, lw_ew *w, const cg_val *ov, LLVMValueRef *ext,
-                          LLVMValueRef ngroups, bool tmp) {
+static void gp_vec_groups(lw *L, cg_fn *f, lw_ew *w, const cg_val *ov, const gp_ix *x,
+                          LLVMValueRef *ext, LLVMValueRef ngroups, bool tmp) {
   cg_module *M = L->M;
   uint32_t rank = w->rank;
   LLVMValueRef *idx = cg_new(M, rank * sizeof *idx);
   LLVMValueRef(*vals)[LW_VEC] = cg_new(M, (ov->n ? ov->n : 1) * sizeof *vals);
   lw_gloop gl;
-  LLVMValueRef g = lw_gloop_begin(f, &gl, simt_gtid(f), ngroups, simt_gsize(f));
-  LLVMValueRef base = LLVMBuildNUWMul(M->b, g, cg_i64(M, LW_VEC), "base");
+  LLVMValueRef g = lw_gloop_begin(f, &gl, gp_ix_of(x, simt_gtid(f)), ngroups,
+                                  gp_ix_of(x, simt_gsize(f)));
+  LLVMValueRef base = gp_mul(x, g, gp_k(x, LW_VEC));
   /* the group's row and first column: the row is every element's */
   LLVMValueRef col = base, rr = NULL;
   if (rank > 1) {
     rr = LLVMBuildUDiv(M->b, base, ext[rank - 1], "");
-    col = LLVMBuildNUWSub(M->b, base, LLVMBuildNUWMul(M->b, rr, ext[rank - 1], ""), "");
+    col = LLVMBuildNUWSub(M->b, base, gp_mul(x, rr, ext[rank - 1]), "");
   }
   for (unsigned k = 0; k < LW_VEC; k++) {
-    lw_unravel(M, rr, ext, rank - 1, idx);
-    idx[rank - 1] = LLVMBuildNUWAdd(M->b, col, cg_i64(M, k), "");
+    gp_unravel(x, rr, ext, rank - 1, idx);
+    idx[rank - 1] = gp_i64(x, gp_add(x, col, gp_k(x, k)));
     cg_val ev;
     gp_elem_value(L, f, w, idx, 0, tmp, ov->n, &ev);
     for (uint32_t i = 0; i < ov->n && i < ev.n; i++)
       vals[i][k] = ev.l[i].v;
   }
   for (uint32_t i = 0; M->st == AC_OK && i < ov->n; i++)
-    gp_vec_store(f, &ov->l[i], base, vals[i]);
+    gp_vec_store(f, &ov->l[i], gp_i64(x, base), vals[i]);
   lw_gloop_end(f, &gl);
 }
 
-bool lw_gpu_elementwise(lw *L, lw_ew *w, const lw_val *out, uint32_t total) {
+/* The element-wise kernel's loops (whole groups, then single elements)
+ * with x's index arithmetic; ext64: the result's extents. */
+static void gp_elem_loops(lw *L, cg_fn *f, lw_ew *w, const cg_val *ov, const gp_ix *x,
+                          LLVMValueRef *ext64, bool tmp) {
   cg_module *M = L->M;
-  uint32_t rank = w->rank, k;
-  char name[80];
-  bool groups = !w->split;
-  k = lw_kernel_new(L, w->at, w->kind, groups ? LW_VEC : 1, name);
-  gp_note_adapt(L, k, PL_AUTO);
-  cg_fn *f = cg_gpu_kernel_begin(M, name, 0);
-  lw_gpu_leave_if_failed(f);
-  cg_val ov;
-  lw_load(L, f, k, out, &ov); /* the outputs, the only arrays it writes */
-  f->frame_ro = true;
-  lw_kernel_env(L, f, w->at, k);
+  uint32_t rank = w->rank;
   LLVMValueRef *ext = cg_new(M, rank * sizeof *ext), *idx = cg_new(M, rank * sizeof *idx);
   for (uint32_t d = 0; d < rank; d++)
-    ext[d] = ov.n ? ov.l[0].ext[d] : lw_x_in_kernel(L, f, k, w->ext[d]);
-  if (w->setup)
-    w->setup(L, f, k, w);
-  bool tmp = w->code && cg_needs_tmp(L->m, w->code);
+    ext[d] = gp_ix_of(x, ext64[d]);
+  LLVMValueRef n = gp_ix_of(x, f->hi), zero = gp_k(x, 0);
 
   /* whole groups first (none when rows are not a multiple of LW_VEC) */
-  LLVMValueRef first = cg_i64(M, 0);
-  if (groups) {
-    LLVMValueRef vec = cg_i64(M, LW_VEC), n = f->hi;
+  LLVMValueRef first = zero;
+  if (!w->split) {
+    LLVMValueRef vec = gp_k(x, LW_VEC);
     LLVMValueRef ngroups = LLVMBuildSDiv(M->b, n, vec, "ngroups");
     if (rank > 1) {
-      LLVMValueRef whole = LLVMBuildICmp(
-          M->b, LLVMIntEQ, LLVMBuildSRem(M->b, ext[rank - 1], vec, ""), cg_i64(M, 0), "");
-      ngroups = LLVMBuildSelect(M->b, whole, ngroups, cg_i64(M, 0), "");
+      LLVMValueRef whole = LLVMBuildICmp(M->b, LLVMIntEQ, LLVMBuildSRem(M->b, ext[rank - 1], vec, ""),
+                                         zero, "");
+      ngroups = LLVMBuildSelect(M->b, whole, ngroups, zero, "");
     }
-    ngroups = LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSGT, ngroups, cg_i64(M, 0), ""),
-                              ngroups, cg_i64(M, 0), "");
-    gp_vec_groups(L, f, w, &ov, ext, ngroups, tmp);
-    first = LLVMBuildNUWMul(M->b, ngroups, vec, "");
+    ngroups = LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSGT, ngroups, zero, ""), ngroups,
+                              zero, "");
+    gp_vec_groups(L, f, w, ov, x, ext, ngroups, tmp);
+    first = gp_mul(x, ngroups, vec);
   }
 
   lw_gloop gl;
-  LLVMValueRef i = lw_gloop_begin(f, &gl, LLVMBuildNUWAdd(M->b, first, simt_gtid(f), ""), f->hi,
-                                  simt_gsize(f));
-  lw_unravel(M, i, ext, rank, idx);
+  LLVMValueRef i = lw_gloop_begin(f, &gl, gp_add(x, first, gp_ix_of(x, simt_gtid(f))), n,
+                                  gp_ix_of(x, simt_gsize(f)));
+  gp_unravel(x, i, ext, rank, idx);
+  LLVMValueRef lin = gp_i64(x, i);
   if (!w->split) {
-    gp_elem_store(L, f, w, &ov, idx, i, 0, tmp);
+    gp_elem_store(L, f, w, ov, idx, lin, 0, tmp);
   } else {
     LLVMValueRef j = idx[rank - 1], ilo = cg_i64(M, 0), ihi = cg_i64(M, 0), rowint = NULL;
     w->split(L, f, w, idx, &ilo, &ihi, &rowint);
@@ -378,15 +424,102 @@ bool lw_gpu_elementwise(lw *L, lw_ew *w, const lw_val *out, uint32_t total) {
                       join = cg_block(f, "ew.next");
     LLVMBuildCondBr(M->b, in, yes, no);
     LLVMPositionBuilderAtEnd(M->b, yes);
-    gp_elem_store(L, f, w, &ov, idx, i, 3u, tmp);
+    gp_elem_store(L, f, w, ov, idx, lin, 3u, tmp);
     LLVMBuildBr(M->b, join);
     LLVMPositionBuilderAtEnd(M->b, no);
-    gp_elem_store(L, f, w, &ov, idx, i, 0u, tmp);
+    gp_elem_store(L, f, w, ov, idx, lin, 0u, tmp);
     LLVMBuildBr(M->b, join);
     LLVMPositionBuilderAtEnd(M->b, join);
   }
   lw_gloop_end(f, &gl);
+}
+
+/* Plan expression: 1 when total and the element count of every array
+ * kernel f loaded from its frame (cg_fn.narrow) are below 2^31, else 0.
+ * Each extent is clamped to 2^31 before it is multiplied, and so is each
+ * partial product, so that nothing overflows. */
+static uint32_t gp_fits32(lw *L, const cg_fn *f, uint32_t total) {
+  uint32_t lim = lw_x_const(L, (int64_t)1 << 31);
+  uint32_t ok = lw_x_bin(L, PX_LT, total, lim);
+  for (uint32_t i = 0; i < f->nnarrow; i++) {
+    const cg_narrow *a = &f->narrow[i];
+    bool seen = false; /* arrays of one shape share their extent words */
+    for (uint32_t j = 0; j < i && !seen; j++)
+      seen = f->narrow[j].l->rank == a->l->rank &&
+             memcmp(f->narrow[j].ext, a->ext, a->l->rank * sizeof *a->ext) == 0;
+    if (seen || a->l->rank == 0)
+      continue;
+    uint32_t count = lw_x_bin(L, PX_MIN, lw_x_word(L, a->ext[0]), lim);
+    for (uint32_t d = 1; d < a->l->rank; d++)
+      count = lw_x_bin(L, PX_MIN,
+                       lw_x_bin(L, PX_MUL, count, lw_x_bin(L, PX_MIN, lw_x_word(L, a->ext[d]), lim)),
+                       lim);
+    ok = lw_x_bin(L, PX_MIN, ok, lw_x_bin(L, PX_LT, count, lim));
+  }
+  return ok;
+}
+
+/* One element-wise kernel; narrow: the 32-bit variant, whose condition
+ * (gp_fits32) goes to *fits. */
+static uint32_t gp_elem_kernel(lw *L, lw_ew *w, const lw_val *out, uint32_t total, bool narrow,
+                               uint32_t *fits) {
+  cg_module *M = L->M;
+  uint32_t rank = w->rank, k;
+  char name[80], kind[64];
+  snprintf(kind, sizeof kind, "%s%s", w->kind, narrow ? ".i32" : "");
+  k = lw_kernel_new(L, w->at, kind, w->split ? 1 : LW_VEC, name);
+  gp_note_adapt(L, k, PL_AUTO);
+  cg_fn *f = cg_gpu_kernel_begin(M, name, 0);
+  lw_gpu_leave_if_failed(f);
+  cg_val ov;
+  f->narrow_collect = narrow; /* the arrays whose sizes the plan checks */
+  lw_load(L, f, k, out, &ov); /* the outputs, the only arrays it writes */
+  f->frame_ro = true;
+  lw_kernel_env(L, f, w->at, k);
+  LLVMValueRef *ext = cg_new(M, rank * sizeof *ext);
+  for (uint32_t d = 0; d < rank; d++)
+    ext[d] = ov.n ? ov.l[0].ext[d] : lw_x_in_kernel(L, f, k, w->ext[d]);
+  if (w->setup)
+    w->setup(L, f, k, w);
+  f->narrow_collect = false;
+  bool tmp = w->code && cg_needs_tmp(L->m, w->code);
+  f->idx32 = narrow;
+  gp_elem_loops(L, f, w, &ov, &(gp_ix){M, narrow ? M->t_i32 : M->t_i64, narrow}, ext, tmp);
+  f->idx32 = false;
+  if (narrow)
+    *fits = gp_fits32(L, f, total);
   gp_finish(L, f, k);
-  pl_launch(L->p, k, total, PL_AUTO);
-  return M->st == AC_OK;
+  return k;
+}
+
+/* Whether element-wise kernels get a 32-bit variant (ARRAYC_GPU_WIDE_INDEX
+ * unset or "0"; docs/runtime.md §10). */
+static bool gp_narrow_wanted(void) {
+  const char *s = getenv("ARRAYC_GPU_WIDE_INDEX");
+  return !s || !*s || strcmp(s, "0") == 0;
+}
+
+/* Rank 2 and more: two kernels, one with 32-bit index arithmetic, which
+ * the plan launches when everything fits, and the 64-bit one otherwise.
+ * Unravelling an element's index divides by the extents and reading an
+ * array multiplies by them: in 32 bits, a division is one div.u32 where
+ * NVPTX makes a 64-bit division a run-time test and a branch, and a
+ * multiplication one instruction where a 64-bit one takes three or four.
+ * Rank 1: the 64-bit kernel only. LLVM strength-reduces its index
+ * arithmetic to pointer increments, which 32 bits do not make shorter
+ * (saxpy's and Black-Scholes's loops are the same size with either). */
+bool lw_gpu_elementwise(lw *L, lw_ew *w, const lw_val *out, uint32_t total) {
+  if (w->rank < 2 || !gp_narrow_wanted()) {
+    pl_launch(L->p, gp_elem_kernel(L, w, out, total, false, NULL), total, PL_AUTO);
+    return L->M->st == AC_OK;
+  }
+  uint32_t fits = 0;
+  uint32_t k32 = gp_elem_kernel(L, w, out, total, true, &fits);
+  uint32_t k64 = gp_elem_kernel(L, w, out, total, false, NULL);
+  pl_if(L->p, lw_x_to_word(L, fits));
+  pl_launch(L->p, k32, total, PL_AUTO);
+  pl_else(L->p);
+  pl_launch(L->p, k64, total, PL_AUTO);
+  pl_end(L->p);
+  return L->M->st == AC_OK;
 }

@@ -594,6 +594,7 @@ static cg_fn *gf_begin_blocks(const gf_ctx *c, gf_k *K, const char *kind, gf_blo
   b->flag = simt_shared(f, M->t_i32, 1, "fold.last");
   uint32_t nleaves = b->smem.n;
   lw_gpu_scratch(K->L, K->k, 0, 8 * ((uint64_t)nleaves + 1));
+  lw_gpu_counters(K->L, K->k, 0, 8); /* the row counters: gf_ticket resets them */
   b->G = gf_i64(M, simt_nctaid(f));
   b->scratch = lw_gpu_scratch_ptr(f);
   b->part = cg_new(M, (nleaves + 1) * sizeof *b->part);
@@ -604,9 +605,10 @@ static cg_fn *gf_begin_blocks(const gf_ctx *c, gf_k *K, const char *kind, gf_blo
 
 /* Thread 0 publishes the block's value in acc as partial `unit` (when
  * `valid`), then takes a ticket on the counter of `row` (simt_fence, then
- * an atomic add: the CUDA samples' threadFenceReduction); every thread of
- * the block calls it (one barrier) and gets the block-uniform i1 "this
- * block drew the last of the row's P tickets". */
+ * an atomic add: the CUDA samples' threadFenceReduction), and the block
+ * that draws the last ticket resets the counter; every thread of the
+ * block calls it (one barrier) and gets the block-uniform i1 "this block
+ * drew the last of the row's P tickets". */
 static LLVMValueRef gf_ticket(gf_k *K, const gf_blocks *b, cg_var *acc, LLVMValueRef valid,
                               LLVMValueRef unit, LLVMValueRef row, LLVMValueRef P) {
   cg_module *M = K->M;
@@ -625,6 +627,11 @@ static LLVMValueRef gf_ticket(gf_k *K, const gf_blocks *b, cg_var *acc, LLVMValu
   simt_fence(f);
   LLVMValueRef ticket = simt_atomic(f, LLVMAtomicRMWBinOpAdd, gf_slot(M, b->scratch, row), one);
   LLVMValueRef last = gf_is(M, LLVMIntEQ, ticket, LLVMBuildNSWSub(M->b, P, one, ""));
+  /* every block of the row has drawn its ticket: the counter goes back to
+   * zero for the next launch, which then needs no memset (`counters`) */
+  LLVMBasicBlockRef lj = sk_if(f, last);
+  simt_atomic_relaxed(f, LLVMAtomicRMWBinOpXchg, gf_slot(M, b->scratch, row), cg_i64(M, 0));
+  sk_endif(f, lj);
   LLVMBuildStore(M->b, LLVMBuildZExt(M->b, last, M->t_i32, ""), b->flag);
   sk_endif(f, tj);
   simt_barrier(f);

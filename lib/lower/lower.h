@@ -32,9 +32,11 @@
 
 #include "codegen/cg.h"
 
-/* A strided loop in a GPU kernel: for (i = start; i < end; i += step), i64
- * (gpu.c: lw_gloop_begin returns i inside the body; lw_gloop_end closes it
- * and leaves the builder after the loop). */
+/* A strided loop in a GPU kernel: for (i = start; i < end; i += step), in
+ * i64 (signed comparison) or in i32 (unsigned comparison: with start, end
+ * and step below 2^31, i + step cannot wrap) (gpu.c: lw_gloop_begin
+ * returns i inside the body; lw_gloop_end closes it and leaves the builder
+ * after the loop). */
 typedef struct lw_gloop {
   LLVMValueRef slot, step;
   LLVMBasicBlockRef head, exit;
@@ -195,6 +197,11 @@ cg_fn *lw_gpu_kernel_begin(lw *L, ir_ref at, const char *kind, int64_t grain, un
 void lw_gpu_kernel_end(lw *L, cg_fn *f, uint32_t kernel);
 /* Asks for zeroed scratch of fixed + per_block * grid bytes (gpu.h). */
 void lw_gpu_scratch(lw *L, uint32_t kernel, uint64_t fixed, uint64_t per_block);
+/* The scratch's first fixed + per_block * grid bytes are counters that the
+ * kernel leaves zero, and it writes the rest before reading it: the
+ * runtime zeroes the counters once, not before every launch (plan.h's
+ * `counters`). */
+void lw_gpu_counters(lw *L, uint32_t kernel, uint64_t fixed, uint64_t per_block);
 /* Inside the kernel: the scratch pointer (ctl->scratch). */
 LLVMValueRef lw_gpu_scratch_ptr(cg_fn *f);
 /* Per-thread early exit when the call has already failed: for kernels

@@ -842,10 +842,12 @@ static double per_step(int a0, int a1, int b0, int b1) {
   return ((b1 - b0) - (a1 - a0)) / 20.0;
 }
 
-UNIT_TEST(iterate_step_driver_calls) {
-  mock m;
-  if (!mock_open(&m))
-    return;
+/* Compiles `steps(n: i64, xs: f32[]) -> f32[]` of prog on the fake driver
+ * and calls it on 4096 elements with 1, 10 and 30 steps: s[0..1] are the
+ * driver's counts before and after the first call, s[2..3] the second's,
+ * s[4..5] the third's, and *c the calls per step (the difference between
+ * 30 and 10 steps, over 20). False (after a failed CHECK) if it could not. */
+static bool steps_cost(mock *m, const char *prog, step_cost *c, cuda_mock_stats s[6]) {
   setenv("ARRAYC_LIBCUDA", ARRAYC_CUDA_MOCK, 1);
   setenv("ARRAYC_CACHE", "0", 1); /* no disk cache of the PTX */
   ac_context *ctx = ac_context_create();
@@ -854,9 +856,6 @@ UNIT_TEST(iterate_step_driver_calls) {
   ac_status st = ac_runtime_create(ctx, AC_BACKEND_GPU, &rt, &err);
   unsetenv("ARRAYC_LIBCUDA");
   CHECK_EQ_INT(st, AC_OK);
-  static const char prog[] = "fn steps(n: i64, xs: f32[]) -> f32[] {\n"
-                             "  iterate(n, |x| map(|v| v * 0.5 + 1.0, x), xs)\n"
-                             "}\n";
   ac_module *mod = NULL;
   ac_function *f = NULL;
   if (st == AC_OK)
@@ -870,44 +869,66 @@ UNIT_TEST(iterate_step_driver_calls) {
   if (f) {
     const int64_t n = 4096;
     ac_array *xs = ac_array_create(ctx, AC_F32, 1, &n, NULL, NULL);
-    cuda_mock_stats w0, w1, a0, a1, b0, b1;
-    call_steps(f, xs, 1, &w0, &w1, &m); /* uploads xs, leaves a control block in the pool */
-    call_steps(f, xs, 10, &a0, &a1, &m);
-    call_steps(f, xs, 30, &b0, &b1, &m);
-    step_cost c = {
-        per_step(a0.launches, a1.launches, b0.launches, b1.launches),
-        per_step(a0.alloc_calls, a1.alloc_calls, b0.alloc_calls, b1.alloc_calls),
-        per_step(a0.frees, a1.frees, b0.frees, b1.frees),
-        per_step(a0.htod + a0.dtoh + a0.dtod, a1.htod + a1.dtoh + a1.dtod,
-                 b0.htod + b0.dtoh + b0.dtod, b1.htod + b1.dtoh + b1.dtod),
-        per_step(a0.memsets, a1.memsets, b0.memsets, b1.memsets),
-        per_step(a0.syncs, a1.syncs, b0.syncs, b1.syncs),
-        per_step(a0.pushes, a1.pushes, b0.pushes, b1.pushes)};
+    call_steps(f, xs, 1, &s[0], &s[1], m); /* uploads xs, leaves a control block in the pool */
+    call_steps(f, xs, 10, &s[2], &s[3], m);
+    call_steps(f, xs, 30, &s[4], &s[5], m);
+    const cuda_mock_stats *a0 = &s[2], *a1 = &s[3], *b0 = &s[4], *b1 = &s[5];
+    *c = (step_cost){
+        per_step(a0->launches, a1->launches, b0->launches, b1->launches),
+        per_step(a0->alloc_calls, a1->alloc_calls, b0->alloc_calls, b1->alloc_calls),
+        per_step(a0->frees, a1->frees, b0->frees, b1->frees),
+        per_step(a0->htod + a0->dtoh + a0->dtod, a1->htod + a1->dtoh + a1->dtod,
+                 b0->htod + b0->dtoh + b0->dtod, b1->htod + b1->dtoh + b1->dtod),
+        per_step(a0->memsets, a1->memsets, b0->memsets, b1->memsets),
+        per_step(a0->syncs, a1->syncs, b0->syncs, b1->syncs),
+        per_step(a0->pushes, a1->pushes, b0->pushes, b1->pushes)};
     fprintf(stderr,
-            "iterate of one map, per step: %.2f launches, %.2f allocations, %.2f frees, %.2f "
-            "copies, %.2f memsets, %.2f synchronisations, %.2f context pushes\n",
-            c.launches, c.allocs, c.frees, c.copies, c.memsets, c.syncs, c.pushes);
+            "per step: %.2f launches, %.2f allocations, %.2f frees, %.2f copies, %.2f memsets, "
+            "%.2f synchronisations, %.2f context pushes\n",
+            c->launches, c->allocs, c->frees, c->copies, c->memsets, c->syncs, c->pushes);
+    ac_array_release(xs);
+    ac_function_destroy(f);
+  }
+  ac_module_destroy(mod);
+  ac_runtime_destroy(rt);
+  ac_context_destroy(ctx);
+  return f != NULL;
+}
+
+UNIT_TEST(iterate_step_driver_calls) {
+  mock m;
+  if (!mock_open(&m))
+    return;
+  static const char prog[] = "fn steps(n: i64, xs: f32[]) -> f32[] {\n"
+                             "  iterate(n, |x| map(|v| v * 0.5 + 1.0, x), xs)\n"
+                             "}\n";
+  step_cost c;
+  cuda_mock_stats s[6];
+  if (steps_cost(&m, prog, &c, s)) {
+    const cuda_mock_stats *w0 = &s[0], *w1 = &s[1], *a0 = &s[2], *a1 = &s[3], *b0 = &s[4],
+                          *b1 = &s[5];
     fprintf(stderr,
-            "a call after the first: %d allocations, %d uploads, %d read-backs, %d frees\n",
-            b1.alloc_calls - b0.alloc_calls, b1.htod - b0.htod, b1.dtoh - b0.dtoh,
-            b1.frees - b0.frees);
+            "an iterate of one map; a call after the first: %d allocations, %d uploads, %d "
+            "read-backs, %d frees\n",
+            b1->alloc_calls - b0->alloc_calls, b1->htod - b0->htod, b1->dtoh - b0->dtoh,
+            b1->frees - b0->frees);
     /* the first call allocates its control block and uploads it; later
      * ones take it from the device's pool (rt_gpu.ctl_pool) and, with the
      * input resident and the words by value, upload nothing */
-    CHECK_EQ_INT(w1.htod - w0.htod, 2); /* xs, then the control block */
-    CHECK_EQ_INT(b1.htod - b0.htod, 0);
-    CHECK_EQ_INT(a1.htod - a0.htod, 0);
+    CHECK_EQ_INT(w1->htod - w0->htod, 2); /* xs, then the control block */
+    CHECK_EQ_INT(b1->htod - b0->htod, 0);
+    CHECK_EQ_INT(a1->htod - a0->htod, 0);
     CHECK(c.launches == 1.0);
     CHECK(c.memsets == 0.0);
     CHECK(c.syncs == 0.0);
     CHECK(c.pushes == 0.0); /* the call's scope made the context current once */
     /* the whole call zeroes nothing: the first launch writes the control
      * block with its frame words (plan_gpu.c, pg_upload_first) */
-    CHECK_EQ_INT(b1.memsets - b0.memsets, 0);
+    CHECK_EQ_INT(b1->memsets - b0->memsets, 0);
     /* call_steps' pushes: the call's scope (none per operation inside
      * it), then reading the result (ac_array_data) and releasing it, each
      * an operation of its own outside any call */
-    CHECK_EQ_INT(b1.pushes - b0.pushes, 3);
+    CHECK_EQ_INT(b1->pushes - b0->pushes, 3);
     CHECK(c.allocs == 0.0); /* the state two steps back is reused (pl_gpu_recycle) */
     CHECK(c.frees == 0.0);
     /* the counter and the new buffer's word travel with the launch, in
@@ -916,19 +937,37 @@ UNIT_TEST(iterate_step_driver_calls) {
     /* the step's map kernel got all its words in its parameter block
      * (the buffers' data words and extents): the mask's low bits, one per
      * use, all set */
-    CHECK(b1.param_mask != 0 && (b1.param_mask & (b1.param_mask + 1)) == 0);
-    ac_array_release(xs);
-    ac_function_destroy(f);
+    CHECK(b1->param_mask != 0 && (b1->param_mask & (b1->param_mask + 1)) == 0);
   }
-  ac_module_destroy(mod);
-  ac_runtime_destroy(rt);
-  ac_context_destroy(ctx);
-  unsetenv("ARRAYC_CACHE");
-  check_nothing_live(&m);
-  mock_close(&m);
+}
+
+/* A step of a fold (fold.all, whose blocks count themselves in a scratch
+ * word) and a map: two launches, and no memset: the fold's last block
+ * resets the counter (plan.h's `counters`), so the scratch is zeroed once
+ * per call, not once per step. */
+UNIT_TEST(iterate_fold_step_driver_calls) {
+  mock m;
+  if (!mock_open(&m))
+    return;
+  static const char prog[] =
+      "fn steps(n: i64, xs: f32[]) -> f32[] {\n"
+      "  iterate(n, |x| { let t = fold(|a, b| a + b, 0.0, x); map(|v| v * 0.5 + t, x) }, xs)\n"
+      "}\n";
+  step_cost c;
+  cuda_mock_stats s[6];
+  if (steps_cost(&m, prog, &c, s)) {
+    CHECK(c.launches == 2.0);
+    CHECK(c.memsets == 0.0);
+    CHECK_EQ_INT(s[5].memsets - s[4].memsets, 1); /* the scratch, when it is allocated */
+    CHECK(c.syncs == 0.0);
+    CHECK(c.allocs == 0.0);
+    CHECK(c.frees == 0.0);
+    CHECK(c.copies == 0.0);
+  }
 }
 
 UNIT_MAIN(no_library_at_the_named_path, library_without_the_driver_api, stub_driver_fails_cleanly,
           invalid_ordinal, real_gpu_or_no_driver, mock_device_suite, mock_trace, mock_pinned_staging, mock_without_memory_pools,
           mock_creation_failures_leak_nothing, mock_operation_errors,
-          load_on_another_device_is_invalid, test_ptx_assembles, iterate_step_driver_calls)
+          load_on_another_device_is_invalid, test_ptx_assembles, iterate_step_driver_calls,
+          iterate_fold_step_driver_calls)
