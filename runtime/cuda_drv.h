@@ -33,6 +33,10 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUkern_st *CUkernel;
 
 /* ---- enums (values from cuda.h) ---- */
 typedef enum CUresult {
@@ -143,12 +147,36 @@ typedef CUresult cu_OccupancyMaxActiveBlocksPerMultiprocessor_fn(int *blocks, CU
 typedef CUresult cu_FuncGetAttribute_fn(int *value, CUfunction_attribute attr, CUfunction fn);
 typedef CUresult cu_FuncSetAttribute_fn(CUfunction fn, CUfunction_attribute attr, int value);
 
+/* Graphs (CUDA 12: CUDA_KERNEL_NODE_PARAMS is this _v2 layout, taken by
+ * cuGraphAddKernelNode_v2; kern and ctx NULL: func, in the current
+ * context). The kernelParams values are copied when the node is added. */
+typedef struct CUDA_KERNEL_NODE_PARAMS_v2 {
+  CUfunction func;
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+  CUkernel kern;
+  CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS_v2;
+typedef CUresult cu_GraphCreate_fn(CUgraph *graph, unsigned int flags);
+typedef CUresult cu_GraphAddKernelNode_fn(CUgraphNode *node, CUgraph graph,
+                                          const CUgraphNode *deps, size_t ndeps,
+                                          const CUDA_KERNEL_NODE_PARAMS_v2 *params);
+typedef CUresult cu_GraphInstantiateWithFlags_fn(CUgraphExec *exec, CUgraph graph,
+                                                 unsigned long long flags);
+typedef CUresult cu_GraphLaunch_fn(CUgraphExec exec, CUstream stream);
+typedef CUresult cu_GraphExecDestroy_fn(CUgraphExec exec);
+typedef CUresult cu_GraphDestroy_fn(CUgraph graph);
+
 /* X(field, exported symbol, required). The optional ones are the
  * stream-ordered allocator (CUDA 11.2): without them, or on a device
- * without memory pools, gpu_cuda.c uses cuMemAlloc/cuMemFree; and pinned
+ * without memory pools, gpu_cuda.c uses cuMemAlloc/cuMemFree; pinned
  * host memory (cuMemHostAlloc, cuMemFreeHost: in every driver, optional
  * only so that a driver or mock without them still works, through
- * pageable copies). Everything
+ * pageable copies); and graphs (cuGraphAddKernelNode_v2 is CUDA 12.0):
+ * without them, loop bodies are launched kernel by kernel. Everything
  * required is in every driver since CUDA 11.0 (cuDevicePrimaryCtxRelease_v2
  * is the newest). */
 #define CU_DRV_API(X)                                                                              \
@@ -187,6 +215,12 @@ typedef CUresult cu_FuncSetAttribute_fn(CUfunction fn, CUfunction_attribute attr
   X(OccupancyMaxPotentialBlockSize, "cuOccupancyMaxPotentialBlockSize", 1)                         \
   X(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", 1)   \
   X(FuncGetAttribute, "cuFuncGetAttribute", 1)                                                     \
-  X(FuncSetAttribute, "cuFuncSetAttribute", 1)
+  X(FuncSetAttribute, "cuFuncSetAttribute", 1)                                                     \
+  X(GraphCreate, "cuGraphCreate", 0)                                                               \
+  X(GraphAddKernelNode, "cuGraphAddKernelNode_v2", 0)                                              \
+  X(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 0)                                   \
+  X(GraphLaunch, "cuGraphLaunch", 0)                                                               \
+  X(GraphExecDestroy, "cuGraphExecDestroy", 0)                                                     \
+  X(GraphDestroy, "cuGraphDestroy", 0)
 
 #endif

@@ -137,6 +137,17 @@ typedef struct rt_gpu_ops {
    * operations on other devices inside a scope work as usual. */
   bool (*scope_enter)(rt_gpu *g);
   void (*scope_leave)(rt_gpu *g);
+  /* Optional (NULL: launches are queued as they come). A batch around the
+   * launches of one iteration of a loop, from one host thread: between
+   * batch_begin and batch_end the device may hold back that thread's
+   * launches, and batch_end queues what it held, as one CUDA graph when
+   * the same launches (kernels, grids, parameters) came before
+   * (gpu_cuda.c, "Graphs"). Any other operation of the thread on the
+   * device first queues the launches held back, so the stream runs
+   * everything in the order of the calls. Pairs nest; batch_end reports
+   * a failure to queue any launch of the batch. */
+  void (*batch_begin)(rt_gpu *g);
+  ac_status (*batch_end)(rt_gpu *g, ac_error **err);
 } rt_gpu_ops;
 
 /* Control blocks kept between calls (plan_gpu.c): a call whose plan has

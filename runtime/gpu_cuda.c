@@ -63,6 +63,26 @@
  * copies are queued and followed by a stream sync, so they return when the
  * bytes are in place and everything queued before them has run.
  *
+ * Graphs: the plan executor wraps each iteration of a loop whose body
+ * launches two or more kernels in a batch (rt_gpu_ops.batch_begin/end).
+ * The calling thread's launches are then held back (a thread-local
+ * record of up to CU_BATCH_MAX) and queued at the batch's end: as one
+ * CUDA graph when the same batch (the same kernels, grids and parameter
+ * values, so the same work) has been seen before on the device, else one
+ * by one. A batch seen a second time becomes a graph (cuGraphCreate, a
+ * chain of kernel nodes, cuGraphInstantiateWithFlags) kept in a cache of
+ * CU_GRAPHS per device (least recently used replaced; cuGraphExecDestroy
+ * of a graph in flight frees it when it completes); later ones launch it
+ * (cuGraphLaunch: one call for the whole body). A loop whose buffers
+ * alternate between two (an iterate's state) has two such batches, both
+ * cached after four iterations; a batch that never repeats (a kernel that
+ * reads the step number by value) is launched kernel by kernel, at the
+ * cost of hashing it. Every other operation of the thread on the device
+ * first queues the launches it holds back, so nothing is reordered; the
+ * graph functions are optional (CUDA 12.0), and ARRAYC_GPU_GRAPHS=0 turns
+ * batches off. The cache is the device's, behind a mutex (graph objects
+ * are not thread-safe); unloading a module empties it.
+ *
  * Errors: every CUresult other than CUDA_SUCCESS becomes an ac_error
  * "CUDA error in cuXxx: CUDA_ERROR_NAME: description", with the driver's
  * own name and description (cuGetErrorName/String), or ours when the driver
@@ -92,6 +112,14 @@
 #define CU_STAGE_MAX ((size_t)64 << 10)
 #define CU_RB_SLOTS 8
 #define CU_RB_BYTES ((size_t)4 << 10)
+
+/* Launch batches (see "Graphs" above): launches held back per batch at
+ * most (more are queued as they come), executable graphs cached per
+ * device, and hashes of recent batches remembered (a batch becomes a
+ * graph when it is seen again). */
+#define CU_BATCH_MAX 32
+#define CU_GRAPHS 8
+#define CU_SEEN 16
 
 /* The driver entry points (cuda_drv.h's list). */
 typedef struct cu_api {
@@ -130,7 +158,42 @@ typedef struct cu_gpu {
   _Atomic uint32_t rb_busy;  /* read-back slots in use (bit i: slot i) */
   /* ARRAYC_GPU_TRACE: calls and nanoseconds per device operation */
   _Atomic uint64_t tr_calls[9], tr_ns[9];
+  /* Graphs (see "Graphs" at the top): whether batches are made, and the
+   * cache of executable graphs and recent batch hashes, under graph_mu */
+  bool graphs;
+  pthread_mutex_t graph_mu;
+  struct cu_graph *graph; /* CU_GRAPHS entries (NULL without graphs) */
+  uint64_t seen[CU_SEEN];
+  unsigned seen_next;
+  uint64_t tick;
 } cu_gpu;
+
+/* One launch held back in a batch: everything that decides what it does
+ * (records are zeroed first, so that equal launches compare equal). */
+typedef struct cu_rec {
+  rt_gkernel *k;
+  unsigned grid, block, smem;
+  CUdeviceptr frame, ctl;
+  int64_t n;
+  uint64_t p[RT_GPU_PARAMS];
+} cu_rec;
+
+/* The batch open on this thread (one at a time, for one device). */
+typedef struct cu_batch {
+  struct cu_gpu *g;
+  unsigned depth, n;
+  CUresult failed; /* the first launch a flush without an error return could not queue */
+  rt_gkernel *failed_k;
+  cu_rec l[CU_BATCH_MAX];
+} cu_batch;
+
+/* A cached executable graph: the batch it runs, in a chain. */
+struct cu_graph {
+  CUgraphExec exec; /* NULL: an empty entry */
+  uint64_t hash, used;
+  unsigned n;
+  cu_rec *l;
+};
 
 /* A loaded kernel: its function, its launch limits (computed at load time)
  * and its name for messages. Lives in its module's array. */
@@ -284,6 +347,196 @@ static cu_gpu *cu_of(rt_gpu *g) {
   return g && (g->ops == &cu_ops || g->ops == &cu_trace_ops) ? (cu_gpu *)g : NULL;
 }
 
+/* ---- launch batches and graphs (see "Graphs" at the top) ---- */
+
+static _Thread_local cu_batch *cu_tb; /* the batch open on this thread, or NULL */
+
+/* Queues launch l (in g's context). */
+static CUresult cu_launch_rec(cu_gpu *g, cu_rec *l) {
+  /* One pointer per parameter of void k(uint64_t *frame, rt_gctl *ctl,
+   * int64_t n, uint64_t p0, .., uint64_t p63) (on NVPTX the parameter
+   * block is RT_GPU_PARAMS parameters, lib/codegen/cg_gpu.c); the driver
+   * copies the values before returning. */
+  void *params[3 + RT_GPU_PARAMS] = {&l->frame, &l->ctl, &l->n};
+  for (unsigned i = 0; i < RT_GPU_PARAMS; i++)
+    params[3 + i] = &l->p[i];
+  return g->cu.LaunchKernel(l->k->fn, l->grid, 1, 1, l->block, 1, 1, l->smem, g->stream, params,
+                            NULL);
+}
+
+/* Queues, in order, the launches this thread's batch holds back for g (in
+ * g's context); the kernel of a launch that fails goes to *failed. */
+static CUresult cu_flush(cu_gpu *g, rt_gkernel **failed) {
+  cu_batch *b = cu_tb;
+  CUresult r = CUDA_SUCCESS;
+  if (!b || b->g != g)
+    return r;
+  for (unsigned i = 0; i < b->n && r == CUDA_SUCCESS; i++)
+    if ((r = cu_launch_rec(g, &b->l[i])) != CUDA_SUCCESS)
+      *failed = b->l[i].k;
+  b->n = 0;
+  return r;
+}
+
+/* cu_enter for an operation other than a launch: the launches held back
+ * go first. */
+static ac_status cu_op(cu_gpu *g, ac_error **err) {
+  ac_status st = cu_enter(g, err);
+  if (st != AC_OK)
+    return st;
+  rt_gkernel *k = NULL;
+  CUresult r = cu_flush(g, &k);
+  if (r == CUDA_SUCCESS)
+    return AC_OK;
+  cu_leave(g);
+  return CU_FAIL(g, r, "cuLaunchKernel", k->name, err);
+}
+
+static uint64_t cu_hash(const cu_rec *l, unsigned n) {
+  const unsigned char *p = (const unsigned char *)l;
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (size_t i = 0; i + 8 <= (size_t)n * sizeof *l; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, sizeof w);
+    h = (h ^ w) * 0x100000001B3ull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+/* An executable graph running l[0..n) in order, or NULL. */
+static CUgraphExec cu_graph_make(cu_gpu *g, cu_rec *l, unsigned n) {
+  CUgraph graph = NULL;
+  CUgraphExec exec = NULL;
+  if (g->cu.GraphCreate(&graph, 0) != CUDA_SUCCESS)
+    return NULL;
+  CUgraphNode prev = NULL;
+  bool ok = true;
+  for (unsigned i = 0; i < n && ok; i++) {
+    void *params[3 + RT_GPU_PARAMS] = {&l[i].frame, &l[i].ctl, &l[i].n};
+    for (unsigned j = 0; j < RT_GPU_PARAMS; j++)
+      params[3 + j] = &l[i].p[j];
+    CUDA_KERNEL_NODE_PARAMS_v2 kp = {.func = l[i].k->fn,
+                                     .gridDimX = l[i].grid,
+                                     .gridDimY = 1,
+                                     .gridDimZ = 1,
+                                     .blockDimX = l[i].block,
+                                     .blockDimY = 1,
+                                     .blockDimZ = 1,
+                                     .sharedMemBytes = l[i].smem,
+                                     .kernelParams = params};
+    CUgraphNode node = NULL;
+    ok = g->cu.GraphAddKernelNode(&node, graph, prev ? &prev : NULL, prev ? 1 : 0, &kp) ==
+         CUDA_SUCCESS;
+    prev = node;
+  }
+  if (ok && g->cu.GraphInstantiateWithFlags(&exec, graph, 0) != CUDA_SUCCESS)
+    exec = NULL;
+  (void)g->cu.GraphDestroy(graph);
+  return ok ? exec : NULL;
+}
+
+/* Queues batch b as a graph if it has one, or if it was seen before and
+ * one can be made; true then, with the launch's result in *r. */
+static bool cu_graph_run(cu_gpu *g, cu_batch *b, CUresult *r) {
+  uint64_t h = cu_hash(b->l, b->n);
+  bool done = false;
+  pthread_mutex_lock(&g->graph_mu);
+  struct cu_graph *e = NULL, *slot = &g->graph[0];
+  for (unsigned i = 0; i < CU_GRAPHS && !e; i++) {
+    struct cu_graph *x = &g->graph[i];
+    if (x->exec && x->hash == h && x->n == b->n && memcmp(x->l, b->l, b->n * sizeof *b->l) == 0)
+      e = x;
+    else if (slot->exec && (!x->exec || x->used < slot->used))
+      slot = x; /* an empty entry, else the least recently used */
+  }
+  if (!e) {
+    bool seen = false;
+    for (unsigned i = 0; i < CU_SEEN && !seen; i++)
+      seen = g->seen[i] == h;
+    cu_rec *copy = seen ? ac_alloc(g->base.ctx, b->n * sizeof *copy) : NULL;
+    CUgraphExec x = copy ? cu_graph_make(g, b->l, b->n) : NULL;
+    if (x) {
+      if (slot->exec) {
+        (void)g->cu.GraphExecDestroy(slot->exec);
+        ac_free(g->base.ctx, slot->l);
+      }
+      memcpy(copy, b->l, b->n * sizeof *copy);
+      *slot = (struct cu_graph){x, h, 0, b->n, copy};
+      e = slot;
+    } else {
+      ac_free(g->base.ctx, copy);
+      if (!seen)
+        g->seen[g->seen_next++ % CU_SEEN] = h;
+    }
+  }
+  if (e) {
+    e->used = ++g->tick;
+    *r = g->cu.GraphLaunch(e->exec, g->stream);
+    done = true;
+  }
+  pthread_mutex_unlock(&g->graph_mu);
+  return done;
+}
+
+/* Destroys every cached graph (its kernels' module is going away). */
+static void cu_graphs_clear(cu_gpu *g) {
+  if (!g->graph)
+    return;
+  pthread_mutex_lock(&g->graph_mu);
+  for (unsigned i = 0; i < CU_GRAPHS; i++)
+    if (g->graph[i].exec) {
+      (void)g->cu.GraphExecDestroy(g->graph[i].exec);
+      ac_free(g->base.ctx, g->graph[i].l);
+      g->graph[i] = (struct cu_graph){0};
+    }
+  memset(g->seen, 0, sizeof g->seen);
+  pthread_mutex_unlock(&g->graph_mu);
+}
+
+static void cu_batch_begin(rt_gpu *gp) {
+  cu_gpu *g = (cu_gpu *)gp;
+  cu_batch *b = cu_tb;
+  if (!g->graphs || (b && b->g != g)) /* one device's batch at a time */
+    return;
+  if (b) {
+    b->depth++;
+    return;
+  }
+  if (!(b = ac_alloc(g->base.ctx, sizeof *b)))
+    return; /* no batch: the launches are queued as they come */
+  b->g = g;
+  b->depth = 1;
+  b->n = 0;
+  b->failed = CUDA_SUCCESS;
+  b->failed_k = NULL;
+  cu_tb = b;
+}
+
+static ac_status cu_batch_end(rt_gpu *gp, ac_error **err) {
+  cu_gpu *g = (cu_gpu *)gp;
+  cu_batch *b = cu_tb;
+  if (!b || b->g != g || --b->depth > 0)
+    return AC_OK;
+  ac_status st = AC_OK;
+  if (b->failed != CUDA_SUCCESS) {
+    st = CU_FAIL(g, b->failed, "cuLaunchKernel", b->failed_k->name, err);
+  } else if (b->n && (st = cu_enter(g, err)) == AC_OK) {
+    CUresult r;
+    rt_gkernel *k = NULL;
+    if (b->n >= 2 && cu_graph_run(g, b, &r)) {
+      if (r != CUDA_SUCCESS)
+        st = CU_FAIL(g, r, "cuGraphLaunch", b->l[0].k->name, err);
+    } else if ((r = cu_flush(g, &k)) != CUDA_SUCCESS) {
+      st = CU_FAIL(g, r, "cuLaunchKernel", k->name, err);
+    }
+    cu_leave(g);
+  }
+  cu_tb = NULL;
+  ac_free(g->base.ctx, b);
+  return st;
+}
+
 /* ---- the device operations ---- */
 
 static void cu_trace_report(const cu_gpu *g);
@@ -293,7 +546,10 @@ static void cu_destroy(rt_gpu *gp) {
   if (gp->ops == &cu_trace_ops)
     cu_trace_report(g);
   if (cu_enter(g, NULL) == AC_OK) {
+    rt_gkernel *k;
+    (void)cu_flush(g, &k);
     (void)g->cu.StreamSynchronize(g->stream);
+    cu_graphs_clear(g);
     (void)g->cu.StreamDestroy(g->stream);
     if (g->stage)
       (void)g->cu.MemFreeHost(g->stage);
@@ -301,6 +557,10 @@ static void cu_destroy(rt_gpu *gp) {
   }
   if (g->stage)
     pthread_mutex_destroy(&g->stage_mu);
+  if (g->graph) {
+    pthread_mutex_destroy(&g->graph_mu);
+    ac_free(g->base.ctx, g->graph);
+  }
   (void)g->cu.DevicePrimaryCtxRelease(g->dev);
   /* The library stays loaded: once cuInit has succeeded, the driver has
    * threads and handlers of its own that must not lose their code, and no
@@ -315,7 +575,7 @@ static ac_status cu_alloc(rt_gpu *gp, size_t bytes, rt_dptr *out, ac_error **err
   /* Every allocation gets an address of its own, never 0 ("none"). */
   if (bytes == 0)
     bytes = 1;
-  ac_status st = cu_enter(g, err);
+  ac_status st = cu_op(g, err);
   if (st != AC_OK)
     return st;
   CUdeviceptr p = 0;
@@ -352,6 +612,14 @@ static void cu_free(rt_gpu *gp, rt_dptr p) {
   cu_gpu *g = (cu_gpu *)gp;
   if (!p || cu_enter(g, NULL) != AC_OK)
     return;
+  /* the launches held back may use p: they go first, and a failure is
+   * the batch's to report */
+  rt_gkernel *k = NULL;
+  CUresult fr = cu_flush(g, &k);
+  if (fr != CUDA_SUCCESS && cu_tb && cu_tb->failed == CUDA_SUCCESS) {
+    cu_tb->failed = fr;
+    cu_tb->failed_k = k;
+  }
   if (g->pools) {
     (void)g->cu.MemFreeAsync(p, g->stream);
   } else {
@@ -410,7 +678,7 @@ static ac_status cu_htod(rt_gpu *gp, rt_dptr dst, const void *src, size_t bytes,
   cu_gpu *g = (cu_gpu *)gp;
   if (bytes == 0)
     return AC_OK;
-  ac_status st = cu_enter(g, err);
+  ac_status st = cu_op(g, err);
   if (st != AC_OK)
     return st;
   CUresult r;
@@ -442,7 +710,7 @@ static int cu_rb_take(cu_gpu *g) {
 
 static ac_status cu_dtoh(rt_gpu *gp, void *dst, rt_dptr src, size_t bytes, ac_error **err) {
   cu_gpu *g = (cu_gpu *)gp;
-  ac_status st = cu_enter(g, err);
+  ac_status st = cu_op(g, err);
   if (st != AC_OK)
     return st;
   /* small copies land in a pinned read-back slot: the DMA writes it
@@ -469,7 +737,7 @@ static ac_status cu_dtod(rt_gpu *gp, rt_dptr dst, rt_dptr src, size_t bytes, ac_
   cu_gpu *g = (cu_gpu *)gp;
   if (bytes == 0)
     return AC_OK;
-  ac_status st = cu_enter(g, err);
+  ac_status st = cu_op(g, err);
   if (st != AC_OK)
     return st;
   CUresult r = g->cu.MemcpyDtoDAsync(dst, src, bytes, g->stream);
@@ -481,7 +749,7 @@ static ac_status cu_memset0(rt_gpu *gp, rt_dptr dst, size_t bytes, ac_error **er
   cu_gpu *g = (cu_gpu *)gp;
   if (bytes == 0)
     return AC_OK;
-  ac_status st = cu_enter(g, err);
+  ac_status st = cu_op(g, err);
   if (st != AC_OK)
     return st;
   CUresult r = g->cu.MemsetD8Async(dst, 0, bytes, g->stream);
@@ -498,21 +766,31 @@ static ac_status cu_launch(rt_gpu *gp, rt_gkernel *k, unsigned grid, unsigned bl
   if (smem > UINT_MAX)
     return cu_report(g->base.ctx, AC_ERR_INVALID, err,
                      "kernel %s: %zu bytes of dynamic shared memory requested", k->name, smem);
-  ac_status st = cu_enter(g, err);
+  cu_batch *b = cu_tb;
+  bool held = b && b->g == g;
+  ac_status st = AC_OK;
+  if (held && b->n == CU_BATCH_MAX && (st = cu_op(g, err)) == AC_OK) /* full: queue it */
+    cu_leave(g);
   if (st != AC_OK)
     return st;
-  /* One pointer per parameter of void k(uint64_t *frame, rt_gctl *ctl,
-   * int64_t n, uint64_t p0, .., uint64_t p63) (on NVPTX the parameter
-   * block is RT_GPU_PARAMS parameters, lib/codegen/cg_gpu.c); the driver
-   * copies the values before returning. */
-  static const uint64_t zero[RT_GPU_PARAMS];
-  CUdeviceptr pframe = frame, pctl = ctl;
-  int64_t pn = n;
-  void *params[3 + RT_GPU_PARAMS] = {&pframe, &pctl, &pn};
-  for (unsigned i = 0; i < RT_GPU_PARAMS; i++)
-    params[3 + i] = (void *)&(pblock ? pblock : zero)[i];
-  CUresult r =
-      g->cu.LaunchKernel(k->fn, grid, 1, 1, block, 1, 1, (unsigned)smem, g->stream, params, NULL);
+  cu_rec one, *l = held ? &b->l[b->n] : &one;
+  memset(l, 0, sizeof *l); /* equal launches compare equal, padding included */
+  l->k = k;
+  l->grid = grid;
+  l->block = block;
+  l->smem = (unsigned)smem;
+  l->frame = frame;
+  l->ctl = ctl;
+  l->n = n;
+  if (pblock)
+    memcpy(l->p, pblock, sizeof l->p);
+  if (held) { /* queued at the batch's end, or before the next other operation */
+    b->n++;
+    return AC_OK;
+  }
+  if ((st = cu_enter(g, err)) != AC_OK)
+    return st;
+  CUresult r = cu_launch_rec(g, l);
   cu_leave(g);
   return r == CUDA_SUCCESS ? AC_OK : CU_FAIL(g, r, "cuLaunchKernel", k->name, err);
 }
@@ -529,7 +807,7 @@ static ac_status cu_launch_params(rt_gpu *gp, rt_gkernel *k, unsigned grid, unsi
     return cu_report(g->base.ctx, AC_ERR_INVALID, err,
                      "kernel %s launched with blocks of %u threads; it allows at most %u on %s",
                      k->name, block, k->lim.max_block, g->name);
-  ac_status st = cu_enter(g, err);
+  ac_status st = cu_op(g, err);
   if (st != AC_OK)
     return st;
   CUresult r = g->cu.LaunchKernel(k->fn, grid, 1, 1, block, 1, 1, 0, g->stream, params, NULL);
@@ -539,7 +817,7 @@ static ac_status cu_launch_params(rt_gpu *gp, rt_gkernel *k, unsigned grid, unsi
 
 static ac_status cu_sync(rt_gpu *gp, ac_error **err) {
   cu_gpu *g = (cu_gpu *)gp;
-  ac_status st = cu_enter(g, err);
+  ac_status st = cu_op(g, err);
   if (st != AC_OK)
     return st;
   CUresult r = cu_wait(g);
@@ -668,6 +946,8 @@ static const rt_gpu_ops cu_trace_ops = {
     .parallelism = cu_parallelism,
     .scope_enter = cu_scope_enter,
     .scope_leave = cu_scope_leave,
+    .batch_begin = cu_batch_begin,
+    .batch_end = cu_batch_end,
 };
 
 static const rt_gpu_ops cu_ops = {
@@ -686,6 +966,8 @@ static const rt_gpu_ops cu_ops = {
     .parallelism = cu_parallelism,
     .scope_enter = cu_scope_enter,
     .scope_leave = cu_scope_leave,
+    .batch_begin = cu_batch_begin,
+    .batch_end = cu_batch_end,
 };
 
 /* ---- creating a device ---- */
@@ -787,6 +1069,21 @@ static ac_status cu_setup(cu_gpu *g, ac_error **err) {
       g->pool = NULL;
     if (!g->pool)
       g->pools = false; /* without the pool's handle there is no trimming on OOM */
+  }
+  /* Graphs: optional (the driver's functions, a cache and its mutex), and
+   * ARRAYC_GPU_GRAPHS=0 turns them off. */
+  const char *graphs = getenv("ARRAYC_GPU_GRAPHS");
+  if (g->cu.GraphCreate && g->cu.GraphAddKernelNode && g->cu.GraphInstantiateWithFlags &&
+      g->cu.GraphLaunch && g->cu.GraphExecDestroy && g->cu.GraphDestroy &&
+      !(graphs && strcmp(graphs, "0") == 0)) {
+    struct cu_graph *cache = ac_alloc(g->base.ctx, CU_GRAPHS * sizeof *cache);
+    if (cache && pthread_mutex_init(&g->graph_mu, NULL) == 0) {
+      memset(cache, 0, CU_GRAPHS * sizeof *cache);
+      g->graph = cache;
+      g->graphs = true;
+    } else {
+      ac_free(g->base.ctx, cache);
+    }
   }
   return AC_OK;
 }
@@ -1015,8 +1312,12 @@ void rt_cuda_module_free(rt_gpu *gp, rt_cuda_module *m) {
   if (!g || !m)
     return;
   if (cu_enter(g, NULL) == AC_OK) {
-    /* Launches of its kernels may still be queued. */
+    /* Launches of its kernels may still be held back or queued, and
+     * cached graphs may name them. */
+    rt_gkernel *k;
+    (void)cu_flush(g, &k);
     (void)g->cu.StreamSynchronize(g->stream);
+    cu_graphs_clear(g);
     (void)g->cu.ModuleUnload(m->mod);
     cu_leave(g);
   }

@@ -486,8 +486,10 @@ static bool pl_exec_body(pl_exec *X, rt_kernel_fn const *kernels) {
         pc = in->match + 1;
         continue;
       }
-      X->loops[pc] = (pl_loop){lo, hi};
+      X->loops[pc] = (pl_loop){lo, hi, X->g && pl_gpu_batchable(p, pc)};
       pl_wset(X, in->a, (uint64_t)lo);
+      if (X->loops[pc].batch)
+        pl_gpu_batch_begin(X);
       break;
     }
     case PI_WHILE:
@@ -514,8 +516,12 @@ static bool pl_exec_body(pl_exec *X, rt_kernel_fn const *kernels) {
         pc = o + 1;
         continue;
       }
+      if (open->op == PI_FOR && X->loops[o].batch && !pl_gpu_batch_end(X))
+        return false;
       if (open->op == PI_FOR && X->loops[o].i + 1 < X->loops[o].hi) {
         pl_wset(X, open->a, (uint64_t)++X->loops[o].i);
+        if (X->loops[o].batch)
+          pl_gpu_batch_begin(X);
         pc = o + 1;
         continue;
       }

@@ -25,6 +25,7 @@
 
 typedef struct pl_loop {
   int64_t i, hi;
+  bool batch; /* GPU: each iteration is a launch batch (pl_gpu_batch_begin) */
 } pl_loop;
 
 #define PL_W_DIRTY 1u
@@ -62,6 +63,7 @@ typedef struct pl_exec {
    * kernels that reset their counters leave that prefix zero, and the
    * next such launch needs no memset). */
   uint64_t scratch_zero;
+  unsigned batches; /* launch batches open (pl_gpu_batch_begin) */
   /* device buffers of intermediate arrays the call dropped, for its later
    * allocations of the same size (pl_gpu_recycle) */
   struct {
@@ -102,6 +104,13 @@ void pl_gpu_end(pl_exec *X);    /* frees them (stream-ordered) */
 void pl_gpu_recycle(pl_exec *X, ac_array *a);
 bool pl_gpu_sync(pl_exec *X);   /* waits for everything; reports a kernel failure */
 bool pl_gpu_launch(pl_exec *X, const pl_inst *in);
+/* Around one iteration of a loop that launches two or more kernels and
+ * holds no loop (rt_gpu_ops.batch_begin/end: the device may launch the
+ * iteration's kernels as one CUDA graph). pl_gpu_batch_end reports a
+ * failure to launch; pl_gpu_end closes a batch a failure left open. */
+bool pl_gpu_batchable(const pl_plan *p, uint32_t pc);
+void pl_gpu_batch_begin(pl_exec *X);
+bool pl_gpu_batch_end(pl_exec *X);
 /* A fresh device array for an ALLOC (extents checked >= 0); with `quiet`
  * (a `try` alloc) a failure returns false and records nothing. */
 bool pl_gpu_alloc(pl_exec *X, const pl_inst *in, const int64_t *ext, ac_array **out, rt_dptr *d,

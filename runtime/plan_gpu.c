@@ -97,8 +97,41 @@ bool pl_gpu_begin(pl_exec *X) {
   return true;
 }
 
+bool pl_gpu_batchable(const pl_plan *p, uint32_t pc) {
+  uint32_t launches = 0;
+  for (uint32_t i = pc + 1; i < p->insts[pc].match; i++) {
+    pl_iop op = (pl_iop)p->insts[i].op;
+    if (op == PI_FOR || op == PI_WHILE)
+      return false;
+    launches += op == PI_LAUNCH;
+  }
+  return launches >= 2;
+}
+
+void pl_gpu_batch_begin(pl_exec *X) {
+  if (X->g->ops->batch_begin) {
+    X->g->ops->batch_begin(X->g);
+    X->batches++;
+  }
+}
+
+bool pl_gpu_batch_end(pl_exec *X) {
+  if (!X->g->ops->batch_end || !X->batches)
+    return true;
+  X->batches--;
+  ac_error *e = NULL;
+  ac_status st = X->g->ops->batch_end(X->g, &e);
+  return st == AC_OK || pg_err(X, st, e);
+}
+
 void pl_gpu_end(pl_exec *X) {
   rt_gpu *g = X->g;
+  while (X->batches) { /* a failure left the body: queue what was held back */
+    X->batches--;
+    ac_error *e = NULL;
+    if (g->ops->batch_end(g, &e) != AC_OK)
+      ac_error_destroy(e);
+  }
   for (uint32_t i = 0; i < X->nspare; i++)
     g->ops->free(g, X->spare[i].d);
   X->nspare = 0;

@@ -576,34 +576,37 @@ void bench_jacobi2d(Env &E, std::vector<Row> &rows) {
   bench_neighbours(E, rows, kJacobi2d);
 }
 
-/* ---- an array loop over a small kernel ----
+/* ---- array loops over small kernels ----
  * The cost of one iteration is the difference between calls of S2 and S1
- * steps over S2 - S1, so the per-call costs cancel out. */
-void bench_iterate(Env &E, Row &r) {
+ * steps over S2 - S1, so the per-call costs cancel out. `ref(steps, &last)`
+ * runs the reference loop from the input in da (db the other buffer) and
+ * leaves where its result is. */
+template <typename Ref>
+void bench_loop(Env &E, Row &r, const char *program, const char *reference, double tol,
+                DevBuf<float> &da, DevBuf<float> &db, Ref ref) {
   const int n = 4096, s1 = 10, s2 = 1010;
   r.size = "n=2^12, 1000 steps";
-  r.reference = "CUDA launch loop";
+  r.reference = reference;
   r.per_iter = true;
   r.goal.max_iter_us = 10;
   Rng g(7);
   std::vector<float> x(n);
   for (int i = 0; i < n; i++)
     x[i] = g.uniform(0, 10);
-  DevBuf<float> da, db;
   float *last = nullptr;
   std::vector<float> want(n), got;
   bool ref_ok = attempt(r, "reference", [&] {
     da.alloc(n), db.alloc(n);
     da.upload(x.data());
     db.poison();
-    ref_iterate_map(E.stream, n, s1, da.p, db.p, &last);
+    ref(s1, &last);
     CK(cudaStreamSynchronize(E.stream));
     CK(cudaMemcpy(want.data(), last, n * sizeof(float), cudaMemcpyDeviceToHost));
   });
   std::unique_ptr<AcProgram> P;
   AcData args;
   bool ac_ok = attempt(r, "arrayc", [&] {
-    P.reset(new AcProgram(E, "iterate_map"));
+    P.reset(new AcProgram(E, program));
     args.d.push_back(ac_array_arg(E, AC_F32, n, x.data()));
     args.d.push_back(ac_i32_arg(s1));
     AcData res(1);
@@ -611,15 +614,15 @@ void bench_iterate(Env &E, Row &r) {
     got = host_floats(res.d[0], n, "the loop's result");
   });
   if (ref_ok && ac_ok)
-    check_floats(r, got, want, 1e-5);
-  /* the timed reference runs overwrite da: the values converge to 2.0, the
-   * time does not depend on them */
+    check_floats(r, got, want, tol);
+  /* the timed reference runs overwrite da: the values converge, the time
+   * does not depend on them */
   RefTime t1, t2;
   if (ref_ok) {
     progress(r, "timing the reference");
     attempt(r, "reference (timing)", [&] {
-      t1 = time_ref(E, [&] { ref_iterate_map(E.stream, n, s1, da.p, db.p, &last); }, E.opt.repeat);
-      t2 = time_ref(E, [&] { ref_iterate_map(E.stream, n, s2, da.p, db.p, &last); }, E.opt.repeat);
+      t1 = time_ref(E, [&] { ref(s1, &last); }, E.opt.repeat);
+      t2 = time_ref(E, [&] { ref(s2, &last); }, E.opt.repeat);
       r.ref.events = (t2.events - t1.events) / (s2 - s1);
       r.ref.wall = (t2.wall - t1.wall) / (s2 - s1);
     });
@@ -639,6 +642,24 @@ void bench_iterate(Env &E, Row &r) {
   }
 }
 
+/* One map per step: a launch per step (no graph: one kernel). */
+void bench_iterate(Env &E, Row &r) {
+  DevBuf<float> da, db;
+  bench_loop(E, r, "iterate_map", "CUDA launch loop", 1e-5, da, db, [&](int steps, float **last) {
+    ref_iterate_map(E.stream, 4096, steps, da.p, db.p, last);
+  });
+}
+
+/* A fold and a map per step: one CUDA graph per step once it repeats. */
+void bench_iterate_fold(Env &E, Row &r) {
+  DevBuf<float> da, db, sum;
+  attempt(r, "reference", [&] { sum.alloc(1); });
+  bench_loop(E, r, "iterate_fold", "CUDA launch loop (memset, sum, map)", 1e-4, da, db,
+             [&](int steps, float **last) {
+               ref_iterate_fold(E.stream, 4096, steps, da.p, db.p, sum.p, last);
+             });
+}
+
 /* A benchmark of one row. */
 template <void (*F)(Env &, Row &)> void one_row(Env &E, std::vector<Row> &rows) {
   F(E, rows[0]);
@@ -655,6 +676,7 @@ const std::vector<Benchmark> &all_benchmarks() {
       {"reduce_sum", one_row<bench_reduce_sum>},
       {"spmv_csr", one_row<bench_spmv_csr>},
       {"iterate", one_row<bench_iterate>},
+      {"iterate_fold", one_row<bench_iterate_fold>},
       {"forward_diff", bench_forward_diff},
       {"ma15", bench_ma15},
       {"jacobi2d", bench_jacobi2d},

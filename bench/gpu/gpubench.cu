@@ -45,7 +45,8 @@ const char *const kUsage =
     "usage: arrayc-gpubench [--only NAME[,NAME...]] [--log2 K] [--repeat N] [--out FILE]\n"
     "                       [--programs DIR]\n"
     "  --only     run only these benchmarks (saxpy, sdot, blackscholes, prefix_sum,\n"
-    "             reduce_sum, spmv_csr, iterate, forward_diff, ma15, jacobi2d)\n"
+    "             reduce_sum, spmv_csr, iterate, iterate_fold, forward_diff, ma15,\n"
+    "             jacobi2d)\n"
     "  --log2     elements per vector: 2^K (default 26; 12..30)\n"
     "  --repeat   timed runs per measurement, the median is reported (default 31)\n"
     "  --out      also write the Markdown report to FILE\n"
@@ -210,8 +211,9 @@ std::string report_header(const Env &E, double copy_wall_bw) {
        "counted (each input read once, each output written once, as bench/README.md) over "
        "arrayc's time; **of copy**: that bandwidth over the copy bandwidth (the reference's "
        "likewise, by its wall time)\n"
-       "- the iterate row gives microseconds per loop iteration: (t(1010 steps) - t(10 steps)) "
-       "/ 1000 over a map of 4096 floats\n\n";
+       "- the iterate rows give microseconds per loop iteration: (t(1010 steps) - t(10 steps)) "
+       "/ 1000 over a map of 4096 floats (iterate), or a sum and a map (iterate_fold, whose "
+       "two kernels arrayc launches as one CUDA graph per step)\n\n";
   return s.str();
 }
 

@@ -221,6 +221,9 @@ void ref_blackscholes(cudaStream_t s, int64_t n, const float *S, const float *X,
 void ref_spmv_csr_vector(cudaStream_t s, int64_t rows, const int64_t *rowptr, const int32_t *cols,
                          const float *vals, const float *x, float *y);
 void ref_iterate_map(cudaStream_t s, int n, int steps, float *a, float *b, float **result);
+/* steps of: *sum = sum of x; y = x * 0.5 + *sum * 0.0001 (bench/programs/iterate_fold.ac) */
+void ref_iterate_fold(cudaStream_t s, int n, int steps, float *a, float *b, float *sum,
+                      float **result);
 /* out[i] = x[i + 1] - x[i] for i < n - 1 */
 void ref_forward_diff(cudaStream_t s, int64_t n, const float *x, float *out);
 /* out[i] = sum over k < 15 of w[k] * x[i + k] for i < n - 14 (bench/programs/ma15.ac) */

@@ -13,6 +13,9 @@
  *   - the small kernel of the iterate micro-benchmark: x * 0.5 + 1 over a
  *     few thousand elements, launched once per step with two buffers in
  *     turn, which is what a CUDA loop costs per iteration;
+ *   - the two kernels of the iterate_fold micro-benchmark: per step, the
+ *     sum zeroed (cudaMemsetAsync), a grid-stride sum with a shuffle tree
+ *     per block and one atomicAdd per block, then x * 0.5 + sum * 0.0001;
  *   - the neighbour reads (forward differences, the 15-point moving
  *     average, one 2-D Jacobi step with a zero boundary): one output
  *     element per thread, read straight from global memory, neighbours
@@ -81,6 +84,33 @@ __global__ void iterate_step_kernel(int n, const float *__restrict__ x, float *_
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n)
     y[i] = x[i] * 0.5f + 1.0f;
+}
+
+__global__ void iterate_sum_kernel(int n, const float *__restrict__ x, float *__restrict__ sum) {
+  __shared__ float warp_sums[kBlock / 32];
+  float v = 0.0f;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    v += x[i];
+  for (int off = 16; off > 0; off /= 2)
+    v += __shfl_down_sync(0xffffffffu, v, off);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0)
+    warp_sums[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < (int)(blockDim.x / 32) ? warp_sums[lane] : 0.0f;
+    for (int off = 16; off > 0; off /= 2)
+      v += __shfl_down_sync(0xffffffffu, v, off);
+    if (lane == 0)
+      atomicAdd(sum, v);
+  }
+}
+
+__global__ void iterate_fold_map_kernel(int n, const float *__restrict__ x,
+                                        const float *__restrict__ sum, float *__restrict__ y) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    y[i] = x[i] * 0.5f + *sum * 0.0001f;
 }
 
 __global__ void forward_diff_kernel(int64_t n, const float *__restrict__ x,
@@ -158,6 +188,22 @@ void ref_jacobi2d(cudaStream_t s, int64_t rows, int64_t cols, const float *g, fl
 /* steps applications of the step kernel, alternating between a and b
  * (a holds the input); *result is the buffer holding the last step's
  * output (a itself for no steps). */
+void ref_iterate_fold(cudaStream_t s, int n, int steps, float *a, float *b, float *sum,
+                      float **result) {
+  float *src = a, *dst = b;
+  for (int i = 0; i < steps; i++) {
+    CK(cudaMemsetAsync(sum, 0, sizeof *sum, s));
+    iterate_sum_kernel<<<blocks_for(n), kBlock, 0, s>>>(n, src, sum);
+    CK_LAUNCH();
+    iterate_fold_map_kernel<<<blocks_for(n), kBlock, 0, s>>>(n, src, sum, dst);
+    CK_LAUNCH();
+    float *tmp = src;
+    src = dst;
+    dst = tmp;
+  }
+  *result = src;
+}
+
 void ref_iterate_map(cudaStream_t s, int n, int steps, float *a, float *b, float **result) {
   float *src = a, *dst = b;
   for (int i = 0; i < steps; i++) {

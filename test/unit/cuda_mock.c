@@ -15,7 +15,8 @@
  * driver). A module's kernels are its `.entry` names; launching one (all
  * behave as test_cuda's PTX kernel) stores n in frame word 0 and adds
  * grid * block to word 1, except `arrayc_mock_axpy`, an extern kernel
- * (plan.h) that computes out = a * x + y (mk_axpy). A kernel's maximum
+ * (plan.h) that computes out = a * x + y (mk_axpy). Graphs are chains of
+ * kernel nodes, run node by node when launched. A kernel's maximum
  * block is its `.maxntid`, else 1024. The state is global and locked: a
  * driver is process state.
  */
@@ -41,6 +42,7 @@
 #define cuMemcpyHtoDAsync cuMemcpyHtoDAsync_v2
 #define cuMemcpyDtoHAsync cuMemcpyDtoHAsync_v2
 #define cuMemcpyDtoDAsync cuMemcpyDtoDAsync_v2
+#define cuGraphAddKernelNode cuGraphAddKernelNode_v2
 #define MK_DECLARE(name, sym, required) cu_##name##_fn cu##name;
 CU_DRV_API(MK_DECLARE)
 #undef MK_DECLARE
@@ -63,6 +65,22 @@ struct CUmod_st {
 };
 struct CUmemPoolHandle_st {
   int unused;
+};
+/* Graphs: chains of kernel nodes, each keeping what the fake kernels read
+ * of their parameters (frame, ctl, n and the parameter block's mask). */
+enum { MK_GRAPH_NODES = 64 };
+struct CUgraphNode_st {
+  struct CUfunc_st *fn;
+  unsigned gx, bx, smem;
+  uint64_t v[4];
+};
+struct CUgraph_st {
+  int n;
+  struct CUgraphNode_st node[MK_GRAPH_NODES];
+};
+struct CUgraphExec_st {
+  int n;
+  struct CUgraphNode_st node[MK_GRAPH_NODES];
 };
 
 enum { MK_MAX_ALLOCS = 4096, MK_MAX_STREAMS = 16, MK_MAX_DEPTH = 8, MK_SMS = 4, MK_MAX_INFLIGHT = 1 << 16 };
@@ -801,42 +819,163 @@ static CUresult mk_axpy(uint64_t threads, void **params) {
   return CUDA_SUCCESS;
 }
 
+static bool mk_launch_shape(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned smem) {
+  return fn && gx && gy == 1 && gz == 1 && bx && by == 1 && bz == 1 &&
+         bx <= (unsigned)fn->max_threads && smem <= (unsigned)fn->max_dyn_smem;
+}
+
+/* Runs an arrayc kernel (every kernel but the axpy one) as test_cuda's PTX
+ * kernel would: frame word 0 = n, word 1 += grid * block. */
+static CUresult mk_run(CUfunction fn, unsigned gx, unsigned bx, unsigned smem, void **params) {
+  CUdeviceptr frame, ctl;
+  int64_t n;
+  memcpy(&frame, params[0], sizeof frame);
+  memcpy(&ctl, params[1], sizeof ctl);
+  memcpy(&n, params[2], sizeof n);
+  memcpy(&mk.st.param_mask, params[3], sizeof mk.st.param_mask); /* runtime/gpu.h */
+  if (!mk_inside(frame, 16) || (ctl && !mk_inside(ctl, 1)))
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  uint64_t *w = (uint64_t *)(uintptr_t)frame;
+  w[0] = (uint64_t)n;
+  w[1] += (uint64_t)gx * bx;
+  (void)fn;
+  mk.st.grid = gx;
+  mk.st.block = bx;
+  mk.st.smem = smem;
+  return CUDA_SUCCESS;
+}
+
 static CUresult mk_launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                           unsigned by, unsigned bz, unsigned smem, CUstream s, void **params,
                           void **extra) {
   CUresult r = mk_queue("cuLaunchKernel", s);
   if (r != CUDA_SUCCESS)
     return r;
-  if (!fn || gx == 0 || gy != 1 || gz != 1 || bx == 0 || by != 1 || bz != 1 ||
-      bx > (unsigned)fn->max_threads || smem > (unsigned)fn->max_dyn_smem || !params || extra)
+  if (!mk_launch_shape(fn, gx, gy, gz, bx, by, bz, smem) || !params || extra)
     return CUDA_ERROR_INVALID_VALUE;
   if (fn->axpy) {
-    r = mk_axpy((uint64_t)gx * bx, params);
+    if ((r = mk_axpy((uint64_t)gx * bx, params)) == CUDA_SUCCESS) {
+      mk.st.grid = gx;
+      mk.st.block = bx;
+      mk.st.smem = smem;
+    }
   } else {
-    CUdeviceptr frame, ctl;
-    int64_t n;
-    memcpy(&frame, params[0], sizeof frame);
-    memcpy(&ctl, params[1], sizeof ctl);
-    memcpy(&n, params[2], sizeof n);
-    memcpy(&mk.st.param_mask, params[3], sizeof mk.st.param_mask); /* runtime/gpu.h */
-    if (!mk_inside(frame, 16) || (ctl && !mk_inside(ctl, 1)))
-      return CUDA_ERROR_ILLEGAL_ADDRESS;
-    uint64_t *w = (uint64_t *)(uintptr_t)frame;
-    w[0] = (uint64_t)n;
-    w[1] += (uint64_t)gx * bx;
+    r = mk_run(fn, gx, bx, smem, params);
   }
   if (r != CUDA_SUCCESS)
     return r;
   mk.st.launches++;
-  mk.st.grid = gx;
-  mk.st.block = bx;
-  mk.st.smem = smem;
   return CUDA_SUCCESS;
 }
 CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
                         unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
                         CUstream s, void **params, void **extra) {
   MK_LOCKED(mk_launch(fn, gx, gy, gz, bx, by, bz, smem, s, params, extra));
+}
+
+/* ---- graphs ---- */
+
+static CUresult mk_graph_create(CUgraph *graph, unsigned int flags) {
+  CUresult r = mk_enter("cuGraphCreate");
+  if (r == CUDA_SUCCESS && (!graph || flags))
+    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS && !(*graph = calloc(1, sizeof **graph)))
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+  return r;
+}
+CUresult cuGraphCreate(CUgraph *graph, unsigned int flags) {
+  MK_LOCKED(mk_graph_create(graph, flags));
+}
+
+/* Nodes form a chain: each depends on the one added before it (what
+ * gpu_cuda.c builds), and the axpy kernel, whose parameters the mock does
+ * not keep, cannot be a node. */
+static CUresult mk_graph_add(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                             size_t ndeps, const CUDA_KERNEL_NODE_PARAMS_v2 *kp) {
+  CUresult r = mk_enter("cuGraphAddKernelNode_v2");
+  if (r != CUDA_SUCCESS)
+    return r;
+  if (!node || !graph || !kp || graph->n == MK_GRAPH_NODES || kp->kern || kp->ctx ||
+      !mk_launch_shape(kp->func, kp->gridDimX, kp->gridDimY, kp->gridDimZ, kp->blockDimX,
+                       kp->blockDimY, kp->blockDimZ, kp->sharedMemBytes) ||
+      !kp->kernelParams || kp->extra || kp->func->axpy ||
+      ndeps != (graph->n ? 1u : 0u) || (ndeps && (!deps || deps[0] != &graph->node[graph->n - 1])))
+    return CUDA_ERROR_INVALID_VALUE;
+  struct CUgraphNode_st *nd = &graph->node[graph->n++];
+  nd->fn = kp->func;
+  nd->gx = kp->gridDimX;
+  nd->bx = kp->blockDimX;
+  nd->smem = kp->sharedMemBytes;
+  for (int i = 0; i < 4; i++) /* the values are copied now, as the driver does */
+    memcpy(&nd->v[i], kp->kernelParams[i], sizeof nd->v[i]);
+  *node = nd;
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphAddKernelNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                              size_t ndeps, const CUDA_KERNEL_NODE_PARAMS_v2 *kp) {
+  MK_LOCKED(mk_graph_add(node, graph, deps, ndeps, kp));
+}
+
+static CUresult mk_graph_inst(CUgraphExec *exec, CUgraph graph, unsigned long long flags) {
+  CUresult r = mk_enter("cuGraphInstantiateWithFlags");
+  if (r == CUDA_SUCCESS && (!exec || !graph || flags))
+    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS && !(*exec = malloc(sizeof **exec)))
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (r == CUDA_SUCCESS) {
+    (*exec)->n = graph->n;
+    memcpy((*exec)->node, graph->node, sizeof graph->node);
+    mk.st.graphs++;
+  }
+  return r;
+}
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags) {
+  MK_LOCKED(mk_graph_inst(exec, graph, flags));
+}
+
+static CUresult mk_graph_launch(CUgraphExec exec, CUstream s) {
+  CUresult r = mk_queue("cuGraphLaunch", s);
+  if (r == CUDA_SUCCESS && !exec)
+    r = CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; r == CUDA_SUCCESS && exec && i < exec->n; i++) {
+    struct CUgraphNode_st *nd = &exec->node[i];
+    void *params[4] = {&nd->v[0], &nd->v[1], &nd->v[2], &nd->v[3]};
+    if ((r = mk_run(nd->fn, nd->gx, nd->bx, nd->smem, params)) == CUDA_SUCCESS)
+      mk.st.graph_kernels++;
+  }
+  if (r == CUDA_SUCCESS)
+    mk.st.graph_launches++;
+  return r;
+}
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream s) {
+  MK_LOCKED(mk_graph_launch(exec, s));
+}
+
+static CUresult mk_graph_exec_destroy(CUgraphExec exec) {
+  CUresult r = mk_enter("cuGraphExecDestroy");
+  if (r == CUDA_SUCCESS && !exec)
+    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS) {
+    free(exec);
+    mk.st.graphs--;
+  }
+  return r;
+}
+CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  MK_LOCKED(mk_graph_exec_destroy(exec));
+}
+
+static CUresult mk_graph_destroy(CUgraph graph) {
+  CUresult r = mk_enter("cuGraphDestroy");
+  if (r == CUDA_SUCCESS && !graph)
+    r = CUDA_ERROR_INVALID_VALUE;
+  if (r == CUDA_SUCCESS)
+    free(graph);
+  return r;
+}
+CUresult cuGraphDestroy(CUgraph graph) {
+  MK_LOCKED(mk_graph_destroy(graph));
 }
 
 /* Occupancy as a GPU with 2048 threads per SM and a preference for 256. */

@@ -40,6 +40,9 @@ typedef struct cuda_mock_stats {
   int pinned;              /* live cuMemHostAlloc blocks */
   int pinned_copies;       /* htod and dtoh whose host side is pinned memory (total) */
   int pinned_races;        /* pinned sources changed before the copy's stream was synchronised */
+  int graphs;              /* live executable graphs */
+  int graph_launches;      /* cuGraphLaunch (total) */
+  int graph_kernels;       /* kernel nodes run by graph launches (total; not in launches) */
 } cuda_mock_stats;
 
 /* Back to one device with memory pools, no failures (live objects stay). */

@@ -843,35 +843,54 @@ static double per_step(int a0, int a1, int b0, int b1) {
 }
 
 /* Compiles `steps(n: i64, xs: f32[]) -> f32[]` of prog on the fake driver
- * and calls it on 4096 elements with 1, 10 and 30 steps: s[0..1] are the
- * driver's counts before and after the first call, s[2..3] the second's,
- * s[4..5] the third's, and *c the calls per step (the difference between
- * 30 and 10 steps, over 20). False (after a failed CHECK) if it could not. */
-static bool steps_cost(mock *m, const char *prog, step_cost *c, cuda_mock_stats s[6]) {
+ * (NULL after a failed CHECK); steps_close frees what it made. */
+typedef struct steps_fn {
+  ac_context *ctx;
+  ac_runtime *rt;
+  ac_module *mod;
+  ac_function *f;
+} steps_fn;
+
+static bool steps_compile(const char *prog, steps_fn *s) {
+  memset(s, 0, sizeof *s);
   setenv("ARRAYC_LIBCUDA", ARRAYC_CUDA_MOCK, 1);
   setenv("ARRAYC_CACHE", "0", 1); /* no disk cache of the PTX */
-  ac_context *ctx = ac_context_create();
-  ac_runtime *rt = NULL;
+  s->ctx = ac_context_create();
   ac_error *err = NULL;
-  ac_status st = ac_runtime_create(ctx, AC_BACKEND_GPU, &rt, &err);
+  ac_status st = ac_runtime_create(s->ctx, AC_BACKEND_GPU, &s->rt, &err);
   unsetenv("ARRAYC_LIBCUDA");
-  CHECK_EQ_INT(st, AC_OK);
-  ac_module *mod = NULL;
-  ac_function *f = NULL;
   if (st == AC_OK)
-    st = ac_module_parse(ctx, "steps.ac", prog, strlen(prog), &mod, &err);
+    st = ac_module_parse(s->ctx, "steps.ac", prog, strlen(prog), &s->mod, &err);
   if (st == AC_OK)
-    st = ac_runtime_compile(rt, mod, "steps", &f, &err);
+    st = ac_runtime_compile(s->rt, s->mod, "steps", &s->f, &err);
   CHECK_EQ_INT(st, AC_OK);
   if (st != AC_OK)
     fprintf(stderr, "  (%s)\n", err ? ac_error_message(err) : "no error");
   ac_error_destroy(err);
-  if (f) {
+  return s->f != NULL;
+}
+
+static void steps_close(steps_fn *s) {
+  ac_function_destroy(s->f);
+  ac_module_destroy(s->mod);
+  ac_runtime_destroy(s->rt);
+  ac_context_destroy(s->ctx);
+}
+
+/* Compiles prog's `steps` and calls it on 4096 elements with 1, 10 and 30
+ * steps: s[0..1] are the driver's counts before and after the first
+ * call, s[2..3] the second's, s[4..5] the third's, and *c the calls per
+ * step (the difference between 30 and 10 steps, over 20). False (after a
+ * failed CHECK) if it could not. */
+static bool steps_cost(mock *m, const char *prog, step_cost *c, cuda_mock_stats s[6]) {
+  steps_fn sf;
+  bool ok = steps_compile(prog, &sf);
+  if (ok) {
     const int64_t n = 4096;
-    ac_array *xs = ac_array_create(ctx, AC_F32, 1, &n, NULL, NULL);
-    call_steps(f, xs, 1, &s[0], &s[1], m); /* uploads xs, leaves a control block in the pool */
-    call_steps(f, xs, 10, &s[2], &s[3], m);
-    call_steps(f, xs, 30, &s[4], &s[5], m);
+    ac_array *xs = ac_array_create(sf.ctx, AC_F32, 1, &n, NULL, NULL);
+    call_steps(sf.f, xs, 1, &s[0], &s[1], m); /* uploads xs, leaves a control block in the pool */
+    call_steps(sf.f, xs, 10, &s[2], &s[3], m);
+    call_steps(sf.f, xs, 30, &s[4], &s[5], m);
     const cuda_mock_stats *a0 = &s[2], *a1 = &s[3], *b0 = &s[4], *b1 = &s[5];
     *c = (step_cost){
         per_step(a0->launches, a1->launches, b0->launches, b1->launches),
@@ -887,12 +906,9 @@ static bool steps_cost(mock *m, const char *prog, step_cost *c, cuda_mock_stats 
             "%.2f synchronisations, %.2f context pushes\n",
             c->launches, c->allocs, c->frees, c->copies, c->memsets, c->syncs, c->pushes);
     ac_array_release(xs);
-    ac_function_destroy(f);
   }
-  ac_module_destroy(mod);
-  ac_runtime_destroy(rt);
-  ac_context_destroy(ctx);
-  return f != NULL;
+  steps_close(&sf);
+  return ok;
 }
 
 UNIT_TEST(iterate_step_driver_calls) {
@@ -941,22 +957,34 @@ UNIT_TEST(iterate_step_driver_calls) {
   }
 }
 
+/* An iterate whose step is a fold and a map. */
+static const char fold_steps[] =
+    "fn steps(n: i64, xs: f32[]) -> f32[] {\n"
+    "  iterate(n, |x| { let t = fold(|a, b| a + b, 0.0, x); map(|v| v * 0.5 + t, x) }, xs)\n"
+    "}\n";
+
 /* A step of a fold (fold.all, whose blocks count themselves in a scratch
- * word) and a map: two launches, and no memset: the fold's last block
- * resets the counter (plan.h's `counters`), so the scratch is zeroed once
- * per call, not once per step. */
+ * word) and a map: no memset (the fold's last block resets the counter,
+ * plan.h's `counters`, so the scratch is zeroed once per call), no copy
+ * and no allocation; and the two launches go as one CUDA graph once the
+ * step's batch of launches has repeated (gpu_cuda.c, "Graphs"): the
+ * state's buffers alternate, so after at most four steps of warm-up each
+ * step is one cuGraphLaunch. ARRAYC_GPU_GRAPHS=0: two launches per step. */
 UNIT_TEST(iterate_fold_step_driver_calls) {
   mock m;
   if (!mock_open(&m))
     return;
-  static const char prog[] =
-      "fn steps(n: i64, xs: f32[]) -> f32[] {\n"
-      "  iterate(n, |x| { let t = fold(|a, b| a + b, 0.0, x); map(|v| v * 0.5 + t, x) }, xs)\n"
-      "}\n";
   step_cost c;
-  cuda_mock_stats s[6];
-  if (steps_cost(&m, prog, &c, s)) {
-    CHECK(c.launches == 2.0);
+  cuda_mock_stats s[6], end;
+  if (steps_cost(&m, fold_steps, &c, s)) {
+    for (int i = 0; i < 6; i += 2)
+      fprintf(stderr, "call %d: %d launches, %d graph launches of %d kernels, %d graphs\n", i / 2,
+              s[i + 1].launches - s[i].launches, s[i + 1].graph_launches - s[i].graph_launches,
+              s[i + 1].graph_kernels - s[i].graph_kernels, s[i + 1].graphs);
+    int direct = s[5].launches - s[4].launches, graphs = s[5].graph_launches - s[4].graph_launches;
+    CHECK_EQ_INT(direct + s[5].graph_kernels - s[4].graph_kernels, 2 * 30); /* every kernel, once */
+    CHECK(graphs >= 30 - 4 && direct <= 2 * 4);
+    CHECK(s[5].graphs >= 2 && s[5].graphs <= 8); /* the cache: both buffers' batches */
     CHECK(c.memsets == 0.0);
     CHECK_EQ_INT(s[5].memsets - s[4].memsets, 1); /* the scratch, when it is allocated */
     CHECK(c.syncs == 0.0);
@@ -964,10 +992,59 @@ UNIT_TEST(iterate_fold_step_driver_calls) {
     CHECK(c.frees == 0.0);
     CHECK(c.copies == 0.0);
   }
+  m.stats(&end);
+  CHECK_EQ_INT(end.graphs, 0); /* destroyed with the device */
+  setenv("ARRAYC_GPU_GRAPHS", "0", 1);
+  if (steps_cost(&m, fold_steps, &c, s)) {
+    CHECK(c.launches == 2.0);
+    CHECK_EQ_INT(s[5].graph_launches - s[0].graph_launches, 0);
+    CHECK(c.memsets == 0.0 && c.copies == 0.0);
+  }
+  unsetenv("ARRAYC_GPU_GRAPHS");
+}
+
+/* Graphs that cannot be made leave the kernels to be launched one by one
+ * (the call still succeeds); a graph launch that fails is the call's
+ * error, naming cuGraphLaunch. */
+UNIT_TEST(graph_failures) {
+  mock m;
+  if (!mock_open(&m))
+    return;
+  steps_fn sf;
+  if (steps_compile(fold_steps, &sf)) {
+    const int64_t n = 4096;
+    ac_array *xs = ac_array_create(sf.ctx, AC_F32, 1, &n, NULL, NULL);
+    ac_datum args[2] = {{AC_DATUM_SCALAR, AC_I64, {.i = 20}, NULL},
+                        {AC_DATUM_ARRAY, AC_F32, {0}, xs}};
+    ac_datum res;
+    ac_error *err = NULL;
+    cuda_mock_stats a, b;
+    m.fail("cuGraphInstantiateWithFlags", CUDA_ERROR_OUT_OF_MEMORY, 0, -1);
+    m.stats(&a);
+    CHECK_EQ_INT(ac_function_call(sf.f, args, 2, &res, 1, &err), AC_OK);
+    m.stats(&b);
+    CHECK_EQ_INT(b.launches - a.launches, 40);
+    CHECK_EQ_INT(b.graph_launches - a.graph_launches, 0);
+    CHECK_EQ_INT(b.graphs, 0);
+    ac_datum_release(&res);
+    m.reset();
+    m.fail("cuGraphLaunch", CUDA_ERROR_LAUNCH_FAILED, 0, -1);
+    ac_status st = ac_function_call(sf.f, args, 2, &res, 1, &err);
+    CHECK(st != AC_OK);
+    CHECK(err && strstr(ac_error_message(err), "cuGraphLaunch") != NULL);
+    if (err)
+      fprintf(stderr, "a failed graph launch: %s\n", ac_error_message(err));
+    ac_error_destroy(err);
+    if (st == AC_OK)
+      ac_datum_release(&res);
+    m.reset();
+    ac_array_release(xs);
+  }
+  steps_close(&sf);
 }
 
 UNIT_MAIN(no_library_at_the_named_path, library_without_the_driver_api, stub_driver_fails_cleanly,
           invalid_ordinal, real_gpu_or_no_driver, mock_device_suite, mock_trace, mock_pinned_staging, mock_without_memory_pools,
           mock_creation_failures_leak_nothing, mock_operation_errors,
           load_on_another_device_is_invalid, test_ptx_assembles, iterate_step_driver_calls,
-          iterate_fold_step_driver_calls)
+          iterate_fold_step_driver_calls, graph_failures)
