@@ -104,8 +104,8 @@ void pl_gpu_end(pl_exec *X);    /* frees them (stream-ordered) */
 void pl_gpu_recycle(pl_exec *X, ac_array *a);
 bool pl_gpu_sync(pl_exec *X);   /* waits for everything; reports a kernel failure */
 bool pl_gpu_launch(pl_exec *X, const pl_inst *in);
-/* Around one iteration of a loop that launches two or more kernels and
- * holds no loop (rt_gpu_ops.batch_begin/end: the device may launch the
+/* Around one iteration of a loop that may launch two or more kernels
+ * (counting an if's larger arm) and holds no loop (rt_gpu_ops.batch_begin/end: the device may launch the
  * iteration's kernels as one CUDA graph). pl_gpu_batch_end reports a
  * failure to launch; pl_gpu_end closes a batch a failure left open. */
 bool pl_gpu_batchable(const pl_plan *p, uint32_t pc);

@@ -97,15 +97,35 @@ bool pl_gpu_begin(pl_exec *X) {
   return true;
 }
 
-bool pl_gpu_batchable(const pl_plan *p, uint32_t pc) {
-  uint32_t launches = 0;
-  for (uint32_t i = pc + 1; i < p->insts[pc].match; i++) {
-    pl_iop op = (pl_iop)p->insts[i].op;
-    if (op == PI_FOR || op == PI_WHILE)
-      return false;
-    launches += op == PI_LAUNCH;
+/* The most launches one pass over instructions [a, b) makes (an if
+ * counts its larger arm: a rank-2 element-wise operation's two index
+ * variants are one launch); *loop is set if they hold a loop. */
+static uint32_t pg_path_launches(const pl_plan *p, uint32_t a, uint32_t b, bool *loop) {
+  uint32_t n = 0;
+  for (uint32_t i = a; i < b && !*loop; i++) {
+    const pl_inst *in = &p->insts[i];
+    if (in->op == PI_FOR || in->op == PI_WHILE) {
+      *loop = true;
+    } else if (in->op == PI_LAUNCH) {
+      n++;
+    } else if (in->op == PI_IF) {
+      uint32_t m = in->match, end = m; /* the else, or the end */
+      uint32_t t = pg_path_launches(p, i + 1, m, loop), e = 0;
+      if (p->insts[m].op == PI_ELSE) {
+        end = p->insts[m].match;
+        e = pg_path_launches(p, m + 1, end, loop);
+      }
+      n += t > e ? t : e;
+      i = end;
+    }
   }
-  return launches >= 2;
+  return n;
+}
+
+bool pl_gpu_batchable(const pl_plan *p, uint32_t pc) {
+  bool loop = false;
+  uint32_t n = pg_path_launches(p, pc + 1, p->insts[pc].match, &loop);
+  return !loop && n >= 2;
 }
 
 void pl_gpu_batch_begin(pl_exec *X) {
