@@ -307,11 +307,13 @@ static void gp_vec_store(cg_fn *f, const cg_leaf *o, LLVMValueRef base, LLVMValu
 }
 
 /* The element-wise loops' index arithmetic: i64, or i32 in the 32-bit
- * variant (launched when n and every array's element count are below
- * 2^31; the grid has fewer threads than n, so no index, sum of an index
- * and the grid's size, or offset wraps). Indices reach the element
- * function as i64 (the language's index type): widened (zext nneg),
- * which tells LLVM that they are below 2^31. */
+ * variant, launched when n and every array's element count are below
+ * 2^31. Its loop compares unsigned: an index is below 2^31 and the grid
+ * (`chunks auto`: at most the blocks the device holds at once, some 10^5
+ * threads) far smaller, so index + grid size cannot wrap 32 bits, nor
+ * can an offset. Indices reach the element function as i64 (the
+ * language's index type): widened (zext nneg), which tells LLVM that
+ * they are below 2^31. */
 typedef struct gp_ix {
   cg_module *M;
   LLVMTypeRef t;
