@@ -68,7 +68,7 @@ typedef struct rt_gctl {
   int64_t a, b;           /* 8, 16 */
   uint64_t tmp;           /* 24: device base of temporary memory (0: none) */
   int64_t tmp_per_thread; /* 32: bytes per global thread */
-  uint64_t scratch;       /* 40: zeroed scratch for this launch (0: none) */
+  uint64_t scratch;       /* 40: the launch's scratch, zeroed as plan.h says (0: none) */
   int64_t scratch_bytes;  /* 48 */
   int64_t pad;            /* 56 */
   uint8_t dummy[64];      /* 64: harmless memory after a failed tmp request */

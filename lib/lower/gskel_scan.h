@@ -72,7 +72,7 @@ LLVMValueRef gs_from_slot(cg_module *M, LLVMValueRef w, LLVMTypeRef t);
 /* Bytes of one element of the op's leaves in slot types. */
 uint32_t gs_slot_bytes(cg_module *M, const gs_op *op);
 
-/* ---- scratch (runtime/gpu.h: zeroed per launch) ----
+/* ---- scratch (zeroed before each launch: no `counters` clause, plan.h) ----
  * GS_SCRATCH_FIXED bytes hold the ticket counter, then one descriptor of
  * gs_desc_bytes(op) per tile: launch with one block per tile and ask for
  * lw_gpu_scratch(L, k, GS_SCRATCH_FIXED, gs_desc_bytes(op)). */

@@ -195,7 +195,8 @@ cg_fn *lw_gpu_kernel_begin(lw *L, ir_ref at, const char *kind, int64_t grain, un
                            uint32_t *kernel);
 /* Finishes it and records its shared memory and temporary memory use. */
 void lw_gpu_kernel_end(lw *L, cg_fn *f, uint32_t kernel);
-/* Asks for zeroed scratch of fixed + per_block * grid bytes (gpu.h). */
+/* Asks for scratch of fixed + per_block * grid bytes, zeroed before each
+ * launch unless lw_gpu_counters says otherwise (plan.h). */
 void lw_gpu_scratch(lw *L, uint32_t kernel, uint64_t fixed, uint64_t per_block);
 /* The scratch's first fixed + per_block * grid bytes are counters that the
  * kernel leaves zero, and it writes the rest before reading it: the
