@@ -216,6 +216,45 @@ static void launch_and_check(rt_gpu *g, rt_gkernel *k, unsigned grid, unsigned b
   o->free(g, frame);
 }
 
+/* Launch batches (gpu.h's batch_begin/end): launches held back run before
+ * any other operation of the thread, in order (a read-back inside a batch
+ * sees them; a free after them does not take their memory away first, which
+ * the fake driver would report as an illegal address), and a batch that
+ * repeats, which runs as one graph from its second repeat on, does what its
+ * launches do. */
+static void suite_batches(rt_gpu *g, rt_gkernel *k) {
+  const rt_gpu_ops *o = g->ops;
+  if (!o->batch_begin)
+    return;
+  uint64_t w[2] = {0, 0};
+  rt_dptr frame = 0, other = 0;
+  CHECK_EQ_INT(o->alloc(g, sizeof w, &frame, NULL), AC_OK);
+  CHECK_EQ_INT(o->htod(g, frame, w, sizeof w, NULL), AC_OK);
+  o->batch_begin(g);
+  CHECK_EQ_INT(o->launch(g, k, 1, 32, 0, frame, 0, 99, NULL, NULL), AC_OK);
+  CHECK_EQ_INT(o->dtoh(g, w, frame, sizeof w, NULL), AC_OK);
+  CHECK_EQ_INT(w[0], 99);
+  CHECK_EQ_INT(w[1], 32);
+  CHECK_EQ_INT(o->alloc(g, sizeof w, &other, NULL), AC_OK);
+  CHECK_EQ_INT(o->htod(g, other, w, sizeof w, NULL), AC_OK);
+  CHECK_EQ_INT(o->launch(g, k, 1, 32, 0, other, 0, 5, NULL, NULL), AC_OK);
+  CHECK_EQ_INT(o->launch(g, k, 1, 32, 0, other, 0, 6, NULL, NULL), AC_OK);
+  o->free(g, other);
+  CHECK_EQ_INT(o->batch_end(g, NULL), AC_OK);
+  /* six equal batches of two launches: the same effect as twelve */
+  for (int it = 0; it < 6; it++) {
+    o->batch_begin(g);
+    CHECK_EQ_INT(o->launch(g, k, 2, 32, 0, frame, 0, 7, NULL, NULL), AC_OK);
+    CHECK_EQ_INT(o->launch(g, k, 3, 32, 0, frame, 0, 8, NULL, NULL), AC_OK);
+    CHECK_EQ_INT(o->batch_end(g, NULL), AC_OK);
+  }
+  CHECK_EQ_INT(o->dtoh(g, w, frame, sizeof w, NULL), AC_OK);
+  CHECK_EQ_INT(w[0], 8);
+  CHECK_EQ_INT(w[1], 32 + 6 * (64 + 96));
+  o->free(g, frame);
+  CHECK_EQ_INT(o->sync(g, NULL), AC_OK);
+}
+
 static void suite_kernels(rt_gpu *g, bool real) {
   const rt_gpu_ops *o = g->ops;
   const char *syms[2] = {"write_n", "write_n_small"};
@@ -242,6 +281,7 @@ static void suite_kernels(rt_gpu *g, bool real) {
   launch_and_check(g, ks[0], 3, 64, 0, 42);
   launch_and_check(g, ks[0], lim.max_grid, lim.block, 0, -5);
   launch_and_check(g, ks[1], 2, lim_small.block, 0, INT64_MAX);
+  suite_batches(g, ks[0]);
   /* beyond the 48 KiB default: the device opted the kernel in at load */
   launch_and_check(g, ks[0], 2, 32, 60 * 1024, 7);
   /* no blocks: nothing runs, nothing fails */
