@@ -51,7 +51,8 @@ struct CUctx_st {
   int unused;
 };
 struct CUstream_st {
-  bool pending; /* work queued since the last synchronisation */
+  bool pending;   /* work queued since the last synchronisation */
+  uint64_t syncs; /* synchronisations so far */
 };
 struct CUfunc_st {
   char name[64];
@@ -90,6 +91,10 @@ static struct CUctx_st mk_ctx;
 static struct CUmemPoolHandle_st mk_pool;
 static _Thread_local CUcontext mk_stack[MK_MAX_DEPTH];
 static _Thread_local int mk_depth;
+/* The stream this thread last queued work on, and its synchronisation
+ * count then (mk_memfree). */
+static _Thread_local CUstream mk_my_stream;
+static _Thread_local uint64_t mk_my_syncs;
 static struct {
   int devices, pools;
   char fail_sym[64];
@@ -477,6 +482,7 @@ static CUresult mk_stream_sync(CUstream s) {
     r = CUDA_ERROR_INVALID_HANDLE;
   if (r == CUDA_SUCCESS) {
     s->pending = false;
+    s->syncs++;
     mk.st.syncs++;
     mk_inflight_check();
   }
@@ -506,8 +512,11 @@ static CUresult mk_queue(const char *sym, CUstream s) {
   CUresult r = mk_enter(sym);
   if (r == CUDA_SUCCESS && mk_stream_index(s) < 0)
     r = CUDA_ERROR_INVALID_HANDLE; /* everything goes on gpu_cuda.c's own stream */
-  if (r == CUDA_SUCCESS)
+  if (r == CUDA_SUCCESS) {
     s->pending = true;
+    mk_my_stream = s;
+    mk_my_syncs = s->syncs;
+  }
   return r;
 }
 
@@ -526,10 +535,12 @@ static CUresult mk_memfree(CUdeviceptr p) {
   if (r != CUDA_SUCCESS)
     return r;
   /* cuMemFree is not stream-ordered: memory that queued work may still
-   * use must not be freed. */
-  for (int i = 0; i < mk.st.streams; i++)
-    if (mk.streams[i]->pending)
-      return CUDA_ERROR_ILLEGAL_ADDRESS;
+   * use must not be freed. The fake knows which thread queued what: a
+   * thread that queued work on a stream nobody has synchronised since
+   * fails (work other threads queued meanwhile uses their own memory). */
+  if (mk_my_stream && mk_stream_index(mk_my_stream) >= 0 && mk_my_stream->pending &&
+      mk_my_stream->syncs == mk_my_syncs)
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
   return mk_free(p);
 }
 CUresult cuMemFree(CUdeviceptr p) {
