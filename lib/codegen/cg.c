@@ -492,14 +492,7 @@ static LLVMValueRef cg_word_scalar(cg_module *M, ac_scalar sc, LLVMValueRef v) {
 
 static void cg_narrow_note(cg_fn *f, const cg_leaf *l, const uint32_t *ext) {
   cg_module *M = f->M;
-  if (f->nnarrow == f->capnarrow) {
-    uint32_t cap = f->capnarrow ? 2 * f->capnarrow : 8;
-    cg_narrow *a = cg_new(M, (size_t)cap * sizeof *a);
-    if (f->nnarrow)
-      memcpy(a, f->narrow, (size_t)f->nnarrow * sizeof *a);
-    f->narrow = a;
-    f->capnarrow = cap;
-  }
+  cg_grow(M, (void **)&f->narrow, f->nnarrow, &f->capnarrow, sizeof *f->narrow, 8);
   cg_narrow *n = &f->narrow[f->nnarrow++];
   n->l = l;
   n->ext = cg_new(M, (l->rank ? l->rank : 1) * sizeof *n->ext);
@@ -564,15 +557,19 @@ void cg_store_frame(cg_fn *f, const uint32_t *words, const cg_val *v) {
   }
 }
 
+void cg_grow(cg_module *M, void **vec, uint32_t n, uint32_t *cap, size_t size, uint32_t first) {
+  if (n < *cap)
+    return;
+  uint32_t c = *cap ? 2 * *cap : first;
+  void *v = cg_new(M, (size_t)c * size);
+  if (n)
+    memcpy(v, *vec, (size_t)n * size);
+  *vec = v;
+  *cap = c;
+}
+
 void cg_env_push(cg_fn *f, const cg_val *v) {
-  if (f->nenv == f->capenv) {
-    uint32_t cap = f->capenv ? 2 * f->capenv : 16;
-    cg_val *env = cg_new(f->M, (size_t)cap * sizeof *env);
-    if (f->nenv)
-      memcpy(env, f->env, (size_t)f->nenv * sizeof *env);
-    f->env = env;
-    f->capenv = cap;
-  }
+  cg_grow(f->M, (void **)&f->env, f->nenv, &f->capenv, sizeof *f->env, 16);
   f->env[f->nenv++] = *v;
 }
 

@@ -186,6 +186,10 @@ void cg_module_dispose(cg_module *M);
 /* Records the first compile error (status st at node `at`, 0 = unknown). */
 void cg_error(cg_module *M, ac_status st, ir_ref at, const char *fmt, ...) IR_PRINTF(4, 5);
 void *cg_new(cg_module *M, size_t bytes); /* zeroed arena memory; never NULL (aborts generation on OOM via cg_error and returns a static dummy... see cg.c) */
+/* Room for one more element in *vec (n in use, *cap allocated, each of
+ * `size` bytes), from the arena: `first` elements at first, then twice as
+ * many each time (the old array stays in the arena). */
+void cg_grow(cg_module *M, void **vec, uint32_t n, uint32_t *cap, size_t size, uint32_t first);
 LLVMTypeRef cg_scalar_type(cg_module *M, ac_scalar sc); /* register type: i1 for bool */
 LLVMTypeRef cg_mem_type(cg_module *M, ac_scalar sc);    /* memory type: i8 for bool */
 /* Site in the plan's table for a runtime error at node `at` (its location). */

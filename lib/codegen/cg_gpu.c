@@ -146,14 +146,7 @@ LLVMValueRef cg_gpu_word(cg_fn *f, uint32_t w) {
       cg_gpu_entry_end(f, saved);
     }
   }
-  if (f->ngwords == f->capgwords) {
-    uint32_t cap = f->capgwords ? 2 * f->capgwords : 16;
-    cg_gword *v = cg_new(M, cap * sizeof *v);
-    if (f->ngwords)
-      memcpy(v, f->gwords, f->ngwords * sizeof *v);
-    f->gwords = v;
-    f->capgwords = cap;
-  }
+  cg_grow(M, (void **)&f->gwords, f->ngwords, &f->capgwords, sizeof *f->gwords, 16);
   cg_gword *g = &f->gwords[f->ngwords++];
   g->w = w;
   /* slot 0 until resolved: the parameter after the mask, or the block's

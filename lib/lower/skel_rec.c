@@ -166,14 +166,7 @@ static void rc_walk_node(rc_walk *w, ir_ref r, uint64_t depth) {
   if (nd->op == IR_INDEX && nd->nkids == w->c->n + 1 && depth <= w->nbind) {
     const ir_node *an = ir_node_get(m, ir_kid(m, r, 0));
     if (an->op == IR_VAR && (uint64_t)an->attr == depth + w->c->n && rc_is_ordered(w, r, depth)) {
-      if (w->n == w->cap) {
-        uint32_t cap = w->cap ? 2 * w->cap : 8;
-        ir_ref *v = cg_new(w->c->L->M, cap * sizeof *v);
-        if (w->n)
-          memcpy(v, w->v, w->n * sizeof *v);
-        w->v = v;
-        w->cap = cap;
-      }
+      cg_grow(w->c->L->M, (void **)&w->v, w->n, &w->cap, sizeof *w->v, 8);
       w->v[w->n++] = r;
     }
   }
