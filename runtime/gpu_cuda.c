@@ -351,15 +351,22 @@ static cu_gpu *cu_of(rt_gpu *g) {
 
 static _Thread_local cu_batch *cu_tb; /* the batch open on this thread, or NULL */
 
-/* Queues launch l (in g's context). */
-static CUresult cu_launch_rec(cu_gpu *g, cu_rec *l) {
-  /* One pointer per parameter of void k(uint64_t *frame, rt_gctl *ctl,
-   * int64_t n, uint64_t p0, .., uint64_t p63) (on NVPTX the parameter
-   * block is RT_GPU_PARAMS parameters, lib/codegen/cg_gpu.c); the driver
-   * copies the values before returning. */
-  void *params[3 + RT_GPU_PARAMS] = {&l->frame, &l->ctl, &l->n};
+/* The kernelParams of launch l: one pointer per parameter of void
+ * k(uint64_t *frame, rt_gctl *ctl, int64_t n, uint64_t p0, .., uint64_t
+ * p63) (on NVPTX the parameter block is RT_GPU_PARAMS parameters,
+ * lib/codegen/cg_gpu.c); the driver copies the values at the call. */
+static void cu_rec_params(cu_rec *l, void *params[3 + RT_GPU_PARAMS]) {
+  params[0] = &l->frame;
+  params[1] = &l->ctl;
+  params[2] = &l->n;
   for (unsigned i = 0; i < RT_GPU_PARAMS; i++)
     params[3 + i] = &l->p[i];
+}
+
+/* Queues launch l (in g's context). */
+static CUresult cu_launch_rec(cu_gpu *g, cu_rec *l) {
+  void *params[3 + RT_GPU_PARAMS];
+  cu_rec_params(l, params);
   return g->cu.LaunchKernel(l->k->fn, l->grid, 1, 1, l->block, 1, 1, l->smem, g->stream, params,
                             NULL);
 }
@@ -413,9 +420,8 @@ static CUgraphExec cu_graph_make(cu_gpu *g, cu_rec *l, unsigned n) {
   CUgraphNode prev = NULL;
   bool ok = true;
   for (unsigned i = 0; i < n && ok; i++) {
-    void *params[3 + RT_GPU_PARAMS] = {&l[i].frame, &l[i].ctl, &l[i].n};
-    for (unsigned j = 0; j < RT_GPU_PARAMS; j++)
-      params[3 + j] = &l[i].p[j];
+    void *params[3 + RT_GPU_PARAMS];
+    cu_rec_params(&l[i], params);
     CUDA_KERNEL_NODE_PARAMS_v2 kp = {.func = l[i].k->fn,
                                      .gridDimX = l[i].grid,
                                      .gridDimY = 1,

@@ -146,12 +146,8 @@ bool pl_gpu_batch_end(pl_exec *X) {
 
 void pl_gpu_end(pl_exec *X) {
   rt_gpu *g = X->g;
-  while (X->batches) { /* a failure left the body: queue what was held back */
-    X->batches--;
-    ac_error *e = NULL;
-    if (g->ops->batch_end(g, &e) != AC_OK)
-      ac_error_destroy(e);
-  }
+  while (X->batches) /* a failure left the body (its error is the call's) */
+    (void)pl_gpu_batch_end(X);
   for (uint32_t i = 0; i < X->nspare; i++)
     g->ops->free(g, X->spare[i].d);
   X->nspare = 0;
