@@ -218,6 +218,13 @@ static void pl_print_extern(ir_buf *b, const pl_kernel *k) {
   ir_buf_putc(b, '\n');
 }
 
+/* ` WORD F + B`, unless both are 0 (pp_bytes reads it). */
+static void pl_print_bytes(ir_buf *b, const char *word, uint64_t fixed, uint64_t per_block) {
+  if (fixed || per_block)
+    ir_buf_printf(b, " %s %llu + %llu", word, (unsigned long long)fixed,
+                  (unsigned long long)per_block);
+}
+
 ac_status pl_print(const pl_plan *p, char **out, ac_error **err) {
   *out = NULL;
   if (err)
@@ -265,12 +272,8 @@ ac_status pl_print(const pl_plan *p, char **out, ac_error **err) {
       ir_buf_printf(&b, " block %u", k->block);
     if (k->smem)
       ir_buf_printf(&b, " smem %llu", (unsigned long long)k->smem);
-    if (k->scratch_fixed || k->scratch_block)
-      ir_buf_printf(&b, " scratch %llu + %llu", (unsigned long long)k->scratch_fixed,
-                    (unsigned long long)k->scratch_block);
-    if (k->counters_fixed || k->counters_block)
-      ir_buf_printf(&b, " counters %llu + %llu", (unsigned long long)k->counters_fixed,
-                    (unsigned long long)k->counters_block);
+    pl_print_bytes(&b, "scratch", k->scratch_fixed, k->scratch_block);
+    pl_print_bytes(&b, "counters", k->counters_fixed, k->counters_block);
     if (k->tmp)
       ir_buf_puts(&b, " tmp");
     ir_buf_puts(&b, " uses");
@@ -1030,6 +1033,21 @@ static bool pp_extern(pl_parser *P, ir_loc at) {
   return true;
 }
 
+/* `WORD F + B` (the keyword WORD is the current token): scratch-like
+ * bytes, fixed and per block, each up to PL_MAX_SCRATCH. */
+static bool pp_bytes(pl_parser *P, const char *what, uint64_t *fixed, uint64_t *per_block) {
+  char a[48], b[64];
+  snprintf(a, sizeof a, "%s bytes", what);
+  snprintf(b, sizeof b, "%s bytes per block", what);
+  int64_t v = 0, v2 = 0;
+  if (!pp_next(P) || !pp_uint(P, 0, (int64_t)PL_MAX_SCRATCH, a, &v) ||
+      !pp_expect(P, PT_PUNCT, "+") || !pp_uint(P, 0, (int64_t)PL_MAX_SCRATCH, b, &v2))
+    return false;
+  *fixed = (uint64_t)v;
+  *per_block = (uint64_t)v2;
+  return true;
+}
+
 static bool pp_kernel(pl_parser *P) {
   pl_plan *p = P->p;
   ir_loc at = P->t.at;
@@ -1055,7 +1073,7 @@ static bool pp_kernel(pl_parser *P) {
   p->kernels[k].grain = grain;
   /* GPU settings (plan.h), in this order, each optional */
   pl_kernel *K = &p->kernels[k];
-  int64_t v = 0, v2 = 0;
+  int64_t v = 0;
   if (p->gpu && pp_is(P, PT_IDENT, "block")) {
     if (!pp_next(P) || !pp_uint(P, 32, 1024, "a block size", &v))
       return false;
@@ -1066,22 +1084,11 @@ static bool pp_kernel(pl_parser *P) {
       return false;
     K->smem = (uint64_t)v;
   }
-  if (p->gpu && pp_is(P, PT_IDENT, "scratch")) {
-    if (!pp_next(P) || !pp_uint(P, 0, (int64_t)PL_MAX_SCRATCH, "scratch bytes", &v) ||
-        !pp_expect(P, PT_PUNCT, "+") ||
-        !pp_uint(P, 0, (int64_t)PL_MAX_SCRATCH, "scratch bytes per block", &v2))
-      return false;
-    K->scratch_fixed = (uint64_t)v;
-    K->scratch_block = (uint64_t)v2;
-    if (pp_is(P, PT_IDENT, "counters")) {
-      if (!pp_next(P) || !pp_uint(P, 0, (int64_t)PL_MAX_SCRATCH, "counter bytes", &v) ||
-          !pp_expect(P, PT_PUNCT, "+") ||
-          !pp_uint(P, 0, (int64_t)PL_MAX_SCRATCH, "counter bytes per block", &v2))
-        return false;
-      K->counters_fixed = (uint64_t)v;
-      K->counters_block = (uint64_t)v2;
-    }
-  }
+  if (p->gpu && pp_is(P, PT_IDENT, "scratch") &&
+      (!pp_bytes(P, "scratch", &K->scratch_fixed, &K->scratch_block) ||
+       (pp_is(P, PT_IDENT, "counters") &&
+        !pp_bytes(P, "counter", &K->counters_fixed, &K->counters_block))))
+    return false;
   if (p->gpu && pp_is(P, PT_IDENT, "tmp")) {
     if (!pp_next(P))
       return false;
