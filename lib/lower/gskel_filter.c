@@ -66,11 +66,11 @@ static LLVMValueRef gfl_i32(cg_module *M, uint32_t k) {
   return LLVMConstInt(M->t_i32, k, 0);
 }
 
-/* The tile's (block-uniform) first element and size; leaves when there is
- * no such tile (keep_empty: tile 0 of an empty array stays, to write the
- * total). */
-static void gfl_tile(cg_fn *f, LLVMValueRef tile, bool keep_empty, LLVMValueRef *T0,
-                     LLVMValueRef *cnt) {
+/* The tile's (block-uniform) first element and size; goes to block end
+ * when there is no such tile (keep_empty: tile 0 of an empty array stays,
+ * to write the total). */
+static void gfl_tile(cg_fn *f, LLVMValueRef tile, LLVMBasicBlockRef end, bool keep_empty,
+                     LLVMValueRef *T0, LLVMValueRef *cnt) {
   cg_module *M = f->M;
   LLVMBuilderRef B = M->b;
   LLVMValueRef N = f->hi, TILE = cg_i64(M, GFL_TILE);
@@ -78,7 +78,7 @@ static void gfl_tile(cg_fn *f, LLVMValueRef tile, bool keep_empty, LLVMValueRef 
   LLVMValueRef none = LLVMBuildICmp(B, LLVMIntSGE, *T0, N, "");
   if (keep_empty)
     none = LLVMBuildAnd(B, none, LLVMBuildICmp(B, LLVMIntNE, tile, cg_i64(M, 0), ""), "");
-  gs_exit_if(f, none);
+  gs_exit_if(f, end, none);
   LLVMValueRef rest = LLVMBuildSub(B, N, *T0, "");
   rest = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, rest, cg_i64(M, 0), ""), cg_i64(M, 0),
                          rest, "");
@@ -104,14 +104,15 @@ static uint32_t gfl_count_kernel(const gfl_ctx *c) {
   LLVMBuilderRef B = M->b;
   uint32_t k;
   cg_fn *f = lw_gpu_kernel_begin(L, c->e, "filter.count", GFL_ITEMS, GS_BLOCK, &k);
-  lw_gpu_scratch(L, k, GS_SCRATCH_FIXED, gs_desc_bytes(&c->op));
+  gs_scratch(L, k, &c->op);
   cg_val av, sv;
   lw_load(L, f, k, &c->a, &av);
   lw_load(L, f, k, &c->offs, &sv);
   lw_gpu_guard(f);
-  LLVMValueRef scratch = lw_gpu_scratch_ptr(f);
-  LLVMValueRef tile = gs_ticket(f, scratch), T0, cnt;
-  gfl_tile(f, tile, true, &T0, &cnt);
+  gs_tiles tl;
+  gs_tiles_begin(f, &c->op, &tl);
+  LLVMValueRef tile = tl.tile, T0, cnt;
+  gfl_tile(f, tile, tl.fin, true, &T0, &cnt);
   LLVMValueRef tid = LLVMBuildZExt(B, simt_tid(f), M->t_i64, "tid");
   sk_row row;
   sk_row_init(f, &av, c->elem, 1, &row);
@@ -148,7 +149,7 @@ static uint32_t gfl_count_kernel(const gfl_ctx *c) {
   LLVMValueRef n = LLVMBuildLoad2(B, M->t_i64, count, "");
   gs_part mine, tp, agg;
   gs_value(f, &c->op, &n, NULL, &mine);
-  gs_block_scan(f, &c->op, scratch, tile, &mine, NULL, &tp, &agg);
+  gs_block_scan(f, &c->op, tl.scratch, tile, &mine, NULL, &tp, &agg);
   LLVMBasicBlockRef j2 = sk_if(f, LLVMBuildICmp(B, LLVMIntEQ, tid, cg_i64(M, 0), ""));
   LLVMValueRef off = LLVMBuildSelect(B, tp.valid, tp.v[0], cg_i64(M, 0), "");
   cg_store_elem(f, &sv.l[0], tile, off);
@@ -160,6 +161,7 @@ static uint32_t gfl_count_kernel(const gfl_ctx *c) {
   lw_store(L, f, k, &c->total, &tv);
   sk_endif(f, j3);
   sk_endif(f, j2);
+  gs_tiles_end(f, &tl);
   lw_gpu_kernel_end(L, f, k);
   return k;
 }
@@ -246,7 +248,8 @@ static uint32_t gfl_write_kernel(const gfl_ctx *c) {
   lw_load(L, f, k, &c->out, &ov);
   lw_gpu_guard(f);
   LLVMValueRef tile = LLVMBuildZExt(B, simt_ctaid(f), M->t_i64, "tile"), T0, cnt;
-  gfl_tile(f, tile, false, &T0, &cnt);
+  LLVMBasicBlockRef end = cg_block(f, "write.end");
+  gfl_tile(f, tile, end, false, &T0, &cnt);
   LLVMValueRef tid = LLVMBuildZExt(B, simt_tid(f), M->t_i64, "tid");
   LLVMValueRef base = cg_load_elem(f, &sv.l[0], tile);
   LLVMValueRef wc = simt_shared(f, M->t_i32, GFL_COUNTS, "filter.counts");
@@ -312,6 +315,8 @@ static uint32_t gfl_write_kernel(const gfl_ctx *c) {
   cg_loop_end(f, &wl);
   LLVMBuildBr(B, done);
   LLVMPositionBuilderAtEnd(B, done);
+  LLVMBuildBr(B, end);
+  LLVMPositionBuilderAtEnd(B, end);
   lw_gpu_kernel_end(L, f, k);
   return k;
 }

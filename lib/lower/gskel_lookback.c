@@ -12,7 +12,8 @@
  * per lane of warp 0), which keeps it short even when thousands of tiles
  * run at once on an H100 (132 SMs, 8 blocks of 256 threads each).
  *
- * Descriptors (scratch, zeroed before the launch: all start INVALID).
+ * Descriptors (scratch: all start INVALID, zero; the last block to finish
+ * clears them for the next launch, gs_tiles_end).
  * PACKED, for a partial of one leaf of at most 32 bits (an i32 or f32 sum,
  * a count; gs_packed): one 64-bit word, the status (0 invalid, 1
  * aggregate, 2 inclusive prefix) in its low half and the value's bits in
@@ -217,12 +218,10 @@ static void gs_sarr_load(cg_fn *f, const gs_op *op, const gs_sarr *a, LLVMValueR
 
 /* ---- small helpers ---- */
 
-void gs_exit_if(cg_fn *f, LLVMValueRef cond) {
+void gs_exit_if(cg_fn *f, LLVMBasicBlockRef end, LLVMValueRef cond) {
   cg_module *M = f->M;
-  LLVMBasicBlockRef out = cg_block(f, "exit"), go = cg_block(f, "go");
-  LLVMBuildCondBr(M->b, cond, out, go);
-  LLVMPositionBuilderAtEnd(M->b, out);
-  LLVMBuildRetVoid(M->b);
+  LLVMBasicBlockRef go = cg_block(f, "go");
+  LLVMBuildCondBr(M->b, cond, end, go);
   LLVMPositionBuilderAtEnd(M->b, go);
 }
 
@@ -312,16 +311,75 @@ static void gs_publish(cg_fn *f, const gs_op *op, LLVMValueRef d, LLVMValueRef s
   simt_store_volatile(f, status, d);
 }
 
+void gs_scratch(lw *L, uint32_t kernel, const gs_op *op) {
+  lw_gpu_scratch(L, kernel, GS_SCRATCH_FIXED, gs_desc_bytes(op));
+  lw_gpu_counters(L, kernel, GS_SCRATCH_FIXED, gs_desc_bytes(op));
+}
+
 /* The tile number: a relaxed atomic suffices (it needs to be unique and
  * drawn in the order blocks start, not to order any memory access). */
-LLVMValueRef gs_ticket(cg_fn *f, LLVMValueRef scratch) {
+void gs_tiles_begin(cg_fn *f, const gs_op *op, gs_tiles *t) {
   cg_module *M = f->M;
+  t->scratch = lw_gpu_scratch_ptr(f);
+  t->fin = cg_block(f, "tiles.end");
+  t->desc = gs_desc_bytes(op);
   LLVMValueRef sh = simt_shared(f, M->t_i32, 1, "scan.ticket");
   LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntEQ, simt_tid(f), gs_i32(M, 0), ""));
-  LLVMBuildStore(M->b, simt_atomic_relaxed(f, LLVMAtomicRMWBinOpAdd, scratch, gs_i32(M, 1)), sh);
+  LLVMBuildStore(M->b, simt_atomic_relaxed(f, LLVMAtomicRMWBinOpAdd, t->scratch, gs_i32(M, 1)),
+                 sh);
   sk_endif(f, join);
   simt_barrier(f);
-  return LLVMBuildZExt(M->b, LLVMBuildLoad2(M->b, M->t_i32, sh, ""), M->t_i64, "tile");
+  t->tile = LLVMBuildZExt(M->b, LLVMBuildLoad2(M->b, M->t_i32, sh, ""), M->t_i64, "tile");
+}
+
+/* The scratch goes back to zero for the next launch (no memset before it):
+ * thread 0 of each block, the only thread that publishes descriptors,
+ * fences (its publications, and the look-back reads of its warp, come
+ * before its done ticket) and draws a ticket on the done counter; the block
+ * that draws the last one knows that no block reads or writes a descriptor
+ * any more, and clears the counters and every descriptor, 8 bytes a thread
+ * at a time (coalesced). One fence per block, after its stores, off the
+ * look-back's path. */
+void gs_tiles_end(cg_fn *f, const gs_tiles *t) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  LLVMBuildBr(B, t->fin);
+  LLVMPositionBuilderAtEnd(B, t->fin);
+  LLVMValueRef sh = simt_shared(f, M->t_i32, 1, "scan.last");
+  LLVMValueRef G = LLVMBuildZExt(B, simt_nctaid(f), M->t_i64, "");
+  simt_barrier(f);
+  LLVMBasicBlockRef j0 = sk_if(f, LLVMBuildICmp(B, LLVMIntEQ, simt_tid(f), gs_i32(M, 0), ""));
+  simt_fence(f);
+  LLVMValueRef done = LLVMBuildGEP2(B, M->t_i8, t->scratch, (LLVMValueRef[]){cg_i64(M, 4)}, 1, "");
+  LLVMValueRef d = simt_atomic_relaxed(f, LLVMAtomicRMWBinOpAdd, done, gs_i32(M, 1));
+  LLVMValueRef last = LLVMBuildICmp(
+      B, LLVMIntEQ, LLVMBuildZExt(B, d, M->t_i64, ""), LLVMBuildSub(B, G, cg_i64(M, 1), ""), "");
+  LLVMBuildStore(B, LLVMBuildZExt(B, last, M->t_i32, ""), sh);
+  sk_endif(f, j0);
+  simt_barrier(f);
+  LLVMValueRef islast =
+      LLVMBuildICmp(B, LLVMIntNE, LLVMBuildLoad2(B, M->t_i32, sh, ""), gs_i32(M, 0), "");
+  LLVMBasicBlockRef j1 = sk_if(f, islast);
+  simt_fence(f);
+  LLVMValueRef words = LLVMBuildAdd(
+      B, cg_i64(M, GS_SCRATCH_FIXED / 8),
+      LLVMBuildMul(B, G, cg_i64(M, (int64_t)(t->desc / 8)), ""), "");
+  LLVMValueRef tid = LLVMBuildZExt(B, simt_tid(f), M->t_i64, "");
+  LLVMValueRef nt = LLVMBuildZExt(B, simt_ntid(f), M->t_i64, "");
+  LLVMValueRef ws = cg_alloca(f, M->t_i64);
+  LLVMBuildStore(B, tid, ws);
+  LLVMBasicBlockRef head = cg_block(f, "clear.head"), body = cg_block(f, "clear.body"),
+                    out = cg_block(f, "clear.done");
+  LLVMBuildBr(B, head);
+  LLVMPositionBuilderAtEnd(B, head);
+  LLVMValueRef w = LLVMBuildLoad2(B, M->t_i64, ws, "");
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, w, words, ""), body, out);
+  LLVMPositionBuilderAtEnd(B, body);
+  LLVMBuildStore(B, cg_i64(M, 0), LLVMBuildGEP2(B, M->t_i64, t->scratch, &w, 1, ""));
+  LLVMBuildStore(B, LLVMBuildNUWAdd(B, w, nt, ""), ws);
+  LLVMBuildBr(B, head);
+  LLVMPositionBuilderAtEnd(B, out);
+  sk_endif(f, j1);
 }
 
 /* ---- the look-back (warp 0 of a tile > 0; the result in lane 0) ----

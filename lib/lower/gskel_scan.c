@@ -353,7 +353,7 @@ static uint32_t gsc_kernel(gsc_ctx *c) {
   uint32_t k;
   const char *kind = ir_ops[ir_node_get(L->m, c->e)->op].spelling;
   cg_fn *f = lw_gpu_kernel_begin(L, c->e, kind, c->items, GS_BLOCK, &k);
-  lw_gpu_scratch(L, k, GS_SCRATCH_FIXED, gs_desc_bytes(&c->op));
+  gs_scratch(L, k, &c->op);
   /* A partial of one small leaf (packed descriptors, gskel_lookback.c):
    * four blocks of 256 per SM (at most 64 registers: the i32 sum takes
    * 58 with its 15 items in registers, no spills); without the hint ptxas
@@ -368,11 +368,12 @@ static uint32_t gsc_kernel(gsc_ctx *c) {
   if (c->mode == GSC_SEG)
     lw_load(L, f, k, &c->offs, &sv);
   lw_gpu_guard(f);
-  LLVMValueRef scratch = lw_gpu_scratch_ptr(f);
-  LLVMValueRef tile = gs_ticket(f, scratch);
+  gs_tiles tl;
+  gs_tiles_begin(f, &c->op, &tl);
+  LLVMValueRef tile = tl.tile;
   LLVMValueRef N = f->hi, TILE = cg_i64(M, c->tile), blk = cg_i64(M, GS_BLOCK);
   LLVMValueRef T0 = LLVMBuildMul(B, tile, TILE, "T0");
-  gs_exit_if(f, LLVMBuildICmp(B, LLVMIntSGE, T0, N, ""));
+  gs_exit_if(f, tl.fin, LLVMBuildICmp(B, LLVMIntSGE, T0, N, ""));
   LLVMValueRef rest = LLVMBuildSub(B, N, T0, "");
   LLVMValueRef cnt =
       LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, rest, TILE, ""), rest, TILE, "cnt");
@@ -487,7 +488,7 @@ static uint32_t gsc_kernel(gsc_ctx *c) {
   /* 4. the thread's exclusive prefix */
   gs_part mine, pre;
   gs_var_load(f, &c->op, &acc, &mine);
-  gs_block_scan(f, &c->op, scratch, tile, &mine, &pre, NULL, NULL);
+  gs_block_scan(f, &c->op, tl.scratch, tile, &mine, &pre, NULL, NULL);
 
   /* 5. pre (+) local scan before stop, then back into the tile */
   LLVMValueRef *v = cg_new(M, nl * sizeof *v), *rv = cg_new(M, nl * sizeof *rv);
@@ -527,6 +528,7 @@ static uint32_t gsc_kernel(gsc_ctx *c) {
   sk_endif(f, j6);
   gsc_walk_step(f, &w);
   cg_loop_end(f, &wl);
+  gs_tiles_end(f, &tl);
   lw_gpu_kernel_end(L, f, k);
   return k;
 }

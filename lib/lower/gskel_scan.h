@@ -72,20 +72,34 @@ LLVMValueRef gs_from_slot(cg_module *M, LLVMValueRef w, LLVMTypeRef t);
 /* Bytes of one element of the op's leaves in slot types. */
 uint32_t gs_slot_bytes(cg_module *M, const gs_op *op);
 
-/* ---- scratch (zeroed before each launch: no `counters` clause, plan.h) ----
- * GS_SCRATCH_FIXED bytes hold the ticket counter, then one descriptor of
- * gs_desc_bytes(op) per tile: launch with one block per tile and ask for
- * lw_gpu_scratch(L, k, GS_SCRATCH_FIXED, gs_desc_bytes(op)). */
+/* ---- scratch: the look-back kernels' counters (plan.h's `counters`) ----
+ * GS_SCRATCH_FIXED bytes hold the ticket counter (i32 at 0) and the done
+ * counter (i32 at 4), then one descriptor of gs_desc_bytes(op) per tile:
+ * launch with one block per tile. gs_scratch declares all of it as
+ * counters: it must be zero when the kernel starts, and the kernel leaves
+ * it zero (the last block to finish clears it, gs_tiles_end), so a repeated
+ * scan needs no memset between its launches. */
 #define GS_SCRATCH_FIXED 16u
 uint64_t gs_desc_bytes(const gs_op *op);
+void gs_scratch(lw *L, uint32_t kernel, const gs_op *op);
 /* True when op's descriptors are packed into one 64-bit word (a partial of
  * one leaf of at most 32 bits; gskel_lookback.c): no fences. */
 bool gs_packed(const gs_op *op);
-/* The block's logical tile number (i64, block-uniform): an atomic ticket
- * from the counter at the start of scratch, so that a tile only ever
- * waits for tiles that blocks already running own (blocks may start in
- * any order on a GPU). Contains a barrier. */
-LLVMValueRef gs_ticket(cg_fn *f, LLVMValueRef scratch);
+/* A block's tile: the scratch pointer, the block's logical tile number
+ * (i64, block-uniform: an atomic ticket from the counter at the start of
+ * scratch, so that a tile only ever waits for tiles that blocks already
+ * running own; blocks may start in any order on a GPU) and the block where
+ * the kernel ends (gs_exit_if goes there). gs_tiles_begin contains a
+ * barrier; every block must reach gs_tiles_end, the kernel's last code
+ * before lw_gpu_kernel_end: it draws a done ticket and the block that draws
+ * the last one clears the scratch (barriers). */
+typedef struct gs_tiles {
+  LLVMValueRef scratch, tile;
+  LLVMBasicBlockRef fin;
+  uint64_t desc; /* gs_desc_bytes */
+} gs_tiles;
+void gs_tiles_begin(cg_fn *f, const gs_op *op, gs_tiles *t);
+void gs_tiles_end(cg_fn *f, const gs_tiles *t);
 
 /* The block scan with decoupled look-back (Merrill & Garland, "Single-pass
  * Parallel Prefix Scan with Decoupled Look-back", 2016). Every thread of
@@ -105,8 +119,9 @@ LLVMValueRef gs_ticket(cg_fn *f, LLVMValueRef scratch);
 void gs_block_scan(cg_fn *f, const gs_op *op, LLVMValueRef scratch, LLVMValueRef tile,
                    const gs_part *x, gs_part *prefix, gs_part *tile_prefix, gs_part *agg);
 
-/* Leaves the kernel (block-uniformly) when cond, a block-uniform i1, holds. */
-void gs_exit_if(cg_fn *f, LLVMValueRef cond);
+/* Goes to block `end` (the kernel's end: gs_tiles's fin) when cond, a
+ * block-uniform i1, holds. */
+void gs_exit_if(cg_fn *f, LLVMBasicBlockRef end, LLVMValueRef cond);
 /* llvm.ctpop.i32 (population count). */
 LLVMValueRef gs_popc(cg_fn *f, LLVMValueRef v);
 

@@ -71,14 +71,15 @@ bool lw_gpu_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, 
 
   uint32_t k;
   cg_fn *f = lw_gpu_kernel_begin(L, at, "seg.offsets", GSO_ITEMS, GS_BLOCK, &k);
-  lw_gpu_scratch(L, k, GS_SCRATCH_FIXED, gs_desc_bytes(&op));
+  gs_scratch(L, k, &op);
   cg_val lv, ov;
   lw_load(L, f, k, lens, &lv);
   lw_load(L, f, k, offs, &ov);
   LLVMValueRef n = lw_x_in_kernel(L, f, k, n_x);
   lw_gpu_guard(f);
-  LLVMValueRef scratch = lw_gpu_scratch_ptr(f);
-  LLVMValueRef tile = gs_ticket(f, scratch);
+  gs_tiles tl;
+  gs_tiles_begin(f, &op, &tl);
+  LLVMValueRef tile = tl.tile;
   LLVMValueRef nseg = lv.l[0].ext[0], TILE = cg_i64(M, tile_len);
   LLVMValueRef T0 = LLVMBuildMul(B, tile, TILE, "");
   LLVMValueRef tid = LLVMBuildZExt(B, simt_tid(f), M->t_i64, "");
@@ -103,7 +104,7 @@ bool lw_gpu_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, 
 
   gs_part mine, pre, tpre, agg;
   gs_var_load(f, &op, &acc, &mine);
-  gs_block_scan(f, &op, scratch, tile, &mine, &pre, &tpre, &agg);
+  gs_block_scan(f, &op, tl.scratch, tile, &mine, &pre, &tpre, &agg);
 
   /* the offsets of [q0, q1): the prefix, then a running sum (the values
    * matter only when the checks pass, so plain adds) */
@@ -134,6 +135,7 @@ bool lw_gpu_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, 
   cg_check(f, LLVMBuildNot(B, isneg, ""), sneg, neg, NULL);
   cg_check(f, LLVMBuildOr(B, isneg, LLVMBuildICmp(B, LLVMIntEQ, sum, n, ""), ""), ssum, sum, n);
   sk_endif(f, j);
+  gs_tiles_end(f, &tl);
   lw_gpu_kernel_end(L, f, k);
 
   uint32_t tiles_x = lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_ADD, nseg_x, lw_x_const(L, tile_len - 1)),

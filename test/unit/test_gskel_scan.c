@@ -80,8 +80,9 @@ static void k_block_scan(fx *x, bool seg) {
     LLVMValueRef ix = cg_i64(M, i);
     w[i] = LLVMBuildLoad2(b, M->t_ptr, LLVMBuildGEP2(b, M->t_i64, f->frame, &ix, 1, ""), "");
   }
-  LLVMValueRef scratch = lw_gpu_scratch_ptr(f);
-  LLVMValueRef tile = gs_ticket(f, scratch);
+  gs_tiles tl; /* the block scan alone: not gs_tiles_end, which would clear */
+  gs_tiles_begin(f, &op, &tl);
+  LLVMValueRef scratch = tl.scratch, tile = tl.tile;
   LLVMValueRef tid = LLVMBuildZExt(b, simt_tid(f), M->t_i64, "");
   LLVMValueRef v[LEAVES];
   for (unsigned k = 0; k < LEAVES; k++)
@@ -102,6 +103,8 @@ static void k_block_scan(fx *x, bool seg) {
     LLVMValueRef ix = cg_i64(M, k);
     LLVMBuildStore(b, tv[k], LLVMBuildGEP2(b, M->t_i64, w[4], &ix, 1, ""));
   }
+  LLVMBuildBr(b, tl.fin);
+  LLVMPositionBuilderAtEnd(b, tl.fin);
   x->smem = cg_gpu_smem(f);
   cg_kernel_end(f);
 }
