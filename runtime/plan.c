@@ -310,7 +310,13 @@ uint32_t pl_free(pl_plan *p, uint32_t slot) {
 }
 
 uint32_t pl_launch(pl_plan *p, uint32_t kernel, uint32_t n, uint32_t chunks) {
-  return pl_inst_push(p, (pl_inst){.op = PI_LAUNCH, .k = kernel, .e = n, .e2 = chunks});
+  return pl_launch_warps(p, kernel, n, chunks, PL_AUTO);
+}
+
+uint32_t pl_launch_warps(pl_plan *p, uint32_t kernel, uint32_t n, uint32_t chunks,
+                         uint32_t warps) {
+  return pl_inst_push(
+      p, (pl_inst){.op = PI_LAUNCH, .k = kernel, .e = n, .e2 = chunks, .e3 = warps});
 }
 
 uint32_t pl_check(pl_plan *p, uint32_t cond, uint32_t site, uint32_t va, uint32_t vb) {
@@ -602,8 +608,15 @@ static bool pl_check_inst(const pl_plan *p, pl_fault *f, uint32_t i) {
     if (p->gpu && in->e2 != PL_AUTO && !p->kernels[in->k].block)
       return pl_fail(f, PP_INST, i,
                      "launch of k%u gives a grid, but the kernel has no fixed block size", in->k);
+    if (in->e3 != PL_AUTO &&
+        (!p->gpu || in->e2 != PL_AUTO || p->kernels[in->k].block || p->kernels[in->k].ptx))
+      return pl_fail(f, PP_INST, i,
+                     "launch of k%u gives warps, which only a GPU kernel launched with 'chunks "
+                     "auto' and without a fixed block takes",
+                     in->k);
     return pl_check_expr_ref(p, f, i, in->e) &&
-           (in->e2 == PL_AUTO || pl_check_expr_ref(p, f, i, in->e2));
+           (in->e2 == PL_AUTO || pl_check_expr_ref(p, f, i, in->e2)) &&
+           (in->e3 == PL_AUTO || pl_check_expr_ref(p, f, i, in->e3));
   case PI_CHECK:
     if (in->k >= p->nsites)
       return pl_fail(f, PP_INST, i, "site %u does not exist", in->k);

@@ -70,6 +70,11 @@
  * with `chunks auto` the runtime picks the grid: enough blocks of the
  * kernel's block size for ceil(N / grain) threads, at most the blocks the
  * device can hold at once (grid-stride kernels loop over the rest).
+ * `launch k n N chunks auto warps W` (a kernel without a fixed block)
+ * launches blocks of at most W warps (W below 1 counts as 1): the runtime's
+ * block size, min(block, 32 * W) threads, with the grid sized for that
+ * block and its cap scaled up as the block shrinks (a kernel whose work
+ * per block is known to occupy only W warps, such as fold.block's rows).
  * A plan expression chunks(n, grain) evaluates against the device's
  * parallelism (rt_gpu_ops.parallelism) instead of the pool's.
  *
@@ -141,7 +146,8 @@ typedef enum pl_iop {
   PI_VIEW,    /* leaf at a = data of word b, extents args[e .. e+rank) */
   PI_ASSIGN,  /* leaf at a = leaf at b (sc, rank; rank 0 = one scalar word) */
   PI_FREE,    /* release the buffer whose data word is a */
-  PI_LAUNCH,  /* kernel k, n = expr e, chunks = expr e2 (PL_AUTO = pool's choice) */
+  PI_LAUNCH,  /* kernel k, n = expr e, chunks = expr e2 (PL_AUTO = pool's choice),
+                 GPU: at most expr e3 warps per block (PL_AUTO = no limit) */
   PI_CHECK,   /* unless expr e != 0: fail at site k with values args[e2], args[e2+1] */
   PI_FOR,     /* word a from expr e while < expr e2; body up to the matching PI_END */
   PI_WHILE,   /* body up to the matching PI_END, repeated until a PI_BREAK_UNLESS */
@@ -165,6 +171,7 @@ typedef struct pl_inst {
   uint32_t a, b;     /* slots */
   uint32_t k;        /* kernel (LAUNCH), site (CHECK, ALLOC: site for its errors or PL_AUTO) */
   uint32_t e, e2;    /* expression indices, or for ALLOC/VIEW/CHECK: first index into args */
+  uint32_t e3;       /* LAUNCH: warps per block at most (expression), or PL_AUTO */
   uint32_t match;    /* FOR/WHILE/IF/ELSE: index of the matching ELSE/END; END: index of the
                         FOR/WHILE/IF it closes; BREAK_UNLESS: the END of its while; set by
                         pl_finish */
@@ -271,6 +278,9 @@ void pl_move_last_to_front(pl_plan *p, uint32_t n);
 uint32_t pl_assign(pl_plan *p, uint32_t dst, uint32_t src, ac_scalar sc, uint32_t rank);
 uint32_t pl_free(pl_plan *p, uint32_t slot);
 uint32_t pl_launch(pl_plan *p, uint32_t kernel, uint32_t n, uint32_t chunks);
+/* The same with `warps W` (GPU plans; W an expression). */
+uint32_t pl_launch_warps(pl_plan *p, uint32_t kernel, uint32_t n, uint32_t chunks,
+                         uint32_t warps);
 uint32_t pl_check(pl_plan *p, uint32_t cond, uint32_t site, uint32_t va, uint32_t vb);
 uint32_t pl_for(pl_plan *p, uint32_t slot, uint32_t lo, uint32_t hi);
 uint32_t pl_while(pl_plan *p);

@@ -157,6 +157,10 @@ static void pl_print_inst(ir_buf *b, const pl_plan *p, const pl_inst *in) {
       ir_buf_puts(b, "auto");
     else
       pl_print_expr(b, p, in->e2);
+    if (in->e3 != PL_AUTO) {
+      ir_buf_puts(b, " warps ");
+      pl_print_expr(b, p, in->e3);
+    }
     break;
   case PI_CHECK:
     ir_buf_puts(b, "check ");
@@ -359,7 +363,8 @@ static bool pl_inst_equal(const pl_plan *a, const pl_inst *x, const pl_plan *b, 
   case PI_IF:
     return x->a == y->a;
   case PI_LAUNCH:
-    return x->k == y->k && pl_expr_equal(a, x->e, b, y->e, 0) && pl_opt_equal(a, x->e2, b, y->e2);
+    return x->k == y->k && pl_expr_equal(a, x->e, b, y->e, 0) &&
+           pl_opt_equal(a, x->e2, b, y->e2) && pl_opt_equal(a, x->e3, b, y->e3);
   case PI_CHECK:
     if (x->k != y->k || !pl_expr_equal(a, x->e, b, y->e, 0))
       return false;
@@ -892,10 +897,12 @@ static bool pp_inst(pl_parser *P, bool *opens) {
     if (!pp_next(P) || !pp_kernel_ref(P, false, &k) || !pp_expect(P, PT_IDENT, "n") ||
         !pp_expr(P, 0, &e) || !pp_expect(P, PT_IDENT, "chunks"))
       return false;
-    e2 = PL_AUTO;
+    e2 = a = PL_AUTO;
     if (pp_is(P, PT_IDENT, "auto") ? !pp_next(P) : !pp_expr(P, 0, &e2))
       return false;
-    idx = pl_launch(p, k, e, e2);
+    if (pp_is(P, PT_IDENT, "warps") && (!pp_next(P) || !pp_expr(P, 0, &a)))
+      return false;
+    idx = pl_launch_warps(p, k, e, e2, a);
   } else if (pp_is(P, PT_IDENT, "check")) {
     if (!pp_next(P) || !pp_expr(P, 0, &e) || !pp_expect(P, PT_IDENT, "site") ||
         !pp_site_ref(P, &k))

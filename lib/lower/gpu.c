@@ -196,6 +196,10 @@ void lw_gpu_kernel_end(lw *L, cg_fn *f, uint32_t kernel) {
   gp_finish(L, f, kernel);
 }
 
+void lw_launch_warps(lw *L, uint32_t kernel, uint32_t n, uint32_t warps) {
+  pl_launch_warps(L->p, kernel, n, PL_AUTO, warps);
+}
+
 void lw_gpu_scratch(lw *L, uint32_t kernel, uint64_t fixed, uint64_t per_block) {
   if (kernel < L->p->nkernels) {
     L->p->kernels[kernel].scratch_fixed = fixed;

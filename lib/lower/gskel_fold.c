@@ -894,11 +894,21 @@ static bool gf_lower(gf_ctx *c, uint32_t len_x, uint32_t total_x) {
   lw *L = c->L;
   c->items = gf_items(L, c->s.elem);
   c->comm = gf_commutative(L, c->s.elem, c->s.fn);
+  /* fold.block's blocks sized to the row: a warp per warp tile of the row
+   * (of the mean segment), so that a row of 1024 f32 (4 tiles of 256) gets
+   * blocks of 4 warps rather than the occupancy calculator's 32 with 28
+   * idle; rows of 32 tiles or more get the runtime's block */
+  int64_t tk = c->items * SIMT_WARP;
+  uint32_t warps_x = lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_ADD, len_x, lw_x_const(L, tk - 1)),
+                              lw_x_const(L, tk));
   if (!c->s.seg && c->s.rank == 1) {
     /* one row (a full reduction): fold.all for a commutative function,
      * else fold.block, which handles every length (one block for a short
      * row); either is the one kernel of the plan */
-    lw_launch(L, c->comm ? gf_all_kernel(c) : gf_block_kernel(c), total_x, PL_AUTO);
+    if (c->comm)
+      lw_launch(L, gf_all_kernel(c), total_x, PL_AUTO);
+    else
+      lw_launch_warps(L, gf_block_kernel(c), total_x, warps_x);
     return L->M->st == AC_OK;
   }
   uint32_t kt = gf_thread_kernel(c), kw = gf_warp_kernel(c), kb = gf_block_kernel(c);
@@ -912,7 +922,7 @@ static bool gf_lower(gf_ctx *c, uint32_t len_x, uint32_t total_x) {
   pl_if(L->p, ww.words[0]);
   lw_launch(L, kw, lw_x_bin(L, PX_MUL, rows_x, lw_x_const(L, SIMT_WARP)), PL_AUTO);
   pl_else(L->p);
-  lw_launch(L, kb, total_x, PL_AUTO);
+  lw_launch_warps(L, kb, total_x, warps_x);
   pl_end(L->p);
   pl_end(L->p);
   return L->M->st == AC_OK;

@@ -195,6 +195,9 @@ cg_fn *lw_gpu_kernel_begin(lw *L, ir_ref at, const char *kind, int64_t grain, un
                            uint32_t *kernel);
 /* Finishes it and records its shared memory and temporary memory use. */
 void lw_gpu_kernel_end(lw *L, cg_fn *f, uint32_t kernel);
+/* Launches a SIMT kernel without a fixed block over n with `chunks auto`,
+ * in blocks of at most `warps` warps (plan expressions; plan.h). */
+void lw_launch_warps(lw *L, uint32_t kernel, uint32_t n, uint32_t warps);
 /* Asks for scratch of fixed + per_block * grid bytes, zeroed before each
  * launch unless lw_gpu_counters says otherwise (plan.h). */
 void lw_gpu_scratch(lw *L, uint32_t kernel, uint64_t fixed, uint64_t per_block);
