@@ -234,7 +234,8 @@ ac_status ac_function_call(ac_function *f, const ac_datum *args, size_t nargs,
   }
   ac_error *e = NULL;
   if (gpu)
-    st = pl_run_gpu(f->plan, f->gpu, f->gkernels, args, nargs, results, nresults, &e);
+    st = pl_run_gpu_tmp(f->plan, f->gpu, f->gkernels, &f->gtmp, args, nargs, results, nresults,
+                        &e);
   else
     st = pl_run(f->plan, f->pool, f->kernels, args, nargs, results, nresults, &e);
   if (st != AC_OK && e && (e->line || e->file) && f->hooks && f->hooks->relocate) {

@@ -54,6 +54,7 @@ struct ac_function {
   rt_pool *pool;               /* CPU (NULL: the calling thread) */
   rt_gkernel *const *gkernels; /* GPU and SIMT emulator */
   rt_gpu *gpu;
+  rt_gtmp gtmp; /* temporary memory its GPU kernels need per thread (pl_run_gpu_tmp) */
   const rt_fn_hooks *hooks;
   void *owner; /* the maker's object (an ac_runtime, an ac_library) */
   /* the compiler's: the module and function index (NULL for the runtime library) */

@@ -31,7 +31,12 @@
  *   - temporary memory (nested array operations in element code): global
  *     thread g owns bytes [tmp + g * tmp_per_thread, + tmp_per_thread); a
  *     request beyond that fails with "temporary memory exhausted"; `dummy`
- *     is the harmless memory handed out after such a failure;
+ *     is the harmless memory handed out after such a failure. Every request
+ *     that takes a thread's use (its bump offset after the request) above
+ *     `tmp_need` raises `tmp_need` to it (an atomic max), failed requests
+ *     included, so the runtime learns how much a thread needs: it sizes
+ *     later launches by it and runs a call that ran out again with that
+ *     much (plan_gpu.c);
  *   - scratch: at least the kernel's scratch_fixed + grid * scratch_block
  *     bytes (plan.h) of device memory, ZEROED before the launch, for block
  *     partials, tickets, look-back descriptors.
@@ -70,7 +75,7 @@ typedef struct rt_gctl {
   int64_t tmp_per_thread; /* 32: bytes per global thread */
   uint64_t scratch;       /* 40: the launch's scratch, zeroed as plan.h says (0: none) */
   int64_t scratch_bytes;  /* 48 */
-  int64_t pad;            /* 56 */
+  int64_t tmp_need;       /* 56: bytes per thread that temporary memory requests reached */
   uint8_t dummy[64];      /* 64: harmless memory after a failed tmp request */
 } rt_gctl;
 #define RT_GCTL_FAILED 0
@@ -80,6 +85,7 @@ typedef struct rt_gctl {
 #define RT_GCTL_TMP 24
 #define RT_GCTL_TMP_PER_THREAD 32
 #define RT_GCTL_SCRATCH 40
+#define RT_GCTL_TMP_NEED 56
 #define RT_GCTL_DUMMY 64
 
 /* Words of a kernel's parameter block: the mask, then up to 63 values
@@ -244,6 +250,22 @@ static inline void rt_gpu_release(rt_gpu *g) {
 ac_status pl_run_gpu(const pl_plan *p, rt_gpu *g, rt_gkernel *const *kernels,
                      const ac_datum *args, size_t nargs, ac_datum *results, size_t nresults,
                      ac_error **err);
+/* What a plan's kernels have needed of temporary memory per thread on a
+ * device, learned from its calls: 0 = nothing known yet, else the bytes
+ * plus 1. One per compiled function and device (ac_function), shared by
+ * calls on any thread; it only grows. */
+typedef struct rt_gtmp {
+  _Atomic int64_t need;
+} rt_gtmp;
+/* pl_run_gpu, sizing temporary memory by what *tmp knows (NULL: a fresh
+ * rt_gtmp for this call) and teaching it what the call needed. A call
+ * whose kernels ran out of temporary memory runs again, from the start,
+ * with at least what they asked for (arrayc functions are pure: the
+ * arguments are unchanged and the results are new), until it succeeds,
+ * fails otherwise, or the memory cannot be allocated. */
+ac_status pl_run_gpu_tmp(const pl_plan *p, rt_gpu *g, rt_gkernel *const *kernels, rt_gtmp *tmp,
+                         const ac_datum *args, size_t nargs, ac_datum *results, size_t nresults,
+                         ac_error **err);
 
 /* ---- array residency (resid.c) ----
  * An ac_array may have a device copy on one rt_gpu besides (or instead of)

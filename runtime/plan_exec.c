@@ -533,9 +533,12 @@ static bool pl_exec_body(pl_exec *X, rt_kernel_fn const *kernels) {
   return true;
 }
 
+/* Runs p once; on a GPU, *tmp_given and *tmp_need report the call's
+ * temporary memory (plan_exec_impl.h). */
 static ac_status pl_run_on(const pl_plan *p, rt_pool *pool, rt_gpu *g, rt_kernel_fn const *kernels,
-                           rt_gkernel *const *gkernels, const ac_datum *args, size_t nargs,
-                           ac_datum *results, size_t nresults, ac_error **err) {
+                           rt_gkernel *const *gkernels, rt_gtmp *tmp, const ac_datum *args,
+                           size_t nargs, ac_datum *results, size_t nresults, ac_error **err,
+                           int64_t *tmp_given, int64_t *tmp_need) {
   if (err)
     *err = NULL;
   if (results && nresults)
@@ -546,6 +549,7 @@ static ac_status pl_run_on(const pl_plan *p, rt_pool *pool, rt_gpu *g, rt_kernel
   X.pool = pool;
   X.g = g;
   X.gk = gkernels;
+  X.tmp = tmp;
   X.call.ctx = p->ctx;
   atomic_init(&X.call.failed, 0);
   if (!p->finished || nargs != p->nparams || nresults != p->nresults ||
@@ -582,6 +586,10 @@ static ac_status pl_run_on(const pl_plan *p, rt_pool *pool, rt_gpu *g, rt_kernel
   if (g)
     pl_gpu_end(&X);
   ac_free(p->ctx, block);
+  if (tmp_given) {
+    *tmp_given = X.tmp_given;
+    *tmp_need = X.tmp_need;
+  }
   if (ok)
     return AC_OK;
   if (results && nresults)
@@ -592,16 +600,50 @@ static ac_status pl_run_on(const pl_plan *p, rt_pool *pool, rt_gpu *g, rt_kernel
 ac_status pl_run(const pl_plan *p, rt_pool *pool, rt_kernel_fn const *kernels,
                  const ac_datum *args, size_t nargs, ac_datum *results, size_t nresults,
                  ac_error **err) {
-  return pl_run_on(p, pool, NULL, kernels, NULL, args, nargs, results, nresults, err);
+  return pl_run_on(p, pool, NULL, kernels, NULL, NULL, args, nargs, results, nresults, err, NULL,
+                   NULL);
 }
 
 ac_status pl_run_gpu(const pl_plan *p, rt_gpu *g, rt_gkernel *const *kernels,
                      const ac_datum *args, size_t nargs, ac_datum *results, size_t nresults,
                      ac_error **err) {
-  if (!g) {
-    if (err)
-      *err = NULL;
+  return pl_run_gpu_tmp(p, g, kernels, NULL, args, nargs, results, nresults, err);
+}
+
+/* Runs of a call that ran out of temporary memory, at most (each grows
+ * the memory per thread at least twofold, so 40 runs pass any size a
+ * device could hold). */
+#define PL_TMP_RUNS 40
+
+ac_status pl_run_gpu_tmp(const pl_plan *p, rt_gpu *g, rt_gkernel *const *kernels, rt_gtmp *tmp,
+                         const ac_datum *args, size_t nargs, ac_datum *results, size_t nresults,
+                         ac_error **err) {
+  if (err)
+    *err = NULL;
+  if (!g)
     return AC_ERR_INVALID;
+  rt_gtmp mine;
+  atomic_init(&mine.need, 0);
+  if (!tmp)
+    tmp = &mine;
+  for (int run = 1;; run++) {
+    ac_error *e = NULL;
+    int64_t given = 0, need = 0;
+    ac_status st = pl_run_on(p, NULL, g, NULL, kernels, tmp, args, nargs, results, nresults, &e,
+                             &given, &need);
+    /* the next run gets what the threads asked for, at least twice what
+     * they had (so runs are few), rounded to 256 bytes */
+    bool short_of_tmp = st != AC_OK && need > given;
+    if (short_of_tmp && need < 2 * given)
+      need = 2 * given;
+    if ((given > 0 || need > 0) && need < INT64_MAX - 512) {
+      need = (need + 255) & ~(int64_t)255;
+      int64_t old = atomic_load(&tmp->need);
+      while (old < need + 1 && !atomic_compare_exchange_weak(&tmp->need, &old, need + 1)) {
+      }
+    }
+    if (!short_of_tmp || run == PL_TMP_RUNS)
+      return ir_report(err, e, st);
+    ac_error_destroy(e);
   }
-  return pl_run_on(p, NULL, g, NULL, kernels, args, nargs, results, nresults, err);
 }

@@ -57,6 +57,10 @@ typedef struct pl_exec {
                        * queued after the read-back that saw it (rt_gpu's pool) */
   bool ctl_poolable;  /* dctl has the pool's size */
   rt_gctl ctl;        /* host copy of the control block's settings */
+  rt_gtmp *tmp;       /* what the plan needs of temporary memory (pl_run_gpu_tmp) */
+  int64_t tmp_given;  /* the most bytes per thread a launch of the call had */
+  int64_t tmp_need;   /* the most the kernels asked for (read back from ctl) */
+  bool need_sent;     /* the device's ctl.tmp_need holds the call's starting value */
   rt_dptr scratch;    /* zeroed before a launch as its kernel needs (plan.h: scratch, counters) */
   size_t scratch_cap;
   /* Bytes at the start of scratch known to be zero (plan.h's `counters`:

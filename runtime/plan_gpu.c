@@ -13,7 +13,8 @@
  *      occupancy-based choice (rt_gpu_ops.limits). `chunks C` gives C
  *      blocks; `chunks auto` gives enough blocks for ceil(n / grain)
  *      threads, at most the blocks the device holds at once (the kernels
- *      are grid-stride loops);
+ *      are grid-stride loops); `warps W` shrinks the block to W warps
+ *      (pg_cap_block);
  *   2. temporary memory for kernels that build arrays per element (k->tmp):
  *      tmp_per_thread bytes for each thread of the grid (ARRAYC_GPU_TMP,
  *      default 16 KiB), the grid of an auto launch shrunk so that all of it
@@ -49,8 +50,9 @@ static bool pg_err(pl_exec *X, ac_status st, ac_error *e) {
   return pl_fail_err(X, st, e);
 }
 
-/* ARRAYC_GPU_TMP: bytes of temporary memory per GPU thread. */
-static int64_t pg_tmp_per_thread(void) {
+/* ARRAYC_GPU_TMP: bytes of temporary memory per GPU thread before the
+ * plan's need is known. */
+static int64_t pg_tmp_default(void) {
   const char *s = getenv("ARRAYC_GPU_TMP");
   if (s && *s) {
     char *end;
@@ -72,6 +74,8 @@ bool pl_gpu_begin(pl_exec *X) {
   /* one scope for the whole call (the CUDA context made current once) */
   X->scoped = g->ops->scope_enter && g->ops->scope_enter(g);
   memset(&X->ctl, 0, sizeof X->ctl);
+  int64_t known = X->tmp ? atomic_load(&X->tmp->need) : 0;
+  X->ctl.tmp_need = known > 0 ? known - 1 : 0;
   X->launched = false;
   /* A block from the device's pool: `failed` is clear and its settings are
    * stale but harmless (a launch uploads tmp and scratch whenever its
@@ -82,6 +86,7 @@ bool pl_gpu_begin(pl_exec *X) {
     if ((X->dctl = atomic_exchange(&g->ctl_pool[i], 0)) != 0) {
       X->ctl_fresh = false;
       X->ctl_clean = true;
+      X->need_sent = false; /* another call's value */
       return true;
     }
   size_t words = X->ctl_poolable ? RT_GPU_CTL_WORDS : X->p->nslots;
@@ -196,6 +201,8 @@ static bool pg_read_back(pl_exec *X, uint32_t upto) {
   }
   int32_t failed = buf->failed, site = buf->site;
   int64_t a = buf->a, b = buf->b;
+  if (buf->tmp_need > X->tmp_need)
+    X->tmp_need = buf->tmp_need;
   ac_free(X->p->ctx, buf);
   if (!failed)
     return X->ctl_clean = true;
@@ -327,14 +334,18 @@ static bool pg_upload_first(pl_exec *X, const pl_kernel *k, uint64_t mask) {
   for (uint32_t w = 0; w < hi; w++)
     X->wstate[w] &= (uint8_t)~PL_W_DIRTY;
   X->ctl_fresh = false;
+  X->need_sent = true;
   return true;
 }
 
-/* Uploads the control block's settings (tmp, scratch), not its failure. */
+/* Uploads the control block's settings (tmp, scratch), not its failure;
+ * tmp_need too the first time (the kernels raise it from there). */
 static bool pg_upload_ctl(pl_exec *X) {
   ac_error *e = NULL;
+  size_t end = X->need_sent ? RT_GCTL_TMP_NEED : RT_GCTL_DUMMY;
   ac_status st = X->g->ops->htod(X->g, X->dctl + RT_GCTL_TMP, (const char *)&X->ctl + RT_GCTL_TMP,
-                                 RT_GCTL_DUMMY - RT_GCTL_TMP, &e);
+                                 end - RT_GCTL_TMP, &e);
+  X->need_sent = true;
   return st == AC_OK || pg_err(X, st, e);
 }
 
@@ -397,6 +408,41 @@ static bool pg_launch_extern(pl_exec *X, const pl_inst *in, rt_gkernel *gk) {
   return ok;
 }
 
+/* Bytes of temporary memory per thread for a launch: what the plan is
+ * known to need (X->tmp, pl_run_gpu_tmp; possibly 0), else the default. */
+static int64_t pg_tmp_per_thread(pl_exec *X) {
+  int64_t known = X->tmp ? atomic_load(&X->tmp->need) : 0;
+  if (known <= 0)
+    return pg_tmp_default();
+  return (known - 1 + 15) & ~(int64_t)15;
+}
+
+/* The grid (and, unless the kernel has a fixed block, the block) of an
+ * auto launch whose threads get `per` bytes each: all of it within
+ * PG_TMP_BUDGET, down to one block of one warp (which may exceed it). */
+static void pg_tmp_grid(int64_t per, bool fixed, unsigned *block, int64_t *grid) {
+  int64_t threads = PG_TMP_BUDGET / per;
+  if (!fixed && threads < (int64_t)*block)
+    *block = threads < 32 ? 32 : (unsigned)(threads & ~(int64_t)31);
+  int64_t fit = threads / (int64_t)*block;
+  if (*grid > fit)
+    *grid = fit < 1 ? 1 : fit;
+}
+
+/* `warps W` (plan.h): blocks of at most W warps (W < 1 counts as 1), and
+ * the cap on the grid scaled by the ratio of the block sizes, as the
+ * blocks a device holds at once grow when each takes fewer threads and
+ * registers (it may overstate the blocks an SM holds at once when blocks
+ * are tiny; the grid-stride kernels are correct with any grid). */
+static void pg_cap_block(int64_t warps, unsigned *block, rt_glimits *lim) {
+  int64_t cap = (warps < 1 ? 1 : warps > 32 ? 32 : warps) * 32;
+  if ((int64_t)*block <= cap)
+    return;
+  uint64_t grid = (uint64_t)lim->max_grid * *block / (unsigned)cap;
+  lim->max_grid = grid > (uint64_t)INT32_MAX ? INT32_MAX : (unsigned)grid;
+  *block = (unsigned)cap;
+}
+
 bool pl_gpu_launch(pl_exec *X, const pl_inst *in) {
   rt_gpu *g = X->g;
   const pl_plan *p = X->p;
@@ -415,6 +461,8 @@ bool pl_gpu_launch(pl_exec *X, const pl_inst *in) {
     return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO,
                       "plan '%s': kernel k%u needs blocks of %u threads; the device allows %u",
                       p->name, in->k, block, lim.max_block);
+  if (in->e3 != PL_AUTO) /* `warps W`: smaller blocks, more of them resident */
+    pg_cap_block(pl_eval_expr(X, in->e3), &block, &lim);
   int64_t grid;
   if (in->e2 != PL_AUTO) {
     grid = pl_eval_expr(X, in->e2);
@@ -433,15 +481,19 @@ bool pl_gpu_launch(pl_exec *X, const pl_inst *in) {
   ac_status st;
   bool settings = false;
   if (k->tmp) {
-    int64_t per = pg_tmp_per_thread();
-    int64_t fit = PG_TMP_BUDGET / (per * block);
-    if (in->e2 == PL_AUTO && grid > fit)
-      grid = fit < 1 ? 1 : fit;
-    if ((st = g->ops->alloc(g, (size_t)(grid * block * per), &tmp, &e)) != AC_OK)
-      return pg_err(X, st, e);
+    int64_t per = pg_tmp_per_thread(X);
+    if (per > 0) {
+      if (in->e2 == PL_AUTO)
+        pg_tmp_grid(per, k->block != 0, &block, &grid);
+      if ((st = g->ops->alloc(g, (size_t)(grid * block * per), &tmp, &e)) != AC_OK)
+        return pg_err(X, st, e);
+      if (per > X->tmp_given)
+        X->tmp_given = per;
+    }
+    /* a plan known to need none gets none, and its grid is not capped */
+    settings = !X->need_sent || tmp != X->ctl.tmp || per != X->ctl.tmp_per_thread;
     X->ctl.tmp = tmp;
     X->ctl.tmp_per_thread = per;
-    settings = true;
   } else if (X->ctl.tmp) { /* freed after its launch: never left behind */
     X->ctl.tmp = 0;
     X->ctl.tmp_per_thread = 0;

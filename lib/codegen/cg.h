@@ -149,6 +149,9 @@ typedef struct cg_fn {
    * launch has none), made with gtmp_base; the block's shared memory base
    * on the SIMT emulator (entry block, on first use). */
   LLVMValueRef gtmp_lim, gsmem_base;
+  /* GPU kernels: the largest temporary memory use (bytes per thread) the
+   * thread knows the control block's tmp_need holds (an alloca). */
+  LLVMValueRef gtmp_known;
   /* GPU kernels: arrays cg_load_frame loads while this is set are not
    * written by the kernel (the skeleton knows: the element-wise kernel
    * writes only its fresh outputs), so their leaves are marked ro. */

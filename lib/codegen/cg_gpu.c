@@ -27,7 +27,12 @@
  *     when a kernel first asks for temporary memory. A request beyond the
  *     budget fails with "temporary memory exhausted" (the CPU would grow
  *     its arena; a GPU thread cannot) and gets ctl's 64-byte dummy, as a
- *     failed CPU request gets the thread context's dummy.
+ *     failed CPU request gets the thread context's dummy. A request whose
+ *     end (offset + size) is above what the thread last saw in
+ *     ctl->tmp_need raises it with an atomic max, failed ones included: the
+ *     runtime sizes temporary memory by it and reruns a call that ran out
+ *     (plan_gpu.c). The thread reads tmp_need once, so where the need is
+ *     known from earlier calls no atomic is made.
  */
 #include "codegen/cg_gpu.h"
 #include "codegen/simt.h"
@@ -290,6 +295,9 @@ static void cg_gpu_tmp_init(cg_fn *f) {
       LLVMBuildGEP2(M->b, M->t_i8, LLVMBuildIntToPtr(M->b, tmp, M->t_ptr, ""), &off, 1, "");
   f->gtmp_base = LLVMBuildSelect(M->b, none, cg_gpu_ctl(f, RT_GCTL_DUMMY), mine, "tmp.base");
   f->gtmp_lim = LLVMBuildSelect(M->b, none, cg_i64(M, 0), per, "tmp.lim");
+  f->gtmp_known = cg_alloca(f, M->t_i64);
+  LLVMBuildStore(M->b, LLVMBuildLoad2(M->b, M->t_i64, cg_gpu_ctl(f, RT_GCTL_TMP_NEED), "tmp.need"),
+                 f->gtmp_known);
   cg_gpu_entry_end(f, saved);
 }
 
@@ -308,6 +316,19 @@ LLVMValueRef cg_gpu_tmp_alloc(cg_fn *f, LLVMValueRef bytes, ir_ref at) {
   LLVMValueRef left = LLVMBuildSub(M->b, f->gtmp_lim, off, "");
   LLVMValueRef full = LLVMBuildICmp(M->b, LLVMIntSGT, size, left, "");
   LLVMValueRef bad = LLVMBuildOr(M->b, huge, full, "");
+
+  /* the need, reported when it grows past what the thread knows */
+  LLVMValueRef end = LLVMBuildAdd(M->b, off, size, "tmp.end");
+  LLVMValueRef known = LLVMBuildLoad2(M->b, M->t_i64, f->gtmp_known, "");
+  LLVMValueRef grow = LLVMBuildAnd(M->b, LLVMBuildNot(M->b, huge, ""),
+                                   LLVMBuildICmp(M->b, LLVMIntSGT, end, known, ""), "");
+  LLVMBasicBlockRef report = cg_block(f, "tmp.report"), reported = cg_block(f, "tmp.reported");
+  LLVMBuildCondBr(M->b, grow, report, reported);
+  LLVMPositionBuilderAtEnd(M->b, report);
+  simt_atomic_relaxed(f, LLVMAtomicRMWBinOpMax, cg_gpu_ctl(f, RT_GCTL_TMP_NEED), end);
+  LLVMBuildStore(M->b, end, f->gtmp_known);
+  LLVMBuildBr(M->b, reported);
+  LLVMPositionBuilderAtEnd(M->b, reported);
 
   LLVMBasicBlockRef fail = cg_block(f, "tmp.fail"), join = cg_block(f, "tmp.join");
   LLVMBuildCondBr(M->b, bad, fail, join);

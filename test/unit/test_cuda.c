@@ -1043,6 +1043,111 @@ UNIT_TEST(iterate_fold_step_driver_calls) {
   unsetenv("ARRAYC_GPU_GRAPHS");
 }
 
+static const char scan_steps[] =
+    "fn steps(n: i64, xs: f32[]) -> f32[] {\n"
+    "  iterate(n, |x| map(|v| v * 0.001, scan_incl(|a, b| a + b, x)), xs)\n"
+    "}\n";
+
+/* A step of a scan: the look-back kernel's tickets and descriptors are
+ * counters that its last block clears (gskel_lookback.c's gs_tiles_end),
+ * so after the scratch's first memset in a call no step needs one: one
+ * kernel per step (a launch or a graph's node) and no other driver call. */
+UNIT_TEST(iterate_scan_step_driver_calls) {
+  mock m;
+  if (!mock_open(&m))
+    return;
+  step_cost c;
+  cuda_mock_stats s[6];
+  setenv("ARRAYC_GPU_GRAPHS", "0", 1);
+  if (steps_cost(&m, scan_steps, &c, s)) {
+    CHECK(c.launches == 2.0); /* the scan and the map */
+    CHECK(c.memsets == 0.0);
+    CHECK_EQ_INT(s[5].memsets - s[4].memsets, 1); /* the scratch, when it is allocated */
+    CHECK(c.copies == 0.0 && c.allocs == 0.0 && c.frees == 0.0 && c.syncs == 0.0);
+  }
+  unsetenv("ARRAYC_GPU_GRAPHS");
+  if (steps_cost(&m, scan_steps, &c, s)) { /* batches: no memset breaks them */
+    int direct = s[5].launches - s[4].launches, graphs = s[5].graph_launches - s[4].graph_launches;
+    CHECK_EQ_INT(direct + s[5].graph_kernels - s[4].graph_kernels, 2 * 30);
+    CHECK(graphs >= 30 - 4);
+    CHECK(c.memsets == 0.0);
+  }
+}
+
+/* fold.block over rows gets blocks sized to the row (plan.h's `warps`): a
+ * warp per warp tile of 256 f32, up to the device's preferred block (the
+ * fake driver's is 256 threads), and a grid sized for that block. */
+UNIT_TEST(row_fold_blocks_fit_the_row) {
+  mock m;
+  if (!mock_open(&m))
+    return;
+  static const char prog[] =
+      "fn steps(n: i64, xs: f32[]) -> f32[] {\n"
+      "  fold(|a, b| a + b, 0.0, generate((64, n), |i, j| xs[(i * n + j) % len(xs)]))\n"
+      "}\n";
+  steps_fn sf;
+  if (!steps_compile(prog, &sf))
+    return;
+  const int64_t n = 4096;
+  ac_array *xs = ac_array_create(sf.ctx, AC_F32, 1, &n, NULL, NULL);
+  static const struct {
+    int64_t cols;
+    unsigned block;
+  } want[] = {{1024, 128}, {1500, 192}, {2047, 256}, {4096, 256}, {100000, 256}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    cuda_mock_stats a, b;
+    call_steps(sf.f, xs, want[i].cols, &a, &b, &m);
+    CHECK_EQ_INT(b.launches - a.launches, 1);
+    CHECK_EQ_INT(b.block, want[i].block);
+    /* 16 elements a thread at least (GF_BLOCK_GRAIN): 64 rows of 1024
+     * in 128-thread blocks are 32 blocks */
+    if (want[i].cols == 1024)
+      CHECK_EQ_INT(b.grid, 32);
+  }
+  ac_array_release(xs);
+  steps_close(&sf);
+}
+
+/* Temporary memory is sized by what the function's kernels are known to
+ * need (pl_run_gpu_tmp): before anything is known, ARRAYC_GPU_TMP per
+ * thread (here 1 MiB) with the grid capped to fit 256 MiB (one block of
+ * 256); the fake driver runs no kernel, so the call reports no need, and
+ * the next calls get no temporary memory and the device's grid (the fake
+ * device holds 32 blocks). (The e2e test gpu_tmp.ac covers a need that
+ * grows, on the emulator.) */
+UNIT_TEST(tmp_sized_by_need) {
+  mock m;
+  if (!mock_open(&m))
+    return;
+  static const char prog[] =
+      "fn steps(n: i64, xs: f32[]) -> f32[] {\n"
+      "  generate(n * 1000, |i| { let r = scan(|a, b| a + b, 0.0, map(|v| v + f32(i), xs)); "
+      "r[i % len(xs)] })\n"
+      "}\n";
+  steps_fn sf;
+  if (!steps_compile(prog, &sf))
+    return;
+  const int64_t n = 64;
+  ac_array *xs = ac_array_create(sf.ctx, AC_F32, 1, &n, NULL, NULL);
+  cuda_mock_stats a, b, c, d, e, f;
+  setenv("ARRAYC_GPU_TMP", "1048576", 1);
+  call_steps(sf.f, xs, 1000, &a, &b, &m); /* 10^6 elements */
+  unsetenv("ARRAYC_GPU_TMP");
+  CHECK_EQ_INT(b.launches - a.launches, 1);
+  CHECK_EQ_INT(b.grid, 1);
+  CHECK_EQ_INT(b.block, 256);
+  call_steps(sf.f, xs, 1000, &c, &d, &m);
+  call_steps(sf.f, xs, 1000, &e, &f, &m);
+  CHECK_EQ_INT(d.launches - c.launches, 1);
+  CHECK_EQ_INT(d.grid, 32);
+  CHECK_EQ_INT(f.grid, 32);
+  /* no allocation for temporary memory: the result and nothing else
+   * (the control block comes from the device's pool) */
+  CHECK_EQ_INT(f.alloc_calls - e.alloc_calls, 1);
+  ac_array_release(xs);
+  steps_close(&sf);
+}
+
 /* Graphs that cannot be made leave the kernels to be launched one by one
  * (the call still succeeds); a graph launch that fails is the call's
  * error, naming cuGraphLaunch. */
@@ -1087,4 +1192,5 @@ UNIT_MAIN(no_library_at_the_named_path, library_without_the_driver_api, stub_dri
           invalid_ordinal, real_gpu_or_no_driver, mock_device_suite, mock_trace, mock_pinned_staging, mock_without_memory_pools,
           mock_creation_failures_leak_nothing, mock_operation_errors,
           load_on_another_device_is_invalid, test_ptx_assembles, iterate_step_driver_calls,
-          iterate_fold_step_driver_calls, graph_failures)
+          iterate_fold_step_driver_calls, iterate_scan_step_driver_calls, row_fold_blocks_fit_the_row,
+          tmp_sized_by_need, graph_failures)
