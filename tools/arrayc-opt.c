@@ -33,6 +33,7 @@ static void usage(FILE *f) {
              "  --passes=LIST      passes to run, in order; O0..O3 stand for a level's\n"
              "                     pipeline (\"O1,fuse\"); default: none\n"
              "  -O0 .. -O3         the default pipeline of that level\n"
+             "  -w                 no warnings (sequentialise's)\n"
              "  --list-passes      list the passes with one line of help each\n"
              "  --print-after-all  print the IR to stderr after every pass\n"
              "  --print-after=NAME print the IR to stderr after pass NAME\n"
@@ -62,12 +63,6 @@ static void print_after(void *ud, const char *pass, const char *text) {
   fprintf(stderr, "// ---- IR after %s ----\n%s", pass, text);
 }
 
-static void warn(void *ud, const ac_module *m, ir_loc loc, const char *msg) {
-  (void)ud;
-  fprintf(stderr, "%s:%u:%u: warning: %s\n", m->name ? m->name : "<input>", loc.line, loc.col,
-          msg);
-}
-
 static void print_stats(const ps_report *r) {
   for (size_t i = 0; i < r->nrows; i++) {
     const ps_stat_row *row = &r->rows[i];
@@ -85,7 +80,8 @@ int main(int argc, char **argv) {
   ps_options o;
   memset(&o, 0, sizeof o);
   o.print_fn = print_after;
-  o.warn = warn;
+  o.warn = ps_warn_context; /* to the context's handler: tool_warnings */
+  bool quiet = false;
   int po;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -95,7 +91,7 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--list-passes") == 0) {
       list_passes();
       return 0;
-    } else if ((po = tool_pass_option("arrayc-opt", a, &passes)) != 0) {
+    } else if ((po = tool_compile_option("arrayc-opt", a, &passes, &quiet)) != 0) {
       if (po < 0)
         return 2;
     } else if (strcmp(a, "--print-after-all") == 0) {
@@ -150,6 +146,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "arrayc-opt: out of memory\n");
     return 1;
   }
+  tool_warnings(ctx, quiet);
   ac_error *err = NULL;
   if (ps_check_pipeline(ctx, passes, &err) != AC_OK) {
     fprintf(stderr, "arrayc-opt: %s\n", err ? ac_error_message(err) : "out of memory");

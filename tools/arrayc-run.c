@@ -70,6 +70,8 @@ static void usage(FILE *f) {
           "  -O0 .. -O3      optimise at this level (compiled backends default to -O2;\n"
           "                  the interpreter to none)\n"
           "  --passes=LIST   run these passes (docs/passes.md) on every backend\n"
+          "  -w              no warnings (nested operations that each GPU thread runs\n"
+          "                  sequentially, on the gpu and simt-emu backends)\n"
           "  --              everything after is a positional argument\n"
           "  -h, --help      show this help\n"
           "exit status: 0 success, 1 program/argument/runtime error, 2 usage error\n");
@@ -85,6 +87,7 @@ typedef struct options {
   long repeat;
   bool stats;
   bool profile;
+  bool quiet; /* -w */
   const char *passes; /* NULL: each backend's default */
 } options;
 
@@ -145,7 +148,7 @@ static int parse_options(int argc, char **argv, options *o) {
       o->stats = true;
     } else if (strcmp(a, "--profile") == 0) {
       o->profile = true;
-    } else if ((po = tool_pass_option(PROG, a, &o->passes)) != 0) {
+    } else if ((po = tool_compile_option(PROG, a, &o->passes, &o->quiet)) != 0) {
       if (po < 0)
         return 2;
     } else if (id == OPT_OUT) {
@@ -595,6 +598,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, PROG ": out of memory\n");
       rc = 1;
     } else {
+      tool_warnings(ctx, o.quiet);
       ac_module *m = tool_load_module(PROG, ctx, o.file);
       rc = m ? run_function(ctx, m, &o) : 1;
       if (m)

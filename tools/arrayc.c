@@ -71,6 +71,8 @@ static void usage(FILE *f) {
              "  -O0 .. -O3     optimisation level (default -O2; docs/passes.md)\n"
              "  --passes=LIST  run these passes instead (comma-separated, see arrayc-opt\n"
              "                 --list-passes)\n"
+             "  -w             no warnings (nested operations that each GPU thread runs\n"
+             "                 sequentially, when compiling for the GPU)\n"
              "  -h, --help     show this help\n");
 }
 
@@ -234,6 +236,7 @@ static char *default_prefix(const char *file) {
 int main(int argc, char **argv) {
   const char *file = NULL, *out = NULL, *fn = NULL, *emit = NULL, *target = NULL;
   const char *passes = "O2", *cpu = NULL;
+  bool quiet = false;
   unsigned sm = NV_SM_DEFAULT;
   bool read_plan = false, shared = false, ptx_stats = false;
   int po;
@@ -242,7 +245,7 @@ int main(int argc, char **argv) {
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage(stdout);
       return 0;
-    } else if ((po = tool_pass_option("arrayc", a, &passes)) != 0) {
+    } else if ((po = tool_compile_option("arrayc", a, &passes, &quiet)) != 0) {
       if (po < 0)
         return 2;
     } else if (strncmp(a, "--emit=", 7) == 0) {
@@ -354,6 +357,7 @@ int main(int argc, char **argv) {
     free(prefix);
     return 1;
   }
+  tool_warnings(ctx, quiet);
   int rc = 1;
   ac_module *m = tool_load_module("arrayc", ctx, file);
   if (m && !print) {

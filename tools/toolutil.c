@@ -142,8 +142,25 @@ bool tool_emit(const char *prog, ac_module *m, const char *fn, tool_emit_kind ki
   return ok;
 }
 
-int tool_pass_option(const char *prog, const char *a, const char **passes) {
+static void tool_print_warning(void *ud, const char *file, unsigned line, unsigned col,
+                               const char *msg) {
+  (void)ud;
+  if (file || line)
+    fprintf(stderr, "%s:%u:%u: warning: %s\n", file ? file : "<input>", line, col, msg);
+  else
+    fprintf(stderr, "warning: %s\n", msg);
+}
+
+void tool_warnings(ac_context *ctx, bool quiet) {
+  ac_context_set_warning_handler(ctx, quiet ? NULL : tool_print_warning, NULL);
+}
+
+int tool_compile_option(const char *prog, const char *a, const char **passes, bool *quiet) {
   static const char *const levels[4] = {"O0", "O1", "O2", "O3"};
+  if (strcmp(a, "-w") == 0) {
+    *quiet = true;
+    return 1;
+  }
   if (strncmp(a, "--passes=", 9) == 0) {
     *passes = a + 9;
     return 1;

@@ -41,9 +41,15 @@ bool tool_each_function(const char *prog, ac_module *m, const char *name,
                         bool (*fn)(ac_module *m, size_t index, const char *name, void *ud),
                         void *ud);
 
-/* The optimisation options every tool takes: --passes=LIST and -O0..-O3
- * (which mean the pipelines "O0".."O3"). Returns 1 and sets *passes if `a`
- * is one, 0 if it is another option, -1 (message printed) for a bad level. */
-int tool_pass_option(const char *prog, const char *a, const char **passes);
+/* The compile options every tool takes: --passes=LIST and -O0..-O3 (which
+ * mean the pipelines "O0".."O3"), and -w (no warnings). Returns 1 and sets
+ * *passes or *quiet if `a` is one, 0 if it is another option, -1 (message
+ * printed) for a bad level. */
+int tool_compile_option(const char *prog, const char *a, const char **passes, bool *quiet);
+
+/* Unless quiet, prints the context's warnings (core.h's
+ * ac_context_set_warning_handler) to stderr as "FILE:LINE:COL: warning:
+ * MESSAGE". */
+void tool_warnings(ac_context *ctx, bool quiet);
 
 #endif

@@ -78,6 +78,17 @@ AC_API ac_context *ac_context_create(void);
 AC_API ac_context *ac_context_create_with_allocator(ac_realloc_fn fn, void *user_data);
 AC_API void ac_context_destroy(ac_context *ctx);
 
+/* Warnings: compiling may succeed and still warn about code that will be
+ * slow (docs/api.md §4: today, an array operation nested in element code
+ * that each GPU thread runs as a sequential loop). The context hands each
+ * warning to its handler once per source position (file, line, column),
+ * however many functions or inlined copies contain that code; file is the
+ * module's name (NULL, line and column 0: no position). Without a handler
+ * (the default, and after setting fn NULL) warnings are dropped. */
+typedef void (*ac_warning_fn)(void *user_data, const char *file, unsigned line, unsigned column,
+                              const char *message);
+AC_API void ac_context_set_warning_handler(ac_context *ctx, ac_warning_fn fn, void *user_data);
+
 /* Error objects. All accessors borrow strings owned by the error. */
 AC_API ac_status ac_error_status(const ac_error *e);
 /* The bare message, e.g. "unknown name 'x'". */

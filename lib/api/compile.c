@@ -241,6 +241,13 @@ ac_status api_generate(nat_jit *jit, cg_target target, ac_module *m, uint32_t fn
     ps_options o;
     memset(&o, 0, sizeof o);
     o.target = target == CG_TARGET_CPU ? PS_TARGET_CPU : PS_TARGET_GPU;
+    /* sequentialise's warnings reach the context's handler for GPU code,
+     * where a sequential loop in each thread is slow; on the CPU it is how
+     * every element of an element-wise kernel runs */
+    if (target != CG_TARGET_CPU) {
+      o.warn = ps_warn_context;
+      o.entry = fn + 1;
+    }
     ac_status st = ps_run_pipeline(*opt, passes, &o, NULL, err);
     if (st != AC_OK)
       return st;

@@ -42,6 +42,14 @@ struct ac_context {
   void *runtimes;
   void (*runtimes_cleanup)(ac_context *ctx, void *p);
   ir_block_cache *blocks; /* freed large array buffers (blockcache.c) */
+  /* warnings (ac_context_set_warning_handler) and the positions warned */
+  ac_warning_fn warn;
+  void *warn_ud;
+  struct {
+    ir_sym file;
+    unsigned line, col;
+  } *warned;
+  size_t nwarned, capwarned;
 };
 
 /* ---- memory ---- */
@@ -141,7 +149,34 @@ void ac_context_destroy(ac_context *ctx) {
   ac_free(ctx, ctx->tys);
   ac_free(ctx, ctx->tyfields);
   ac_free(ctx, ctx->tytab);
+  ac_free(ctx, ctx->warned);
   ctx->rfn(ctx->ud, ctx, 0);
+}
+
+void ac_context_set_warning_handler(ac_context *ctx, ac_warning_fn fn, void *ud) {
+  if (!ctx)
+    return;
+  ctx->warn = fn;
+  ctx->warn_ud = ud;
+}
+
+bool ir_ctx_warns(const ac_context *ctx) { return ctx->warn != NULL; }
+
+void ir_ctx_warn(ac_context *ctx, const char *file, unsigned line, unsigned col, const char *msg) {
+  if (!ctx->warn)
+    return;
+  ir_sym fs = file ? ir_sym_intern(ctx, file, strlen(file)) : 0;
+  for (size_t i = 0; i < ctx->nwarned; i++) /* few warnings: a list */
+    if (ctx->warned[i].file == fs && ctx->warned[i].line == line && ctx->warned[i].col == col)
+      return;
+  if (ac_grow(ctx, (void **)&ctx->warned, &ctx->capwarned, ctx->nwarned + 1,
+              sizeof *ctx->warned)) {
+    ctx->warned[ctx->nwarned].file = fs;
+    ctx->warned[ctx->nwarned].line = line;
+    ctx->warned[ctx->nwarned].col = col;
+    ctx->nwarned++;
+  }
+  ctx->warn(ctx->warn_ud, file, line, col, msg);
 }
 
 void *ir_ctx_runtimes(const ac_context *ctx) { return ctx->runtimes; }

@@ -175,6 +175,10 @@ void *ir_block_alloc(ac_context *ctx, size_t bytes);
 void ir_block_free(ac_context *ctx, void *p, size_t bytes);
 
 void *ir_ctx_runtimes(const ac_context *ctx);
+/* Hands a warning to the context's handler, once per position (core.h's
+ * ac_context_set_warning_handler); nothing without a handler. */
+void ir_ctx_warn(ac_context *ctx, const char *file, unsigned line, unsigned col, const char *msg);
+bool ir_ctx_warns(const ac_context *ctx);
 void ir_ctx_set_runtimes(ac_context *ctx, void *p, void (*cleanup)(ac_context *ctx, void *p));
 
 /* ---- nodes ---- */

@@ -49,6 +49,7 @@ typedef struct ps_ctx {
   uint64_t counters[PS_MAX_COUNTERS];
   ps_warn_fn warn; /* may be NULL: warnings are dropped */
   void *warn_ud;
+  uint32_t entry; /* ps_options.entry */
   ac_error **err; /* where a pass stores its error (ir_error / ir_report) */
 } ps_ctx;
 
@@ -87,7 +88,15 @@ typedef struct ps_options {
   void *print_ud;
   ps_warn_fn warn;
   void *warn_ud;
+  /* 1 + the function being compiled: sequentialise reports only the code
+   * it reaches; 0 (arrayc-opt): every function */
+  uint32_t entry;
 } ps_options;
+
+/* A ps_warn_fn that hands the warning to the module's context
+ * (ir_ctx_warn: once per position, to the handler of
+ * ac_context_set_warning_handler). */
+void ps_warn_context(void *ud, const ac_module *m, ir_loc loc, const char *msg);
 
 /* Accumulated counters of a pipeline run: one row per pass run (a pass
  * named twice has two rows). */

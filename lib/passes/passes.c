@@ -219,6 +219,7 @@ static ac_status run_one(ac_module *m, const ps_pass *p, const ps_options *o, ps
   c.target = o ? o->target : PS_TARGET_ANY;
   c.warn = o ? o->warn : NULL;
   c.warn_ud = o ? o->warn_ud : NULL;
+  c.entry = o ? o->entry : 0;
   c.err = err;
   double t0 = now_seconds();
   ac_status st = p->run(&c);
@@ -287,6 +288,11 @@ ac_status ps_run_pipeline(ac_module *m, const char *list, const ps_options *o, p
   }
   ac_free(ctx, l.v);
   return st;
+}
+
+void ps_warn_context(void *ud, const ac_module *m, ir_loc loc, const char *msg) {
+  (void)ud;
+  ir_ctx_warn(m->ctx, m->name, loc.line, loc.col, msg);
 }
 
 ac_status ac_module_run_passes(ac_module *m, const char *passes, ac_error **err) {

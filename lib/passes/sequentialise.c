@@ -27,6 +27,13 @@
  * onto the thread/block/sequential hierarchy; we map everything below the
  * outermost level to the sequential one, and say so.
  *
+ * One warning per source position in a run (inlining copies a helper's
+ * body, positions and all, to each call). With ps_options.entry (the
+ * runtime's compiles for a GPU target: lib/api/compile.c) only the
+ * compiled function and what it calls are walked, and the warnings go to
+ * the context's handler (ac_context_set_warning_handler), which repeats
+ * no position; arrayc-opt walks every function.
+ *
  * The IR is not changed: lowering already runs nested operations
  * sequentially, so there is nothing to mark; this pass documents and counts
  * what lowering will do, and running it or not never changes a program.
@@ -48,7 +55,7 @@
 enum { SQ_SEQUENTIAL };
 
 /* Per function: whether its body contains an array operation. */
-enum { SF_VISITING = 1, SF_DONE = 2, SF_HEAVY = 4 };
+enum { SF_VISITING = 1, SF_DONE = 2, SF_HEAVY = 4, SF_WALKED = 8 };
 /* Per node: the modes it was walked in (a shared node is reported once). */
 enum { SV_PLAN = 1, SV_ELEM = 2 };
 
@@ -65,6 +72,10 @@ typedef struct sq {
   uint8_t *seen; /* SV_* by node */
   size_t nseen;
   uint64_t budget; /* visits left to sq_heavy_at and sq_deps */
+  ir_loc *warned;  /* positions reported (inlined copies share one) */
+  ir_ref *delayed; /* producers under a delay (sq_loopless) on the walk's path */
+  size_t ndelayed, capdelayed;
+  size_t nwarned, capwarned;
   bool oom;
 } sq;
 
@@ -78,9 +89,9 @@ static bool sq_fn_heavy(sq *s, int64_t f, uint32_t depth) {
     return (s->fn[f] & SF_HEAVY) != 0;
   if (s->fn[f] & SF_VISITING) /* the call graph is acyclic; be safe anyway */
     return false;
-  s->fn[f] = SF_VISITING;
+  s->fn[f] = (uint8_t)((s->fn[f] & SF_WALKED) | SF_VISITING);
   bool heavy = sq_heavy_at(s, m->funcs[f].body, depth + 1);
-  s->fn[f] = (uint8_t)(SF_DONE | (heavy ? SF_HEAVY : 0));
+  s->fn[f] = (uint8_t)((s->fn[f] & SF_WALKED) | SF_DONE | (heavy ? SF_HEAVY : 0));
   return heavy;
 }
 
@@ -122,6 +133,14 @@ static void sq_deps(sq *s, ir_ref r, uint32_t off, bool *dep, uint32_t nb, uint3
 }
 
 static void sq_warn(sq *s, ir_loc loc, const char *msg) {
+  for (size_t i = 0; i < s->nwarned; i++)
+    if (s->warned[i].line == loc.line && s->warned[i].col == loc.col)
+      return;
+  if (!ac_grow(s->ctx, (void **)&s->warned, &s->capwarned, s->nwarned + 1, sizeof *s->warned)) {
+    s->oom = true;
+    return;
+  }
+  s->warned[s->nwarned++] = loc;
   s->c->counters[SQ_SEQUENTIAL]++;
   if (s->c->warn)
     s->c->warn(s->c->warn_ud, s->m, loc, msg);
@@ -207,6 +226,36 @@ static bool sq_elem_kid(const ac_module *m, ir_ref r, uint32_t i) {
   return kop == IR_LAM || kop == IR_FNREF;
 }
 
+static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth);
+
+/* An array operation in element code that makes no loop of its own: an
+ * operand fuse delayed (computed inside its consumer's loop, element by
+ * element: lib/codegen/seq_delay.c), a reshape or a rank-1 slice (views
+ * of their operand). */
+static bool sq_loopless(const sq *s, ir_ref r) {
+  const ir_node *n = ir_node_get(s->m, r);
+  ir_typeinfo t = ir_ty_info(s->ctx, n->type);
+  if (t.kind == TK_TUPLE && t.n > 0) /* a tuple of arrays: its first leaf's rank */
+    t = ir_ty_info(s->ctx, t.fields[0]);
+  if (n->op == IR_RESHAPE || (n->op == IR_SLICE && t.kind == TK_ARRAY && t.rank == 1))
+    return true;
+  for (size_t i = 0; i < s->ndelayed; i++)
+    if (s->delayed[i] == r)
+      return true;
+  return false;
+}
+
+/* Function f as lowering sees it when it is compiled, or called from plan
+ * level (once). */
+static void sq_walk_fn(sq *s, int64_t f, uint32_t depth) {
+  const ac_module *m = s->m;
+  if (f < 0 || (uint64_t)f >= m->nfuncs || !m->funcs[f].body || m->funcs[f].is_extern ||
+      (s->fn[f] & SF_WALKED))
+    return;
+  s->fn[f] |= SF_WALKED;
+  sq_walk(s, m->funcs[f].body, false, depth + 1);
+}
+
 static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
   if (depth > SQ_MAX_DEPTH || s->oom)
     return;
@@ -217,7 +266,9 @@ static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
     s->seen[r] |= mode;
   }
   const ir_node *n = ir_node_get(s->m, r);
-  if (elem && ps_is_array_op(s->m, r))
+  if (!elem && n->op == IR_CALL)
+    sq_walk_fn(s, n->attr, depth); /* the callee's plan-level code */
+  if (elem && ps_is_array_op(s->m, r) && !sq_loopless(s, r))
     sq_report_op(s, r);
   else if (elem && (n->op == IR_CALL || n->op == IR_FNREF) && sq_fn_heavy(s, n->attr, depth))
     sq_report_fn(s, r);
@@ -249,7 +300,18 @@ static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
       for (uint32_t j = 0; j < b; j++)
         s->names[s->nnames++] = ir_binder_name(s->m, r, i, j);
     }
+    bool delayed = elem && n->op == IR_DELAY;
+    if (delayed) {
+      if (!ac_grow(s->ctx, (void **)&s->delayed, &s->capdelayed, s->ndelayed + 1,
+                   sizeof *s->delayed)) {
+        s->oom = true;
+        return;
+      }
+      s->delayed[s->ndelayed++] = k;
+    }
     sq_walk(s, k, elem || enter, depth + 1);
+    if (delayed)
+      s->ndelayed--;
     s->nnames = saved;
     s->kind = kind;
   }
@@ -275,12 +337,17 @@ ac_status ps_sequentialise(ps_ctx *c) {
     memset(s.fn, 0, m->nfuncs ? m->nfuncs : 1);
     memset(s.seen, 0, s.nseen ? s.nseen : 1);
   }
-  /* each function once, as lowering sees it when it is the entry point;
-   * its calls from element code are reported where they are made */
-  for (size_t f = 0; f < m->nfuncs && !s.oom; f++)
-    if (m->funcs[f].body && !m->funcs[f].is_extern)
-      sq_walk(&s, m->funcs[f].body, false, 0);
+  /* each function once, as lowering sees it when it is the entry point
+   * (only the compiled one and what it calls at plan level, when c->entry
+   * names it); its calls from element code are reported where they are
+   * made */
+  if (c->entry && !s.oom)
+    sq_walk_fn(&s, (int64_t)c->entry - 1, 0);
+  for (size_t f = 0; f < m->nfuncs && !s.oom && !c->entry; f++)
+    sq_walk_fn(&s, (int64_t)f, 0);
   ac_free(s.ctx, s.names);
+  ac_free(s.ctx, s.warned);
+  ac_free(s.ctx, s.delayed);
   ac_free(s.ctx, s.fn);
   ac_free(s.ctx, s.seen);
   if (s.oom)

@@ -276,6 +276,68 @@ UNIT_TEST(compile_and_call_on_each_backend) {
   ac_context_destroy(ctx);
 }
 
+/* Warnings (core.h's ac_context_set_warning_handler): compiling for the
+ * SIMT emulator warns about a nested fold that each GPU thread runs
+ * sequentially, once per source position across functions that both
+ * reach it; on the CPU, and without a handler, nothing. */
+typedef struct warn_log {
+  int n;
+  unsigned line, col;
+  char file[32];
+} warn_log;
+
+static void log_warning(void *ud, const char *file, unsigned line, unsigned col, const char *msg) {
+  warn_log *w = ud;
+  w->n++;
+  w->line = line;
+  w->col = col;
+  snprintf(w->file, sizeof w->file, "%s", file ? file : "");
+  CHECK(strstr(msg, "nested fold runs sequentially") != NULL);
+}
+
+UNIT_TEST(warnings_once_per_position) {
+  static const char src[] = "fn rs(m: f32[,], i: i64) -> f32 {\n"
+                            "  fold(|a, b| a + b, 0.0, generate(shape(m).1, |j| m[i, j] * 2.0))\n"
+                            "}\n"
+                            "fn f(m: f32[,]) -> f32[] { generate(shape(m).0, |i| rs(m, i)) }\n"
+                            "fn g(m: f32[,]) -> f32[] { generate(shape(m).0, |i| rs(m, i) + 1.0) }\n";
+  ac_context *ctx = ac_context_create();
+  ac_module *m = parse(ctx, src);
+  ac_error *err = NULL;
+  ac_backend bes[2] = {AC_BACKEND_CPU, AC_BACKEND_SIMT_EMU};
+  warn_log w = {0};
+  for (int i = 0; m && i < 2; i++) {
+    ac_runtime *rt = NULL;
+    if (show(ac_runtime_create(ctx, bes[i], &rt, &err), &err) != AC_OK) {
+      CHECK(!"runtime created");
+      continue;
+    }
+    ac_context_set_warning_handler(ctx, log_warning, &w);
+    ac_function *ff = NULL, *fg = NULL;
+    CHECK_EQ_INT(show(ac_runtime_compile(rt, m, "f", &ff, &err), &err), AC_OK);
+    CHECK_EQ_INT(show(ac_runtime_compile(rt, m, "g", &fg, &err), &err), AC_OK);
+    CHECK_EQ_INT(w.n, i); /* none on the CPU, then one for both functions */
+    ac_function_destroy(ff);
+    ac_function_destroy(fg);
+    ac_runtime_destroy(rt);
+  }
+  CHECK_EQ_INT(w.line, 2);
+  CHECK_EQ_INT(w.col, 3);
+  ac_module_destroy(m);
+  /* without a handler: nothing (and nothing remembered) */
+  ac_context_set_warning_handler(ctx, NULL, NULL);
+  m = parse(ctx, src);
+  ac_runtime *rt = NULL;
+  ac_function *ff = NULL;
+  if (m && show(ac_runtime_create(ctx, AC_BACKEND_SIMT_EMU, &rt, &err), &err) == AC_OK)
+    CHECK_EQ_INT(show(ac_runtime_compile(rt, m, "f", &ff, &err), &err), AC_OK);
+  CHECK_EQ_INT(w.n, 1);
+  ac_function_destroy(ff);
+  ac_runtime_destroy(rt);
+  ac_module_destroy(m);
+  ac_context_destroy(ctx);
+}
+
 /* The runtime keeps working after errors of every kind. */
 UNIT_TEST(errors_then_success) {
   ac_context *ctx = ac_context_create();
@@ -570,4 +632,5 @@ UNIT_TEST(allocation_failures_are_errors) {
 
 UNIT_MAIN(runtimes_of_each_backend, arrays_copy_or_borrow, arrays_read_back,
           compile_and_call_on_each_backend, errors_then_success, default_runtime_and_printing,
-          four_threads_call_one_function, allocation_failures_are_errors)
+          four_threads_call_one_function, allocation_failures_are_errors,
+          warnings_once_per_position)
