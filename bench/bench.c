@@ -534,6 +534,69 @@ static void bench_row_sums(bench_ctx *B, int64_t n) {
   free(s.x), free(s.o1);
 }
 
+/* nested_row_sums: 4 rows (the element code folds a row) timed on the
+ * runtime and, as the reference, on a runtime of the same backend with
+ * one thread (ARRAYC_NUM_THREADS=1): the ratio is what the pool gains on a
+ * few heavy elements. */
+typedef struct nested_state {
+  vec_state v;
+  ac_function *one; /* the same function on the one-thread runtime */
+} nested_state;
+
+static void nested_one(void *ud) {
+  nested_state *s = ud;
+  ac_datum res;
+  call(s->one, s->v.args, 1, &res, 1);
+  ac_datum_release(&res);
+}
+
+static void bench_nested_row_sums(bench_ctx *B, int64_t n) {
+  const int64_t rows = 4, cols = n / rows;
+  nested_state s = {.v = {.n = rows * cols}};
+  s.v.x = xmalloc((size_t)s.v.n * 4);
+  s.v.o1 = xmalloc((size_t)rows * 4);
+  for (int64_t i = 0; i < s.v.n; i++)
+    s.v.x[i] = rndf(0, 1);
+  ac_module *m;
+  s.v.f = compile(B, "nested_row_sums", &m);
+  ac_runtime *rt1 = NULL;
+  if (!B->gpu_model) {
+    char *old = getenv("ARRAYC_NUM_THREADS") ? strdup(getenv("ARRAYC_NUM_THREADS")) : NULL;
+    setenv("ARRAYC_NUM_THREADS", "1", 1);
+    ac_error *e = NULL;
+    if (ac_runtime_create(B->ctx, B->backend, &rt1, &e) != AC_OK)
+      die("one-thread runtime", e);
+    if (old)
+      setenv("ARRAYC_NUM_THREADS", old, 1);
+    else
+      unsetenv("ARRAYC_NUM_THREADS");
+    free(old);
+    if (ac_runtime_compile(rt1, m, "nested_row_sums", &s.one, &e) != AC_OK)
+      die("nested_row_sums", e);
+  }
+  int64_t ext[2] = {rows, cols};
+  s.v.args[0] = arr(B, AC_F32, 2, ext, s.v.x);
+  s.v.nargs = 1;
+  s.v.nres = 1;
+  ac_datum res;
+  call(s.v.f, s.v.args, 1, &res, 1);
+  ref_row_sums(rows, cols, s.v.x, s.v.o1);
+  double d = max_rel_diff(ac_array_data(res.array), s.v.o1, rows);
+  ac_datum_release(&res);
+  char size[64], check[96];
+  snprintf(size, sizeof size, "%lldx%lld", (long long)rows, (long long)cols);
+  snprintf(check, sizeof check, "%s (rel %.1e; ref: arrayc, one thread)",
+           d < 1e-4 ? "ok" : "DIFFERS", d);
+  conclude(B, "nested_row_sums", size, 4.0 * (double)s.v.n,
+           (runner){nested_one, run_ac, &s.v}, s.v.f, check);
+  release_all(s.v.args, 1);
+  ac_function_destroy(s.one);
+  ac_runtime_destroy(rt1);
+  ac_function_destroy(s.v.f);
+  ac_module_destroy(m);
+  free(s.v.x), free(s.v.o1);
+}
+
 typedef struct spmv_state {
   vec_state v;
   int64_t rows, nnz;
@@ -940,6 +1003,7 @@ static const bench_entry all_benches[] = {
     {"prefix_sum", bench_prefix_sum, true, true},
     {"reduce_sum", bench_reduce_sum, false, true},
     {"row_sums", bench_row_sums, true, true},
+    {"nested_row_sums", bench_nested_row_sums, true, false},
     {"spmv_csr", bench_spmv_csr, true, true},
     {"iterate", bench_iterate, false, true},
     {"rmse", bench_rmse, true, false},

@@ -152,6 +152,10 @@ typedef struct cg_fn {
   /* GPU kernels: the largest temporary memory use (bytes per thread) the
    * thread knows the control block's tmp_need holds (an alloca). */
   LLVMValueRef gtmp_known;
+  /* GPU kernels: some element code allocates temporary memory (marks and
+   * releases alone need none: the kernel then gets none and its grid is
+   * not capped, plan.h's `tmp`) */
+  bool gtmp_alloc;
   /* GPU kernels: arrays cg_load_frame loads while this is set are not
    * written by the kernel (the skeleton knows: the element-wise kernel
    * writes only its fresh outputs), so their leaves are marked ro. */
@@ -316,6 +320,9 @@ void cg_expr(cg_fn *f, ir_ref e, cg_val *out);
  * i.e. e contains an array operation or builds an array. Skeletons bracket
  * each element with cg_tmp_mark/cg_tmp_release only when this holds. */
 bool cg_needs_tmp(const ac_module *m, ir_ref e);
+/* Whether element code e runs a loop: an array operation (a sequential
+ * loop in element code) or a `loop`, directly or in a function it calls. */
+bool cg_has_loops(const ac_module *m, ir_ref e);
 /* Applies a LAM or FNREF node to argument values (one per parameter). */
 void cg_apply(cg_fn *f, ir_ref lam, uint32_t nargs, const cg_val *args, cg_val *out);
 /* Scalar operation `op` (an ops.def unary/binary/math op) on scalar

@@ -304,6 +304,7 @@ static void cg_gpu_tmp_init(cg_fn *f) {
 LLVMValueRef cg_gpu_tmp_alloc(cg_fn *f, LLVMValueRef bytes, ir_ref at) {
   cg_module *M = f->M;
   cg_gpu_tmp_init(f);
+  f->gtmp_alloc = true;
   bytes = cg_gpu_i64(M, bytes);
   /* Absurd sizes fail as on the CPU (the same site and value); then the
    * budget: a request that does not fit in what is left of it. size is

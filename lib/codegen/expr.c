@@ -844,3 +844,25 @@ static bool ex_needs_tmp(const ac_module *m, ir_ref e, unsigned depth) {
 bool cg_needs_tmp(const ac_module *m, ir_ref e) {
   return ex_needs_tmp(m, e, 0);
 }
+
+static bool ex_has_loops(const ac_module *m, ir_ref e, unsigned depth) {
+  if (depth > 10000)
+    return true; /* too deep to tell */
+  const ir_node *n = ir_node_get(m, e);
+  ir_op op = (ir_op)n->op;
+  if (ex_is_array_op(op) || op == IR_LOOP)
+    return true;
+  if ((op == IR_CALL || op == IR_FNREF) && n->attr >= 0 && (uint64_t)n->attr < m->nfuncs) {
+    ir_ref body = m->funcs[n->attr].body;
+    if (body && ex_has_loops(m, body, depth + 1))
+      return true;
+  }
+  for (uint32_t i = 0; i < n->nkids; i++)
+    if (ex_has_loops(m, ir_kid(m, e, i), depth + 1))
+      return true;
+  return false;
+}
+
+bool cg_has_loops(const ac_module *m, ir_ref e) {
+  return ex_has_loops(m, e, 0);
+}

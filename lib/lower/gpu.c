@@ -111,7 +111,7 @@ static void gp_finish(lw *L, cg_fn *f, uint32_t kernel) {
   cg_kernel_end(f);
   if (kernel < L->p->nkernels) {
     L->p->kernels[kernel].smem = cg_gpu_smem(f);
-    L->p->kernels[kernel].tmp = f->gtmp_base != NULL;
+    L->p->kernels[kernel].tmp = f->gtmp_alloc; /* marks alone need no memory */
   }
 }
 

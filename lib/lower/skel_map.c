@@ -7,7 +7,10 @@
  * instances with a particular element function. lw_elementwise is that
  * skeleton, written once: it allocates the result, and one kernel, launched
  * over all elements in chunks (chunks(n, LW_GRAIN), so small arrays run in
- * one chunk on the calling thread), walks each chunk row by row: the outer
+ * one chunk on the calling thread; chunks(n, 1) when the element code
+ * holds an array operation or a loop, so that a few heavy elements, a
+ * 4-row matrix of 4 million columns summed per row, still spread over
+ * the pool), walks each chunk row by row: the outer
  * index of a row is computed once, and the row's part of the chunk is a
  * counted loop over the innermost index whose body reads consecutive
  * elements and stores consecutive elements. That is the shape the loop
@@ -106,7 +109,10 @@ bool lw_elementwise(lw *L, lw_ew *w, lw_val *out) {
     return lw_gpu_elementwise(L, w, out, total);
 
   uint32_t k;
-  cg_fn *f = lw_kernel_begin(L, w->at, w->kind, LW_GRAIN, &k);
+  /* heavy elements (nested operations, loops): as many chunks as the pool
+   * takes, whatever n */
+  int64_t grain = w->code && cg_has_loops(L->m, w->code) ? 1 : LW_GRAIN;
+  cg_fn *f = lw_kernel_begin(L, w->at, w->kind, grain, &k);
   cg_val ov;
   lw_load(L, f, k, out, &ov);
   LLVMValueRef *ext = cg_new(M, rank * sizeof *ext), *idx = cg_new(M, rank * sizeof *idx);
@@ -154,7 +160,7 @@ bool lw_elementwise(lw *L, lw_ew *w, lw_val *out) {
   }
   cg_loop_end(f, &rl);
   lw_kernel_end(L, f);
-  lw_launch(L, k, total, lw_x_bin(L, PX_CHUNKS, total, lw_x_const(L, LW_GRAIN)));
+  lw_launch(L, k, total, lw_x_bin(L, PX_CHUNKS, total, lw_x_const(L, grain)));
   return M->st == AC_OK;
 }
 
