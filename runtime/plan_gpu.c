@@ -69,13 +69,19 @@ void rt_gpu_init(rt_gpu *g, const rt_gpu_ops *ops, ac_context *ctx) {
   atomic_init(&g->refs, 1);
 }
 
+/* The bytes per thread the plan is known to need (rt_gtmp's need - 1), or
+ * -1 when nothing is known yet. */
+static int64_t pg_tmp_known(const pl_exec *X) {
+  return (X->tmp ? atomic_load(&X->tmp->need) : 0) - 1;
+}
+
 bool pl_gpu_begin(pl_exec *X) {
   rt_gpu *g = X->g;
   /* one scope for the whole call (the CUDA context made current once) */
   X->scoped = g->ops->scope_enter && g->ops->scope_enter(g);
   memset(&X->ctl, 0, sizeof X->ctl);
-  int64_t known = X->tmp ? atomic_load(&X->tmp->need) : 0;
-  X->ctl.tmp_need = known > 0 ? known - 1 : 0;
+  int64_t known = pg_tmp_known(X);
+  X->ctl.tmp_need = known > 0 ? known : 0;
   X->launched = false;
   /* A block from the device's pool: `failed` is clear and its settings are
    * stale but harmless (a launch uploads tmp and scratch whenever its
@@ -411,10 +417,10 @@ static bool pg_launch_extern(pl_exec *X, const pl_inst *in, rt_gkernel *gk) {
 /* Bytes of temporary memory per thread for a launch: what the plan is
  * known to need (X->tmp, pl_run_gpu_tmp; possibly 0), else the default. */
 static int64_t pg_tmp_per_thread(pl_exec *X) {
-  int64_t known = X->tmp ? atomic_load(&X->tmp->need) : 0;
-  if (known <= 0)
+  int64_t known = pg_tmp_known(X);
+  if (known < 0)
     return pg_tmp_default();
-  return (known - 1 + 15) & ~(int64_t)15;
+  return (known + 15) & ~(int64_t)15;
 }
 
 /* The grid (and, unless the kernel has a fixed block, the block) of an

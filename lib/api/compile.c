@@ -243,8 +243,9 @@ ac_status api_generate(nat_jit *jit, cg_target target, ac_module *m, uint32_t fn
     o.target = target == CG_TARGET_CPU ? PS_TARGET_CPU : PS_TARGET_GPU;
     /* sequentialise's warnings reach the context's handler for GPU code,
      * where a sequential loop in each thread is slow; on the CPU it is how
-     * every element of an element-wise kernel runs */
-    if (target != CG_TARGET_CPU) {
+     * every element of an element-wise kernel runs (and without a
+     * handler no one would see them) */
+    if (target != CG_TARGET_CPU && ir_ctx_warns(ctx)) {
       o.warn = ps_warn_context;
       o.entry = fn + 1;
     }

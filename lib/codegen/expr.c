@@ -820,49 +820,33 @@ void cg_expr(cg_fn *f, ir_ref e, cg_val *out) {
   f->depth--;
 }
 
-static bool ex_needs_tmp(const ac_module *m, ir_ref e, unsigned depth) {
+/* Whether e, or a function it calls, holds an array operation or (loops)
+ * any `loop`, or else (!loops) an array-valued `if` or `loop`: a join or
+ * loop state that may be made manifest. */
+static bool ex_finds(const ac_module *m, ir_ref e, bool loops, unsigned depth) {
   if (depth > 10000)
     return true; /* too deep to tell: saying yes is only slower */
   const ir_node *n = ir_node_get(m, e);
   ir_op op = (ir_op)n->op;
-  if (ex_is_array_op(op))
+  if (ex_is_array_op(op) || (loops && op == IR_LOOP))
     return true;
-  /* array-valued joins and loop states may be made manifest */
-  if ((op == IR_IF || op == IR_LOOP) && ex_ty_has_array(m->ctx, n->type))
+  if (!loops && (op == IR_IF || op == IR_LOOP) && ex_ty_has_array(m->ctx, n->type))
     return true;
   if ((op == IR_CALL || op == IR_FNREF) && n->attr >= 0 && (uint64_t)n->attr < m->nfuncs) {
     ir_ref body = m->funcs[n->attr].body;
-    if (body && ex_needs_tmp(m, body, depth + 1))
+    if (body && ex_finds(m, body, loops, depth + 1))
       return true;
   }
   for (uint32_t i = 0; i < n->nkids; i++)
-    if (ex_needs_tmp(m, ir_kid(m, e, i), depth + 1))
+    if (ex_finds(m, ir_kid(m, e, i), loops, depth + 1))
       return true;
   return false;
 }
 
 bool cg_needs_tmp(const ac_module *m, ir_ref e) {
-  return ex_needs_tmp(m, e, 0);
-}
-
-static bool ex_has_loops(const ac_module *m, ir_ref e, unsigned depth) {
-  if (depth > 10000)
-    return true; /* too deep to tell */
-  const ir_node *n = ir_node_get(m, e);
-  ir_op op = (ir_op)n->op;
-  if (ex_is_array_op(op) || op == IR_LOOP)
-    return true;
-  if ((op == IR_CALL || op == IR_FNREF) && n->attr >= 0 && (uint64_t)n->attr < m->nfuncs) {
-    ir_ref body = m->funcs[n->attr].body;
-    if (body && ex_has_loops(m, body, depth + 1))
-      return true;
-  }
-  for (uint32_t i = 0; i < n->nkids; i++)
-    if (ex_has_loops(m, ir_kid(m, e, i), depth + 1))
-      return true;
-  return false;
+  return ex_finds(m, e, false, 0);
 }
 
 bool cg_has_loops(const ac_module *m, ir_ref e) {
-  return ex_has_loops(m, e, 0);
+  return ex_finds(m, e, true, 0);
 }

@@ -364,21 +364,11 @@ void gs_tiles_end(cg_fn *f, const gs_tiles *t) {
   LLVMValueRef words = LLVMBuildAdd(
       B, cg_i64(M, GS_SCRATCH_FIXED / 8),
       LLVMBuildMul(B, G, cg_i64(M, (int64_t)(t->desc / 8)), ""), "");
-  LLVMValueRef tid = LLVMBuildZExt(B, simt_tid(f), M->t_i64, "");
-  LLVMValueRef nt = LLVMBuildZExt(B, simt_ntid(f), M->t_i64, "");
-  LLVMValueRef ws = cg_alloca(f, M->t_i64);
-  LLVMBuildStore(B, tid, ws);
-  LLVMBasicBlockRef head = cg_block(f, "clear.head"), body = cg_block(f, "clear.body"),
-                    out = cg_block(f, "clear.done");
-  LLVMBuildBr(B, head);
-  LLVMPositionBuilderAtEnd(B, head);
-  LLVMValueRef w = LLVMBuildLoad2(B, M->t_i64, ws, "");
-  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, w, words, ""), body, out);
-  LLVMPositionBuilderAtEnd(B, body);
+  lw_gloop cl;
+  LLVMValueRef w = lw_gloop_begin(f, &cl, LLVMBuildZExt(B, simt_tid(f), M->t_i64, ""), words,
+                                  LLVMBuildZExt(B, simt_ntid(f), M->t_i64, ""));
   LLVMBuildStore(B, cg_i64(M, 0), LLVMBuildGEP2(B, M->t_i64, t->scratch, &w, 1, ""));
-  LLVMBuildStore(B, LLVMBuildNUWAdd(B, w, nt, ""), ws);
-  LLVMBuildBr(B, head);
-  LLVMPositionBuilderAtEnd(B, out);
+  lw_gloop_end(f, &cl);
   sk_endif(f, j1);
 }
 
