@@ -114,6 +114,20 @@ size_t ac_function_num_kernels(const ac_function *f) {
   return f->plan ? f->plan->nkernels : 0;
 }
 
+const char *ac_function_kernel_name(const ac_function *f, size_t kernel) {
+  return f->plan && kernel < f->plan->nkernels ? f->plan->kernels[kernel].symbol : NULL;
+}
+
+const char *ac_function_kernel_kind(const ac_function *f, size_t kernel) {
+  return f->plan && kernel < f->plan->nkernels ? f->plan->kernels[kernel].kind : NULL;
+}
+
+uint64_t ac_function_kernel_launches(const ac_function *f, size_t kernel) {
+  if (!f->plan || kernel >= f->plan->nkernels)
+    return 0;
+  return __atomic_load_n(&f->plan->kernels[kernel].launches, __ATOMIC_RELAXED);
+}
+
 void ac_function_arg_info(const ac_function *f, size_t i, ac_scalar *type, unsigned *rank) {
   if (i >= f->nargs)
     return;

@@ -219,6 +219,10 @@ typedef struct pl_kernel {
                 owned); NULL for arrayc's own kernels */
   uint32_t nkargs;
   pl_karg *kargs; /* its parameters, in order */
+  /* Launches so far, by every call of every function that runs the plan
+   * (added to atomically, relaxed; ac_function_kernel_launches). Not part
+   * of the plan's text. */
+  uint64_t launches;
 } pl_kernel;
 
 typedef struct pl_plan {

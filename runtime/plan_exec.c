@@ -470,6 +470,8 @@ static bool pl_exec_body(pl_exec *X, rt_kernel_fn const *kernels) {
       pl_own(X, in->a, NULL);
       break;
     case PI_LAUNCH:
+      if (in->k < p->nkernels) /* a counter, not the plan: `const` does not cover it */
+        __atomic_fetch_add(&((pl_kernel *)&p->kernels[in->k])->launches, 1, __ATOMIC_RELAXED);
       if (!pl_do_launch(X, in, kernels))
         return false;
       break;

@@ -60,7 +60,9 @@ static void usage(FILE *f) {
           "  -o OUT.npy      write the next result leaf to OUT.npy instead of printing;\n"
           "                  give one -o per result leaf\n"
           "  --repeat N      call N times and print 'time: median X ms, min Y ms' to stderr\n"
-          "  --stats         print 'kernels: N' (kernels in the compiled plan) to stderr\n"
+          "  --stats         print to stderr 'kernels: N' (kernels in the compiled plan),\n"
+          "                  'launches: M per call' and a 'launched: KERNEL (KIND) ...' line\n"
+          "                  per kernel that ran (which of the plan's alternatives ran)\n"
           "  --profile       with --backend=simt-emu: count each kernel's memory requests,\n"
           "                  sectors, bytes, bank conflicts and active lanes, and print a\n"
           "                  'profile: KERNEL ...' line per kernel to stderr after the results\n"
@@ -442,6 +444,33 @@ static void release_all(ac_datum *d, size_t n) {
     ac_datum_release(&d[i]);
 }
 
+/* --stats: the kernels compiled, then the launches per call (the plan's
+ * alternatives are kernels of their own: this says which ran), in all and
+ * per kernel launched; before[k]: kernel k's launches before the calls. */
+static void print_per_call(uint64_t n, long calls) {
+  if (n % (uint64_t)calls == 0)
+    fprintf(stderr, "%llu per call\n", (unsigned long long)(n / (uint64_t)calls));
+  else
+    fprintf(stderr, "%.2f per call\n", (double)n / (double)calls);
+}
+
+static void print_stats(const ac_function *f, long calls, const uint64_t *before) {
+  size_t nk = ac_function_num_kernels(f);
+  uint64_t total = 0;
+  for (size_t k = 0; k < nk; k++)
+    total += ac_function_kernel_launches(f, k) - before[k];
+  fprintf(stderr, "kernels: %zu\nlaunches: ", nk);
+  print_per_call(total, calls);
+  for (size_t k = 0; k < nk; k++) {
+    uint64_t n = ac_function_kernel_launches(f, k) - before[k];
+    if (n) {
+      fprintf(stderr, "launched: %s (%s) ", ac_function_kernel_name(f, k),
+              ac_function_kernel_kind(f, k));
+      print_per_call(n, calls);
+    }
+  }
+}
+
 /* Makes the call(s) and reports results; returns the exit status. */
 static int call_and_report(ac_context *ctx, ac_function *f, const options *o, const ac_datum *args,
                            size_t nargs) {
@@ -458,6 +487,17 @@ static int call_and_report(ac_context *ctx, ac_function *f, const options *o, co
   }
   int rc = 0;
   bool have = false;
+  size_t nk = ac_function_num_kernels(f);
+  uint64_t *before = calloc(nk ? nk : 1, sizeof *before);
+  if (!before) {
+    fprintf(stderr, PROG ": out of memory\n");
+    free(res);
+    free(extra);
+    free(times);
+    return 1;
+  }
+  for (size_t k = 0; k < nk; k++)
+    before[k] = ac_function_kernel_launches(f, k);
   for (long r = 0; r < o->repeat && rc == 0; r++) {
     ac_error *err = NULL;
     ac_datum *into = r == 0 ? res : extra;
@@ -480,8 +520,6 @@ static int call_and_report(ac_context *ctx, ac_function *f, const options *o, co
     double med = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
     fprintf(stderr, "time: median %.3f ms, min %.3f ms\n", med, times[0]);
   }
-  if (rc == 0 && o->stats)
-    fprintf(stderr, "kernels: %zu\n", ac_function_num_kernels(f));
   for (size_t i = 0; rc == 0 && i < nres; i++) {
     if (o->nouts) {
       if (!write_result(&res[i], o->outs[i]))
@@ -494,6 +532,9 @@ static int call_and_report(ac_context *ctx, ac_function *f, const options *o, co
     fprintf(stderr, PROG ": cannot write the results to standard output\n");
     rc = 1;
   }
+  if (rc == 0 && o->stats) /* after the results, as the profile */
+    print_stats(f, o->repeat, before);
+  free(before);
   if (rc == 0 && o->profile) {
     ac_error *err = NULL;
     char *text = NULL;

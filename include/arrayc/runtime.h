@@ -121,6 +121,15 @@ AC_API void ac_function_result_info(const ac_function *f, size_t i, ac_scalar *t
                                     unsigned *rank);
 /* Number of kernels in the compiled plan (0 for the interpreter). */
 AC_API size_t ac_function_num_kernels(const ac_function *f);
+/* Kernel `kernel` (0 .. ac_function_num_kernels - 1) of f: its symbol
+ * ("k1_generate_warp"), its kind ("generate.warp": the skeleton and, for
+ * alternatives, the variant; docs/runtime.md §7), and how many times it
+ * has been launched since it was compiled, by every call of every function
+ * that runs the same compiled code (a plan's alternatives are kernels of
+ * their own, so this says which ran). NULL / 0 for a kernel out of range. */
+AC_API const char *ac_function_kernel_name(const ac_function *f, size_t kernel);
+AC_API const char *ac_function_kernel_kind(const ac_function *f, size_t kernel);
+AC_API uint64_t ac_function_kernel_launches(const ac_function *f, size_t kernel);
 
 /* Calls f. args has ac_function_num_args leaves (borrowed); on success the
  * results are written to results[0..num_results-1], each array with one

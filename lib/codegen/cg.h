@@ -176,7 +176,16 @@ typedef struct cg_fn {
   bool narrow_collect, idx32;
   struct cg_narrow *narrow;
   uint32_t nnarrow, capnarrow;
+  /* GPU element code that every thread of a warp or of a block runs with
+   * the same values (lib/lower/gpu.c's warp- and block-per-element
+   * kernels; cg_coop): its folds are computed by the whole group
+   * (seq_coop.c), and cg_failed answers the same for the whole group, so
+   * that control flow stays uniform. CG_COOP_NONE elsewhere, and in the
+   * parts of a group fold that each thread runs on its own elements. */
+  uint8_t coop;
 } cg_fn;
+
+enum { CG_COOP_NONE, CG_COOP_WARP, CG_COOP_BLOCK };
 
 /* An array a kernel loaded from its frame (cg_fn.narrow). */
 typedef struct cg_narrow {
@@ -294,6 +303,14 @@ LLVMValueRef cg_tmp_mark(cg_fn *f);
 /* i1: the current call has already failed (ac_rt_failed), so long loops can
  * stop early; constant false where the target has no such service. */
 LLVMValueRef cg_failed(cg_fn *f);
+/* pred (i1) or-ed over the group f->coop names (itself outside groups):
+ * a vote across the warp, or through shared memory across the block (all
+ * its threads must reach it). seq_coop.c. */
+LLVMValueRef cg_coop_any(cg_fn *f, LLVMValueRef pred);
+/* True if fn (a lambda or a function reference) is `|a, b| a OP b` or
+ * `|a, b| b OP a` with OP one of + * min max & | ^ on scalars of type
+ * elem: a fold may then combine elements in any order. seq_coop.c. */
+bool cg_commutative(const ac_module *m, ir_type elem, ir_ref fn);
 /* An index or extent of integer kind sc as i64, as interp_sc_to_i64:
  * signed kinds sign-extend, unsigned ones zero-extend, and a u64 above
  * INT64_MAX saturates (and is then out of bounds). */

@@ -271,7 +271,8 @@ void cg_gpu_fail(cg_fn *f, LLVMValueRef site, LLVMValueRef a, LLVMValueRef b) {
 LLVMValueRef cg_gpu_failed(cg_fn *f) {
   cg_module *M = f->M;
   LLVMValueRef v = simt_load_volatile(f, M->t_i32, cg_gpu_ctl(f, RT_GCTL_FAILED));
-  return LLVMBuildICmp(M->b, LLVMIntNE, v, LLVMConstInt(M->t_i32, 0, 0), "");
+  /* one answer for a group that runs element code together (seq_coop.c) */
+  return cg_coop_any(f, LLVMBuildICmp(M->b, LLVMIntNE, v, LLVMConstInt(M->t_i32, 0, 0), ""));
 }
 
 /* ---- temporary memory ---- */

@@ -125,6 +125,25 @@ LLVMValueRef cg_seq_smax(cg_fn *f, LLVMValueRef a, LLVMValueRef b);
 void cg_seq_unravel(cg_fn *f, uint32_t rank, LLVMValueRef *ext, LLVMValueRef lin,
                     LLVMValueRef *idx);
 
+/* ---- folds and scans (seq_reduce.c, seq_coop.c) ---- */
+/* A position along the innermost dimension of a row or segment: the row's
+ * outer indices, the innermost index and the row-major offset of its
+ * element 0. */
+typedef struct seq_row {
+  const seq_arr *a;
+  LLVMValueRef *idx; /* a->rank entries; the last is overwritten */
+  LLVMValueRef idx0, lin0;
+} seq_row;
+/* Element t of row r as a value of type elem. */
+void cg_seq_row_load(cg_fn *f, seq_row *r, LLVMValueRef t, ir_type elem, cg_val *out);
+/* acc = lam(acc, x), or lam(x, acc) when `right` (res: the new value); the
+ * application's scratch is released once the accumulator holds it. */
+void cg_seq_step(cg_fn *f, ir_ref lam, cg_var *acc, const cg_val *x, bool right, cg_val *res);
+/* The fold of row r's n elements from z by lam, computed by all threads
+ * of the group f->coop names (they all get the result; seq_coop.c). */
+void cg_coop_fold_row(cg_fn *f, ir_ref lam, const cg_val *z, seq_row *r, LLVMValueRef n,
+                      cg_val *res);
+
 /* ---- delayed operands (seq_delay.c) ----
  * Array operand e of an operation: when e is delay(p) with p a producer
  * (cg_delay_producer), p's operands are evaluated and its checks made now,

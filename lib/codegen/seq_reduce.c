@@ -2,7 +2,9 @@
  * (docs/language.md §7.4, §7.5), following lib/interp/reduce.c.
  *
  * Everything works along the innermost dimension, one row (or segment) at
- * a time, and applies the function strictly in the reference order: a left
+ * a time, and applies the function strictly in the reference order (except
+ * a fold in a warp- or block-per-element kernel, which the group's threads
+ * compute together: seq_coop.c): a left
  * fold f(..f(f(z, a0), a1).., a_{n-1}), scans from the left (f(acc, x)) or
  * from the right (f(x, acc)). Nested operations are sequential code, so
  * unlike the parallel skeletons they never reassociate (cg_array_op clears
@@ -74,24 +76,13 @@ static void segs_end(cg_fn *f, seq_segs *g) {
   cg_loop_end(f, &g->loop);
 }
 
-/* A position along the innermost dimension of a row or segment: the row's
- * outer indices, the innermost index and the row-major offset of its
- * element 0. */
-typedef struct seq_row {
-  const seq_arr *a;
-  LLVMValueRef *idx; /* a->rank entries; the last is overwritten */
-  LLVMValueRef idx0, lin0;
-} seq_row;
-
-static void row_load(cg_fn *f, seq_row *r, LLVMValueRef t, ir_type elem, cg_val *out) {
+void cg_seq_row_load(cg_fn *f, seq_row *r, LLVMValueRef t, ir_type elem, cg_val *out) {
   LLVMBuilderRef B = f->M->b;
   r->idx[r->a->rank - 1] = LLVMBuildAdd(B, r->idx0, t, "");
   cg_seq_load(f, r->a, r->idx, LLVMBuildAdd(B, r->lin0, t, ""), elem, out);
 }
 
-/* acc = f(acc, x), or f(x, acc) when `right`; the application's scratch is
- * released once the accumulator holds the result. */
-static void step(cg_fn *f, ir_ref lam, cg_var *acc, const cg_val *x, bool right, cg_val *res) {
+void cg_seq_step(cg_fn *f, ir_ref lam, cg_var *acc, const cg_val *x, bool right, cg_val *res) {
   cg_val args[2];
   cg_var_load(f, acc, &args[right ? 1 : 0]);
   args[right ? 0 : 1] = *x;
@@ -127,13 +118,18 @@ void cg_seq_fold(cg_fn *f, ir_ref e, cg_val *out) {
   for (uint32_t d = 0; d < q; d++)
     idx[d] = rows.idx[d];
   seq_row r = {&a, idx, cg_i64(M, 0), LLVMBuildMul(M->b, rowlin, n, "")};
-  cg_var_store(f, &acc, &z);
-  cg_loop l;
-  LLVMValueRef j = cg_loop_begin(f, &l, cg_i64(M, 0), n);
-  cg_val x;
-  row_load(f, &r, j, cg_seq_param(M, lam, 1), &x);
-  step(f, lam, &acc, &x, false, &res);
-  cg_loop_end(f, &l);
+  if (f->coop != CG_COOP_NONE) { /* every thread of a warp or block: seq_coop.c */
+    cg_coop_fold_row(f, lam, &z, &r, n, &res);
+    cg_var_store(f, &acc, &res);
+  } else {
+    cg_var_store(f, &acc, &z);
+    cg_loop l;
+    LLVMValueRef j = cg_loop_begin(f, &l, cg_i64(M, 0), n);
+    cg_val x;
+    cg_seq_row_load(f, &r, j, cg_seq_param(M, lam, 1), &x);
+    cg_seq_step(f, lam, &acc, &x, false, &res);
+    cg_loop_end(f, &l);
+  }
   if (q > 0) {
     cg_var_load(f, &acc, &res);
     cg_seq_store(f, &o, rowlin, &res);
@@ -169,8 +165,8 @@ void cg_seq_fold_seg(cg_fn *f, ir_ref e, cg_val *out) {
   cg_loop l;
   LLVMValueRef j = cg_loop_begin(f, &l, cg_i64(M, 0), g.len);
   cg_val x;
-  row_load(f, &r, j, cg_seq_param(M, lam, 1), &x);
-  step(f, lam, &acc, &x, false, &res);
+  cg_seq_row_load(f, &r, j, cg_seq_param(M, lam, 1), &x);
+  cg_seq_step(f, lam, &acc, &x, false, &res);
   cg_loop_end(f, &l);
   cg_var_load(f, &acc, &res);
   cg_seq_store(f, &o, g.s, &res);
@@ -193,7 +189,7 @@ static void scan_run(cg_fn *f, ir_ref lam, bool excl, bool right, const cg_val *
   if (excl) {
     cg_var_store(f, &acc, z);
   } else {
-    row_load(f, r, p0, elem, &x);
+    cg_seq_row_load(f, r, p0, elem, &x);
     cg_var_store(f, &acc, &x);
   }
   cg_var_load(f, &acc, &res);
@@ -204,8 +200,8 @@ static void scan_run(cg_fn *f, ir_ref lam, bool excl, bool right, const cg_val *
    * inclusive: out[q] = f(out[p], a[q]) */
   LLVMValueRef q = right ? LLVMBuildSub(B, last, t, "") : t;
   LLVMValueRef rd = !excl ? q : right ? LLVMBuildAdd(B, q, one, "") : LLVMBuildSub(B, q, one, "");
-  row_load(f, r, rd, elem, &x);
-  step(f, lam, &acc, &x, right, &res);
+  cg_seq_row_load(f, r, rd, elem, &x);
+  cg_seq_step(f, lam, &acc, &x, right, &res);
   cg_seq_store(f, o, LLVMBuildAdd(B, r->lin0, q, ""), &res);
   cg_loop_end(f, &l);
   cg_seq_endif(f, after);

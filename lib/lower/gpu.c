@@ -33,6 +33,7 @@
 #include "lower/skel.h"
 
 #include "codegen/simt.h"
+#include "passes/pass.h"
 #include "runtime/gpu.h"
 
 #include <stdio.h>
@@ -440,28 +441,37 @@ static void gp_elem_loops(lw *L, cg_fn *f, lw_ew *w, const cg_val *ov, const gp_
   lw_gloop_end(f, &gl);
 }
 
+/* *count: a plan expression for the element count of array i of
+ * f->narrow, at most lim (each extent is clamped to lim before it is
+ * multiplied, and so is each partial product, so that nothing overflows).
+ * False when an array of the same shape comes earlier (arrays of one shape
+ * share their extent words) or array i has rank 0. */
+static bool gp_count(lw *L, const cg_fn *f, uint32_t i, uint32_t lim, uint32_t *out) {
+  const cg_narrow *a = &f->narrow[i];
+  for (uint32_t j = 0; j < i; j++)
+    if (f->narrow[j].l->rank == a->l->rank &&
+        memcmp(f->narrow[j].ext, a->ext, a->l->rank * sizeof *a->ext) == 0)
+      return false;
+  if (a->l->rank == 0)
+    return false;
+  uint32_t count = lw_x_bin(L, PX_MIN, lw_x_word(L, a->ext[0]), lim);
+  for (uint32_t d = 1; d < a->l->rank; d++)
+    count = lw_x_bin(L, PX_MIN,
+                     lw_x_bin(L, PX_MUL, count, lw_x_bin(L, PX_MIN, lw_x_word(L, a->ext[d]), lim)),
+                     lim);
+  *out = count;
+  return true;
+}
+
 /* Plan expression: 1 when total and the element count of every array
- * kernel f loaded from its frame (cg_fn.narrow) are below 2^31, else 0.
- * Each extent is clamped to 2^31 before it is multiplied, and so is each
- * partial product, so that nothing overflows. */
+ * kernel f loaded from its frame (cg_fn.narrow) are below 2^31, else 0. */
 static uint32_t gp_fits32(lw *L, const cg_fn *f, uint32_t total) {
   uint32_t lim = lw_x_const(L, (int64_t)1 << 31);
   uint32_t ok = lw_x_bin(L, PX_LT, total, lim);
-  for (uint32_t i = 0; i < f->nnarrow; i++) {
-    const cg_narrow *a = &f->narrow[i];
-    bool seen = false; /* arrays of one shape share their extent words */
-    for (uint32_t j = 0; j < i && !seen; j++)
-      seen = f->narrow[j].l->rank == a->l->rank &&
-             memcmp(f->narrow[j].ext, a->ext, a->l->rank * sizeof *a->ext) == 0;
-    if (seen || a->l->rank == 0)
-      continue;
-    uint32_t count = lw_x_bin(L, PX_MIN, lw_x_word(L, a->ext[0]), lim);
-    for (uint32_t d = 1; d < a->l->rank; d++)
-      count = lw_x_bin(L, PX_MIN,
-                       lw_x_bin(L, PX_MUL, count, lw_x_bin(L, PX_MIN, lw_x_word(L, a->ext[d]), lim)),
-                       lim);
-    ok = lw_x_bin(L, PX_MIN, ok, lw_x_bin(L, PX_LT, count, lim));
-  }
+  uint32_t count;
+  for (uint32_t i = 0; i < f->nnarrow; i++)
+    if (gp_count(L, f, i, lim, &count))
+      ok = lw_x_bin(L, PX_MIN, ok, lw_x_bin(L, PX_LT, count, lim));
   return ok;
 }
 
@@ -505,6 +515,106 @@ static bool gp_narrow_wanted(void) {
   return !s || !*s || strcmp(s, "0") == 0;
 }
 
+/* ---- warp- and block-per-element kernels ----
+ * For element code with a fold that reads a row of the element
+ * (ps_coop_code, lib/passes/nesting.c: a CSR row's slice, m[i, j] over j),
+ * two more kernels, Copperhead's mappings of nested parallelism: a warp
+ * per element, or a block of GP_COOP_BLOCK threads per element (each a
+ * grid-stride loop over the elements by warps or by blocks). Every thread
+ * of the group runs the element code (cg_fn.coop) and the group computes
+ * its folds together (lib/codegen/seq_coop.c); the group's first thread
+ * stores the element. The plan chooses by an estimate of the inner extent:
+ * the largest element count among the arrays the kernel reads (the CSR's
+ * values, the matrix) divided by the number of elements, as the GPU fold
+ * chooses by its row length: below GP_COOP_WARP_MIN a thread per element,
+ * below GP_COOP_BLOCK_MIN a warp, else a block. */
+#define GP_COOP_BLOCK 128u
+#define GP_COOP_WARP_MIN 16
+#define GP_COOP_BLOCK_MIN 1024
+
+/* ARRAYC_GPU_NESTED (read when a function is compiled for a GPU; docs/
+ * runtime.md §10): "thread", "warp" or "block" makes the plan launch only
+ * that mapping for element code with group folds (tests run every mapping
+ * on small data with it); unset or "auto", the estimate chooses. */
+typedef enum gp_nested { GP_NESTED_AUTO, GP_NESTED_THREAD, GP_NESTED_WARP, GP_NESTED_BLOCK } gp_nested;
+
+static gp_nested gp_nested_wanted(void) {
+  const char *s = getenv("ARRAYC_GPU_NESTED");
+  if (!s)
+    return GP_NESTED_AUTO;
+  return strcmp(s, "thread") == 0  ? GP_NESTED_THREAD
+         : strcmp(s, "warp") == 0  ? GP_NESTED_WARP
+         : strcmp(s, "block") == 0 ? GP_NESTED_BLOCK
+                                   : GP_NESTED_AUTO;
+}
+
+/* The kernel of mapping `mode` (CG_COOP_WARP or CG_COOP_BLOCK); *est gets
+ * the plan's estimate of the inner extent (from the arrays it loads). */
+static uint32_t gp_coop_kernel(lw *L, lw_ew *w, const lw_val *out, uint32_t total, uint8_t mode,
+                               uint32_t *est) {
+  cg_module *M = L->M;
+  uint32_t rank = w->rank, k;
+  bool block = mode == CG_COOP_BLOCK;
+  char name[80], kind[64];
+  snprintf(kind, sizeof kind, "%s.%s", w->kind, block ? "block" : "warp");
+  k = lw_kernel_new(L, w->at, kind, 1, name);
+  gp_note_adapt(L, k, PL_AUTO);
+  if (block && k < L->p->nkernels)
+    L->p->kernels[k].block = GP_COOP_BLOCK;
+  cg_fn *f = cg_gpu_kernel_begin(M, name, block ? GP_COOP_BLOCK : 0);
+  f->coop = mode; /* from here on, cg_failed answers for the whole group */
+  lw_gpu_leave_if_failed(f);
+  cg_val ov;
+  f->narrow_collect = true; /* the arrays the estimate looks at */
+  lw_load(L, f, k, out, &ov);
+  f->frame_ro = true;
+  lw_kernel_env(L, f, w->at, k);
+  LLVMValueRef *ext = cg_new(M, rank * sizeof *ext), *idx = cg_new(M, rank * sizeof *idx);
+  for (uint32_t d = 0; d < rank; d++)
+    ext[d] = ov.n ? ov.l[0].ext[d] : lw_x_in_kernel(L, f, k, w->ext[d]);
+  if (w->setup)
+    w->setup(L, f, k, w);
+  f->narrow_collect = false;
+  if (est) {
+    uint32_t lim = lw_x_const(L, (int64_t)1 << 31), most = lw_x_const(L, 0), count;
+    for (uint32_t i = 0; i < f->nnarrow; i++)
+      if (gp_count(L, f, i, lim, &count))
+        most = lw_x_bin(L, PX_MAX, most, count);
+    *est = lw_x_bin(L, PX_DIV, most, lw_x_bin(L, PX_MAX, total, lw_x_const(L, 1)));
+  }
+  bool tmp = w->code && cg_needs_tmp(L->m, w->code);
+  LLVMValueRef n = cg_i64(M, 1);
+  for (uint32_t d = 0; d < rank; d++)
+    n = LLVMBuildMul(M->b, n, ext[d], "");
+  LLVMValueRef g, step, first;
+  if (block) {
+    g = LLVMBuildZExt(M->b, simt_ctaid(f), M->t_i64, "");
+    step = LLVMBuildZExt(M->b, simt_nctaid(f), M->t_i64, "");
+    first = LLVMBuildICmp(M->b, LLVMIntEQ, simt_tid(f), LLVMConstInt(M->t_i32, 0, 0), "");
+  } else {
+    LLVMValueRef w32 = cg_i64(M, SIMT_WARP);
+    g = LLVMBuildUDiv(M->b, simt_gtid(f), w32, "");
+    step = LLVMBuildUDiv(M->b, simt_gsize(f), w32, "");
+    first = LLVMBuildICmp(M->b, LLVMIntEQ, simt_lane(f), LLVMConstInt(M->t_i32, 0, 0), "");
+  }
+  lw_gloop gl;
+  LLVMValueRef e = lw_gloop_begin(f, &gl, g, n, step);
+  lw_unravel(M, e, ext, rank, idx);
+  cg_val ev;
+  gp_elem_value(L, f, w, idx, 0, tmp, ov.n, &ev);
+  LLVMBasicBlockRef store = cg_block(f, "coop.store"), next = cg_block(f, "coop.next");
+  LLVMBuildCondBr(M->b, first, store, next);
+  LLVMPositionBuilderAtEnd(M->b, store);
+  for (uint32_t i = 0; i < ov.n && i < ev.n; i++)
+    cg_store_elem(f, &ov.l[i], e, ev.l[i].v);
+  LLVMBuildBr(M->b, next);
+  LLVMPositionBuilderAtEnd(M->b, next);
+  lw_gloop_end(f, &gl);
+  f->coop = CG_COOP_NONE;
+  gp_finish(L, f, k);
+  return k;
+}
+
 /* Rank 2 and more: two kernels, one with 32-bit index arithmetic, which
  * the plan launches when everything fits, and the 64-bit one otherwise.
  * Unravelling an element's index divides by the extents and reading an
@@ -514,18 +624,58 @@ static bool gp_narrow_wanted(void) {
  * Rank 1: the 64-bit kernel only. LLVM strength-reduces its index
  * arithmetic to pointer increments, which 32 bits do not make shorter
  * (saxpy's and Black-Scholes's loops are the same size with either). */
-bool lw_gpu_elementwise(lw *L, lw_ew *w, const lw_val *out, uint32_t total) {
-  if (w->rank < 2 || !gp_narrow_wanted()) {
-    pl_launch(L->p, gp_elem_kernel(L, w, out, total, false, NULL), total, PL_AUTO);
-    return L->M->st == AC_OK;
+static void gp_thread_kernels(lw *L, lw_ew *w, const lw_val *out, uint32_t total, uint32_t *k32,
+                              uint32_t *k64, uint32_t *fits) {
+  *k32 = PL_AUTO;
+  if (w->rank >= 2 && gp_narrow_wanted())
+    *k32 = gp_elem_kernel(L, w, out, total, true, fits);
+  *k64 = gp_elem_kernel(L, w, out, total, false, NULL);
+}
+
+static void gp_thread_launch(lw *L, uint32_t total, uint32_t k32, uint32_t k64, uint32_t fits) {
+  if (k32 == PL_AUTO) {
+    pl_launch(L->p, k64, total, PL_AUTO);
+    return;
   }
-  uint32_t fits = 0;
-  uint32_t k32 = gp_elem_kernel(L, w, out, total, true, &fits);
-  uint32_t k64 = gp_elem_kernel(L, w, out, total, false, NULL);
   pl_if(L->p, lw_x_to_word(L, fits));
   pl_launch(L->p, k32, total, PL_AUTO);
   pl_else(L->p);
   pl_launch(L->p, k64, total, PL_AUTO);
   pl_end(L->p);
+}
+
+bool lw_gpu_elementwise(lw *L, lw_ew *w, const lw_val *out, uint32_t total) {
+  uint32_t k32, k64, fits = 0;
+  gp_nested want = gp_nested_wanted();
+  bool indexed = ir_node_get(L->m, w->at)->op == IR_GENERATE;
+  bool coop = !w->split && w->code && ps_coop_code(L->m, w->code, indexed) &&
+              want != GP_NESTED_THREAD;
+  gp_thread_kernels(L, w, out, total, &k32, &k64, &fits);
+  if (!coop) {
+    gp_thread_launch(L, total, k32, k64, fits);
+    return L->M->st == AC_OK;
+  }
+  uint32_t est = 0;
+  uint32_t kw = gp_coop_kernel(L, w, out, total, CG_COOP_WARP, &est);
+  uint32_t kb = gp_coop_kernel(L, w, out, total, CG_COOP_BLOCK, NULL);
+  /* a warp's, or a block's, worth of threads per element */
+  uint32_t nw = lw_x_bin(L, PX_MUL, total, lw_x_const(L, SIMT_WARP));
+  uint32_t nb = lw_x_bin(L, PX_MUL, total, lw_x_const(L, GP_COOP_BLOCK));
+  if (want == GP_NESTED_WARP) {
+    pl_launch(L->p, kw, nw, PL_AUTO);
+  } else if (want == GP_NESTED_BLOCK) {
+    pl_launch(L->p, kb, nb, PL_AUTO);
+  } else {
+    est = lw_x_word(L, lw_x_to_word(L, est)); /* computed once */
+    pl_if(L->p, lw_x_to_word(L, lw_x_bin(L, PX_LT, est, lw_x_const(L, GP_COOP_WARP_MIN))));
+    gp_thread_launch(L, total, k32, k64, fits);
+    pl_else(L->p);
+    pl_if(L->p, lw_x_to_word(L, lw_x_bin(L, PX_LT, est, lw_x_const(L, GP_COOP_BLOCK_MIN))));
+    pl_launch(L->p, kw, nw, PL_AUTO);
+    pl_else(L->p);
+    pl_launch(L->p, kb, nb, PL_AUTO);
+    pl_end(L->p);
+    pl_end(L->p);
+  }
   return L->M->st == AC_OK;
 }

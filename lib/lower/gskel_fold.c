@@ -32,7 +32,7 @@
  *     warps one more, so the warps with work are a prefix), puts the warps'
  *     values in shared memory and warp 0 combines them by the same tree.
  * Commutative operators (the function is `|a, b| a OP b` or `b OP a` with
- * OP one of + * min max & | ^, on a scalar: gf_commutative) take the
+ * OP one of + * min max & | ^, on a scalar: cg_commutative) take the
  * STRIPED arrangement instead, as CUB's reduction does: lane l folds
  * elements l, l + 32, .., l + 32(K-1) of the warp tile, so each of the K
  * loads of a warp reads 32 consecutive elements (4 sectors per request
@@ -715,7 +715,7 @@ static uint32_t gf_block_kernel(const gf_ctx *c) {
   return K.k;
 }
 
-/* "fold.all": a rank-1 fold whose function is commutative (gf_commutative)
+/* "fold.all": a rank-1 fold whose function is commutative (cg_commutative)
  * reduces the whole array in the order-free way of CUB's reduction, with
  * less machinery than fold.block (which must keep rows and pieces in
  * order): thread t of the grid folds groups of 4 consecutive elements, t,
@@ -855,45 +855,13 @@ static int64_t gf_items(lw *L, ir_type elem) {
   return k > GF_MAX_ITEMS ? GF_MAX_ITEMS : k;
 }
 
-/* True if fn (a lambda or a function) is `|a, b| a OP b` or `|a, b| b OP
- * a` for a commutative OP on scalars: + and * (integers wrap; IEEE
- * addition and multiplication are commutative), min and max (the
- * language's, NaN-ignoring and with -0.0 < 0.0, are symmetric), and the
- * bitwise & | ^. User functions stay ordered. */
-static bool gf_commutative(lw *L, ir_type elem, ir_ref fn) {
-  const ac_module *m = L->m;
-  if (ir_ty_info(L->ctx, elem).kind == TK_TUPLE || fn == IR_NONE || fn >= m->nnodes)
-    return false;
-  const ir_node *n = ir_node_get(m, fn);
-  ir_ref body = IR_NONE;
-  if (n->op == IR_LAM && n->attr == 2 && n->nkids == 1)
-    body = ir_kid(m, fn, 0);
-  else if (n->op == IR_FNREF && n->attr >= 0 && (uint64_t)n->attr < m->nfuncs &&
-           m->funcs[n->attr].nparams == 2 && !m->funcs[n->attr].is_extern)
-    body = m->funcs[n->attr].body;
-  if (body == IR_NONE || body >= m->nnodes)
-    return false;
-  const ir_node *b = ir_node_get(m, body);
-  switch (b->op) {
-  case IR_ADD: case IR_MUL: case IR_MIN: case IR_MAX: case IR_BAND: case IR_BOR: case IR_BXOR:
-    break;
-  default:
-    return false;
-  }
-  if (b->nkids != 2)
-    return false;
-  const ir_node *x = ir_node_get(m, ir_kid(m, body, 0)), *y = ir_node_get(m, ir_kid(m, body, 1));
-  return x->op == IR_VAR && y->op == IR_VAR && x->attr != y->attr && x->attr >= 0 &&
-         x->attr <= 1 && y->attr >= 0 && y->attr <= 1;
-}
-
 /* Emits the three kernels and the plan that chooses among them by len_x
  * (the row length or the mean segment length); total_x is the number of
  * elements. */
 static bool gf_lower(gf_ctx *c, uint32_t len_x, uint32_t total_x) {
   lw *L = c->L;
   c->items = gf_items(L, c->s.elem);
-  c->comm = gf_commutative(L, c->s.elem, c->s.fn);
+  c->comm = cg_commutative(L->m, c->s.elem, c->s.fn);
   /* fold.block's blocks sized to the row: a warp per warp tile of the row
    * (of the mean segment), so that a row of 1024 f32 (4 tiles of 256) gets
    * blocks of 4 warps rather than the occupancy calculator's 32 with 28

@@ -27,6 +27,10 @@
  * onto the thread/block/sequential hierarchy; we map everything below the
  * outermost level to the sequential one, and say so.
  *
+ * Not reported: a fold in the element code of a map or generate that gets
+ * warp- and block-per-element kernels on a GPU (ps_coop_fold, nesting.c),
+ * which a warp or block computes together when its rows are long.
+ *
  * One warning per source position in a run (inlining copies a helper's
  * body, positions and all, to each call). With ps_options.entry (the
  * runtime's compiles for a GPU target: lib/api/compile.c) only the
@@ -75,6 +79,11 @@ typedef struct sq {
   ir_loc *warned;  /* positions reported (inlined copies share one) */
   ir_ref *delayed; /* producers under a delay (sq_loopless) on the walk's path */
   size_t ndelayed, capdelayed;
+  /* the element code being walked has warp- and block-per-element kernels
+   * (ps_coop_code), and the walk is not inside a fold's function or
+   * operand (which each thread of the group runs alone) */
+  bool coop;
+  int64_t coop_ix; /* a generate's: the position of its last parameter in names, else -1 */
   size_t nwarned, capwarned;
   bool oom;
 } sq;
@@ -268,7 +277,10 @@ static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
   const ir_node *n = ir_node_get(s->m, r);
   if (!elem && n->op == IR_CALL)
     sq_walk_fn(s, n->attr, depth); /* the callee's plan-level code */
-  if (elem && ps_is_array_op(s->m, r) && !sq_loopless(s, r))
+  bool grouped = elem && s->coop && n->op == IR_FOLD &&
+                 ps_coop_fold(s->m, r, (uint32_t)s->nnames,
+                              s->coop_ix < 0 ? -1 : (int64_t)s->nnames - 1 - s->coop_ix);
+  if (elem && ps_is_array_op(s->m, r) && !sq_loopless(s, r) && !grouped)
     sq_report_op(s, r);
   else if (elem && (n->op == IR_CALL || n->op == IR_FNREF) && sq_fn_heavy(s, n->attr, depth))
     sq_report_fn(s, r);
@@ -279,6 +291,10 @@ static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
     bool enter = !elem && sq_elem_kid(s->m, r, i);
     size_t saved = s->nnames;
     const char *kind = s->kind;
+    bool coop = s->coop;
+    int64_t coop_ix = s->coop_ix;
+    if (elem && n->op == IR_FOLD && i != 1)
+      s->coop = false; /* each thread alone */
     if (enter) {
       const ir_node *kn = ir_node_get(s->m, k);
       if (kn->op == IR_FNREF) {
@@ -288,6 +304,10 @@ static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
       }
       s->nnames = 0;
       s->kind = n->op == IR_REC ? "rec" : "lambda";
+      s->coop = (n->op == IR_MAP || n->op == IR_GENERATE) &&
+                ps_coop_code(s->m, k, n->op == IR_GENERATE);
+      /* names gets the lambda's parameters next: the last at attr - 1 */
+      s->coop_ix = n->op == IR_GENERATE && kn->op == IR_LAM && kn->attr > 0 ? kn->attr - 1 : -1;
     }
     /* binders of element code are named in warnings */
     uint32_t b = ir_binders(s->m, r, i);
@@ -314,6 +334,8 @@ static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
       s->ndelayed--;
     s->nnames = saved;
     s->kind = kind;
+    s->coop = coop;
+    s->coop_ix = coop_ix;
   }
 }
 

@@ -1,0 +1,283 @@
+/* lib/codegen/seq_coop.c: folds in element code computed by a whole warp or
+ * block (Copperhead's warp- and block-per-element mappings of nested
+ * parallelism; lib/lower/gpu.c makes the kernels and chooses among them,
+ * lib/passes/nesting.c says which element code gets them).
+ *
+ * In a warp- or block-per-element kernel (cg_fn.coop) every thread of the
+ * group runs the element code with the same values: the same branches, the
+ * same loop trip counts, each thread with its own temporary memory (so an
+ * array that the element builds is built by each thread, alike). Only a
+ * fold departs from this. Thread t of the group (lane l of warp w) folds
+ * its share of the row, the group combines the shares, and every thread
+ * ends with the fold's value, so that the code after it is uniform again:
+ *   - a commutative function (cg_commutative): warp w takes an even,
+ *     contiguous part of the row (the whole row in a warp), lane l its
+ *     elements l, l + 32, ...: each load of the warp reads 32 consecutive
+ *     elements (4 sectors for 4-byte ones, where a thread per row reads a
+ *     sector per thread);
+ *   - any other (associative) function: the warp walks its part in chunks
+ *     of 32 consecutive elements, one per lane, each chunk combined in
+ *     lane order and appended to the warp's running value, so elements
+ *     only ever meet their neighbours, left one first;
+ *   - the lanes' values are combined by a shuffle-down tree (offsets 1, 2,
+ *     4, 8, 16; lane l, a multiple of 2o, joins lanes [l, l + 2o) in order)
+ *     and lane 0's result broadcast; in a block the warps' values then go
+ *     through shared memory and every thread combines them in warp order;
+ *   - the function is applied only to values that exist (a valid flag per
+ *     partial value), and z once, at the end: f(z, f(a0 .. a(n-1))), as the
+ *     GPU fold skeletons do (gskel_fold.c). An empty row gives z.
+ * The result is a regrouping of the interpreter's left fold, which the
+ * language allows for an associative f with identity z (language.md §7.4);
+ * integer, min and max folds are exact.
+ *
+ * Uniform control flow is what makes the shuffles and barriers legal. What
+ * could break it is the failure flag, which another thread may set at any
+ * moment: inside a group cg_failed asks the whole group (cg_coop_any), so
+ * every thread takes the same branch. The code each thread runs on its own
+ * elements (loads, the function's applications) runs with coop cleared:
+ * nested operations in it are sequential, and it contains no warp
+ * operation.
+ */
+#include "codegen/seq_impl.h"
+
+#include "codegen/simt.h"
+
+LLVMValueRef cg_coop_any(cg_fn *f, LLVMValueRef pred) {
+  cg_module *M = f->M;
+  if (f->coop == CG_COOP_WARP)
+    return simt_vote(f, SIMT_VOTE_ANY, pred);
+  if (f->coop != CG_COOP_BLOCK)
+    return pred;
+  /* __syncthreads_or: clear, barrier, set, barrier, read; the first
+   * barrier keeps the clear after every read of the previous use */
+  LLVMBuilderRef B = M->b;
+  LLVMValueRef slot = simt_shared(f, M->t_i32, 1, "any"), zero = LLVMConstInt(M->t_i32, 0, 0);
+  simt_barrier(f);
+  LLVMBasicBlockRef after = cg_seq_if(f, LLVMBuildICmp(B, LLVMIntEQ, simt_tid(f), zero, ""));
+  LLVMBuildStore(B, zero, slot);
+  cg_seq_endif(f, after);
+  simt_barrier(f);
+  after = cg_seq_if(f, pred);
+  LLVMBuildStore(B, LLVMConstInt(M->t_i32, 1, 0), slot);
+  cg_seq_endif(f, after);
+  simt_barrier(f);
+  return LLVMBuildICmp(B, LLVMIntNE, LLVMBuildLoad2(B, M->t_i32, slot, ""), zero, "");
+}
+
+bool cg_commutative(const ac_module *m, ir_type elem, ir_ref fn) {
+  if (ir_ty_info(m->ctx, elem).kind == TK_TUPLE || fn == IR_NONE || fn >= m->nnodes)
+    return false;
+  const ir_node *n = ir_node_get(m, fn);
+  ir_ref body = IR_NONE;
+  if (n->op == IR_LAM && n->attr == 2 && n->nkids == 1)
+    body = ir_kid(m, fn, 0);
+  else if (n->op == IR_FNREF && n->attr >= 0 && (uint64_t)n->attr < m->nfuncs &&
+           m->funcs[n->attr].nparams == 2 && !m->funcs[n->attr].is_extern)
+    body = m->funcs[n->attr].body;
+  if (body == IR_NONE || body >= m->nnodes)
+    return false;
+  const ir_node *b = ir_node_get(m, body);
+  switch (b->op) {
+  case IR_ADD: case IR_MUL: case IR_MIN: case IR_MAX: case IR_BAND: case IR_BOR: case IR_BXOR:
+    break;
+  default:
+    return false;
+  }
+  if (b->nkids != 2)
+    return false;
+  const ir_node *x = ir_node_get(m, ir_kid(m, body, 0)), *y = ir_node_get(m, ir_kid(m, body, 1));
+  return x->op == IR_VAR && y->op == IR_VAR && x->attr != y->attr && x->attr >= 0 &&
+         x->attr <= 1 && y->attr >= 0 && y->attr <= 1;
+}
+
+/* A partial value of the fold: the accumulator and whether it holds one. */
+typedef struct co_part {
+  cg_var acc;
+  LLVMValueRef valid; /* i1 slot */
+} co_part;
+
+static void co_part_new(cg_fn *f, ir_type t, co_part *p) {
+  cg_var_new(f, t, &p->acc);
+  p->valid = cg_alloca(f, f->M->t_i1);
+  LLVMBuildStore(f->M->b, LLVMConstInt(f->M->t_i1, 0, 0), p->valid);
+}
+
+static LLVMValueRef co_valid(cg_fn *f, const co_part *p) {
+  return LLVMBuildLoad2(f->M->b, f->M->t_i1, p->valid, "");
+}
+
+/* When `has`: p = p.valid ? lam(p, x) : x, and p becomes valid. */
+static void co_take(cg_fn *f, ir_ref lam, co_part *p, LLVMValueRef has, const cg_val *x) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  LLVMBasicBlockRef after = cg_seq_if(f, has);
+  LLVMBasicBlockRef comb = cg_block(f, "coop.comb"), first = cg_block(f, "coop.first"),
+                    join = cg_block(f, "coop.join");
+  LLVMBuildCondBr(B, co_valid(f, p), comb, first);
+  LLVMPositionBuilderAtEnd(B, comb);
+  cg_val res;
+  cg_seq_step(f, lam, &p->acc, x, false, &res);
+  LLVMBuildBr(B, join);
+  LLVMPositionBuilderAtEnd(B, first);
+  cg_var_store(f, &p->acc, x);
+  LLVMBuildBr(B, join);
+  LLVMPositionBuilderAtEnd(B, join);
+  LLVMBuildStore(B, LLVMConstInt(M->t_i1, 1, 0), p->valid);
+  cg_seq_endif(f, after);
+}
+
+/* v with each leaf shuffled (mode, arg). */
+static void co_shfl(cg_fn *f, simt_shfl_mode mode, const cg_val *v, LLVMValueRef arg, cg_val *out) {
+  out->type = v->type;
+  out->n = v->n;
+  out->l = cg_seq_leaves(f->M, v->n);
+  for (uint32_t i = 0; i < v->n; i++) {
+    out->l[i] = v->l[i];
+    out->l[i].v = simt_shfl(f, mode, v->l[i].v, arg);
+  }
+}
+
+/* Every lane's p combined in lane order; every lane gets the result. */
+static void co_warp_reduce(cg_fn *f, ir_ref lam, co_part *p) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  LLVMValueRef lane = simt_lane(f);
+  for (unsigned o = 1; o < SIMT_WARP; o <<= 1) {
+    LLVMValueRef k = LLVMConstInt(M->t_i32, o, 0);
+    cg_val a, other;
+    cg_var_load(f, &p->acc, &a);
+    co_shfl(f, SIMT_SHFL_DOWN, &a, k, &other);
+    LLVMValueRef ov = simt_shfl(f, SIMT_SHFL_DOWN, co_valid(f, p), k);
+    /* lane l, a multiple of 2o, joins lane l + o (which exists: l + o < 32) */
+    LLVMValueRef mine = LLVMBuildICmp(
+        B, LLVMIntEQ, LLVMBuildAnd(B, lane, LLVMConstInt(M->t_i32, 2 * o - 1, 0), ""),
+        LLVMConstInt(M->t_i32, 0, 0), "");
+    co_take(f, lam, p, LLVMBuildAnd(B, mine, ov, ""), &other);
+  }
+  cg_val a, all;
+  LLVMValueRef zero = LLVMConstInt(M->t_i32, 0, 0);
+  cg_var_load(f, &p->acc, &a);
+  co_shfl(f, SIMT_SHFL_IDX, &a, zero, &all);
+  cg_var_store(f, &p->acc, &all);
+  LLVMBuildStore(B, simt_shfl(f, SIMT_SHFL_IDX, co_valid(f, p), zero), p->valid);
+}
+
+/* The warps' values (each warp's lanes all hold it) combined in warp order
+ * through shared memory; every thread of the block gets the result. */
+static void co_block_reduce(cg_fn *f, ir_ref lam, co_part *p) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  cg_val a;
+  cg_var_load(f, &p->acc, &a);
+  LLVMValueRef *sh = cg_new(M, (a.n ? a.n : 1) * sizeof *sh);
+  LLVMTypeRef *st = cg_new(M, (a.n ? a.n : 1) * sizeof *st);
+  for (uint32_t i = 0; i < a.n; i++) {
+    st[i] = LLVMTypeOf(a.l[i].v);
+    if (st[i] == M->t_i1)
+      st[i] = M->t_i8;
+    sh[i] = simt_shared(f, st[i], SIMT_WARP, "coop.part");
+  }
+  LLVMValueRef shv = simt_shared(f, M->t_i8, SIMT_WARP, "coop.valid");
+  LLVMValueRef w = LLVMBuildZExt(B, simt_warp(f), M->t_i64, "");
+  simt_barrier(f); /* the previous use's readers are done */
+  LLVMBasicBlockRef after =
+      cg_seq_if(f, LLVMBuildICmp(B, LLVMIntEQ, simt_lane(f), LLVMConstInt(M->t_i32, 0, 0), ""));
+  for (uint32_t i = 0; i < a.n; i++) {
+    LLVMValueRef v = a.l[i].v;
+    if (LLVMTypeOf(v) == M->t_i1)
+      v = LLVMBuildZExt(B, v, M->t_i8, "");
+    LLVMBuildStore(B, v, LLVMBuildInBoundsGEP2(B, st[i], sh[i], &w, 1, ""));
+  }
+  LLVMBuildStore(B, LLVMBuildZExt(B, co_valid(f, p), M->t_i8, ""),
+                 LLVMBuildInBoundsGEP2(B, M->t_i8, shv, &w, 1, ""));
+  cg_seq_endif(f, after);
+  simt_barrier(f);
+  LLVMBuildStore(B, LLVMConstInt(M->t_i1, 0, 0), p->valid);
+  LLVMValueRef nw = LLVMBuildZExt(B, simt_ntid(f), M->t_i64, "");
+  nw = LLVMBuildUDiv(B, nw, cg_i64(M, SIMT_WARP), "");
+  cg_loop l;
+  LLVMValueRef j = cg_loop_begin(f, &l, cg_i64(M, 0), nw);
+  cg_val x = a;
+  x.l = cg_seq_leaves(M, a.n);
+  for (uint32_t i = 0; i < a.n; i++) {
+    x.l[i] = a.l[i];
+    LLVMValueRef v = LLVMBuildLoad2(B, st[i], LLVMBuildInBoundsGEP2(B, st[i], sh[i], &j, 1, ""), "");
+    x.l[i].v = LLVMTypeOf(a.l[i].v) == M->t_i1 ? LLVMBuildTrunc(B, v, M->t_i1, "") : v;
+  }
+  LLVMValueRef has = LLVMBuildLoad2(B, M->t_i8, LLVMBuildInBoundsGEP2(B, M->t_i8, shv, &j, 1, ""), "");
+  co_take(f, lam, p, LLVMBuildTrunc(B, has, M->t_i1, ""), &x);
+  cg_loop_end(f, &l);
+}
+
+void cg_coop_fold_row(cg_fn *f, ir_ref lam, const cg_val *z, seq_row *r, LLVMValueRef n,
+                      cg_val *res) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  uint8_t mode = f->coop;
+  f->coop = CG_COOP_NONE;
+  ir_type elem = cg_seq_param(M, lam, 1);
+  bool comm = cg_commutative(M->m, z->type, lam);
+  LLVMValueRef w32 = cg_i64(M, SIMT_WARP);
+  LLVMValueRef lane = LLVMBuildZExt(B, simt_lane(f), M->t_i64, "");
+  n = cg_seq_smax(f, n, cg_i64(M, 0));
+  /* the warp's part [lo, hi) of the row: an even share in a block */
+  LLVMValueRef lo = cg_i64(M, 0), hi = n;
+  if (mode == CG_COOP_BLOCK) {
+    LLVMValueRef nw = LLVMBuildUDiv(B, LLVMBuildZExt(B, simt_ntid(f), M->t_i64, ""), w32, "");
+    LLVMValueRef w = LLVMBuildZExt(B, simt_warp(f), M->t_i64, "");
+    LLVMValueRef q = LLVMBuildUDiv(B, n, nw, ""), rem = LLVMBuildURem(B, n, nw, "");
+    LLVMValueRef early = LLVMBuildICmp(B, LLVMIntULT, w, rem, "");
+    lo = LLVMBuildAdd(B, LLVMBuildMul(B, q, w, ""), cg_seq_smin(f, w, rem), "");
+    hi = LLVMBuildAdd(B, lo, LLVMBuildAdd(B, q, LLVMBuildZExt(B, early, M->t_i64, ""), ""), "");
+  }
+  co_part p;
+  co_part_new(f, z->type, &p);
+  cg_val x;
+  if (comm) {
+    /* lane l: elements lo + l, lo + l + 32, ... */
+    LLVMValueRef first = LLVMBuildAdd(B, lo, lane, "");
+    LLVMValueRef left = cg_seq_smax(f, LLVMBuildSub(B, hi, first, ""), cg_i64(M, 0));
+    LLVMValueRef cnt = LLVMBuildUDiv(B, LLVMBuildAdd(B, left, cg_i64(M, SIMT_WARP - 1), ""), w32, "");
+    cg_loop l;
+    LLVMValueRef t = cg_loop_begin(f, &l, cg_i64(M, 0), cnt);
+    cg_seq_row_load(f, r, LLVMBuildAdd(B, first, LLVMBuildMul(B, t, w32, ""), ""), elem, &x);
+    co_take(f, lam, &p, LLVMConstInt(M->t_i1, 1, 0), &x);
+    cg_loop_end(f, &l);
+    co_warp_reduce(f, lam, &p);
+  } else {
+    /* chunks of 32 consecutive elements, each combined in lane order and
+     * appended to the warp's value */
+    co_part c;
+    co_part_new(f, z->type, &c);
+    LLVMValueRef len = LLVMBuildSub(B, hi, lo, "");
+    LLVMValueRef cnt = LLVMBuildUDiv(B, LLVMBuildAdd(B, len, cg_i64(M, SIMT_WARP - 1), ""), w32, "");
+    cg_loop l;
+    LLVMValueRef t = cg_loop_begin(f, &l, cg_i64(M, 0), cnt);
+    LLVMValueRef j = LLVMBuildAdd(B, LLVMBuildAdd(B, lo, LLVMBuildMul(B, t, w32, ""), ""), lane, "");
+    LLVMBuildStore(B, LLVMConstInt(M->t_i1, 0, 0), c.valid);
+    LLVMBasicBlockRef after = cg_seq_if(f, LLVMBuildICmp(B, LLVMIntSLT, j, hi, ""));
+    cg_seq_row_load(f, r, j, elem, &x);
+    cg_var_store(f, &c.acc, &x);
+    LLVMBuildStore(B, LLVMConstInt(M->t_i1, 1, 0), c.valid);
+    cg_seq_endif(f, after);
+    co_warp_reduce(f, lam, &c);
+    cg_val ct;
+    cg_var_load(f, &c.acc, &ct);
+    co_take(f, lam, &p, co_valid(f, &c), &ct);
+    cg_loop_end(f, &l);
+  }
+  if (mode == CG_COOP_BLOCK)
+    co_block_reduce(f, lam, &p);
+  /* f(z, total), or z for an empty row */
+  cg_var out;
+  cg_var_new(f, z->type, &out);
+  cg_var_store(f, &out, z);
+  cg_val total;
+  cg_var_load(f, &p.acc, &total);
+  LLVMBasicBlockRef after = cg_seq_if(f, co_valid(f, &p));
+  cg_val tmp;
+  cg_seq_step(f, lam, &out, &total, false, &tmp);
+  cg_seq_endif(f, after);
+  cg_var_load(f, &out, res);
+  f->coop = mode;
+}

@@ -1,0 +1,226 @@
+/* lib/passes/nesting.c: which nested folds a warp or a block computes
+ * together (Copperhead's warp- and block-per-element mappings; the code is
+ * lib/codegen/seq_coop.c, the choice lib/lower/gpu.c).
+ *
+ * A GPU element-wise kernel (map, generate) whose element code contains a
+ * fold has, besides the thread-per-element kernel, a warp- and a
+ * block-per-element one: the threads of the group all run the element
+ * code with the same values, and each fold in it is computed by all of
+ * them, thread t taking elements t, t + 32, ... of the row. That pays when
+ * the lanes of a warp then read consecutive addresses where a thread per
+ * element would read addresses a row apart (CSR SpMV, a matrix-vector
+ * product), and not when a thread per element already reads well: when
+ * all elements stream through the same array (n-body: the lanes of a warp
+ * read one address) or when neighbouring elements read neighbouring
+ * addresses (b[l, j] in a matrix product over (i, j)). ps_coop_fold tells
+ * these apart by the reads of the fold's operand:
+ *   - ROW reads: slice(a, start, ...) with a bound that depends on the
+ *     element (the enclosing lambda's parameters, or lets in its body,
+ *     which depend on them or hoist would have moved them out); a read
+ *     a[.., e] in the function of generate(shape, |j..| ..) whose
+ *     innermost index e uses the j's while the read uses the element
+ *     (m[i, j]); backpermute(shape, |j..| src, a) whose index function
+ *     uses both;
+ *   - ACROSS reads: a read whose innermost index uses the element's
+ *     innermost index (a generate's last parameter), a slice whose bounds
+ *     do;
+ *   - map(f, a1, ..) reads its arrays; delay, gather (by its indices: the
+ *     source is read where they say), reshape, transpose and reverse their
+ *     operand.
+ * A fold is the group's when its operand has ROW reads and no ACROSS
+ * reads. ps_coop_code accepts element code with such a fold, unless it
+ * also has an array operation that every thread of the group would
+ * compute in full (a scan, a gather that is not fused, ...): views and
+ * folds only. The sequentialise pass does not warn about the folds of
+ * element code it accepts.
+ */
+#include "passes/pass.h"
+
+/* Recursion bound (deeper: "yes", which only offers a variant). */
+#define NS_MAX_DEPTH 2000u
+
+/* Whether r refers to a binder with de Bruijn index in [lo, hi), as seen
+ * from r (binders inside r shift the range). */
+static bool ns_refs(const ac_module *m, ir_ref r, uint32_t lo, uint32_t hi, uint32_t depth) {
+  if (depth > NS_MAX_DEPTH)
+    return true;
+  const ir_node *n = ir_node_get(m, r);
+  if (n->op == IR_VAR)
+    return n->attr >= 0 && (uint64_t)n->attr >= lo && (uint64_t)n->attr < hi;
+  for (uint32_t i = 0; i < n->nkids; i++) {
+    ir_ref k = ir_kid(m, r, i);
+    uint32_t b = ir_binders(m, r, i);
+    if (k && ns_refs(m, k, lo + b, hi + b, depth + 1))
+      return true;
+  }
+  return false;
+}
+
+/* How a read a[ix] in the function of a generate (np parameters, the j's)
+ * inside element code walks memory as the j's and the element vary:
+ *   NS_ROW     its innermost index uses the j's and the read uses the
+ *              element: the lanes of a warp working on one element read
+ *              consecutive addresses of the element's row (m[i, j]);
+ *   NS_ACROSS  its innermost index uses the element's innermost index
+ *              (b[l, j] in a matrix product over (i, j)): neighbouring
+ *              elements read neighbouring addresses, which is what a
+ *              thread per element coalesces best. */
+enum { NS_ROW = 1, NS_ACROSS = 2 };
+
+/* The reads in r, which lies `off` binders below the body of that
+ * function, with `base` element binders above the function; ex: the de
+ * Bruijn index, seen from the function, of the element's innermost index
+ * (a generate's last parameter), or -1. */
+static unsigned ns_reads(const ac_module *m, ir_ref r, uint32_t off, uint32_t np, uint32_t base,
+                         int64_t ex, uint32_t depth) {
+  if (depth > NS_MAX_DEPTH)
+    return 0;
+  const ir_node *n = ir_node_get(m, r);
+  unsigned seen = 0;
+  if (n->op == IR_INDEX && n->nkids > 1) {
+    ir_ref last = ir_kid(m, r, n->nkids - 1);
+    bool elem = false;
+    for (uint32_t i = 0; i < n->nkids && !elem; i++)
+      elem = ns_refs(m, ir_kid(m, r, i), off + np, off + np + base, depth + 1);
+    if (elem && ns_refs(m, last, off, off + np, depth + 1))
+      seen |= NS_ROW;
+    if (ex >= 0 && ns_refs(m, last, off + np + (uint32_t)ex, off + np + (uint32_t)ex + 1, depth + 1))
+      seen |= NS_ACROSS;
+  }
+  for (uint32_t i = 0; i < n->nkids; i++) {
+    ir_ref k = ir_kid(m, r, i);
+    if (k)
+      seen |= ns_reads(m, k, off + ir_binders(m, r, i), np, base, ex, depth + 1);
+  }
+  return seen;
+}
+
+/* How array expression r, under `base` element binders (ex: the de
+ * Bruijn index of the element's innermost index there, or -1), is read:
+ * NS_ROW and NS_ACROSS as above, a slice whose bounds use the element
+ * being NS_ROW. */
+static unsigned ns_walk(const ac_module *m, ir_ref r, uint32_t base, int64_t ex, uint32_t depth) {
+  if (depth > NS_MAX_DEPTH)
+    return 0;
+  const ir_node *n = ir_node_get(m, r);
+  unsigned seen = 0;
+  switch ((ir_op)n->op) {
+  case IR_DELAY:
+  case IR_TRANSPOSE:
+  case IR_REVERSE:
+  case IR_GATHER: /* its indices; the source is read where they say */
+    return n->nkids > 0 ? ns_walk(m, ir_kid(m, r, 0), base, ex, depth + 1) : 0;
+  case IR_RESHAPE:
+    return n->nkids > 1 ? ns_walk(m, ir_kid(m, r, 1), base, ex, depth + 1) : 0;
+  case IR_MAP:
+    for (uint32_t i = 1; i < n->nkids; i++)
+      seen |= ns_walk(m, ir_kid(m, r, i), base, ex, depth + 1);
+    return seen;
+  case IR_SLICE:
+    for (uint32_t i = 1; i < n->nkids; i++) {
+      ir_ref b = ir_kid(m, r, i);
+      if (ns_refs(m, b, 0, base, depth + 1))
+        seen |= NS_ROW;
+      if (ex >= 0 && ns_refs(m, b, (uint32_t)ex, (uint32_t)ex + 1, depth + 1))
+        seen |= NS_ACROSS; /* neighbouring elements, neighbouring starts */
+    }
+    return n->nkids > 0 ? seen | ns_walk(m, ir_kid(m, r, 0), base, ex, depth + 1) : seen;
+  case IR_GENERATE:
+  case IR_BACKPERMUTE: {
+    if (n->nkids < 2)
+      return 0;
+    ir_ref lam = ir_kid(m, r, 1);
+    const ir_node *ln = ir_node_get(m, lam);
+    if (ln->op != IR_LAM || ln->nkids < 1)
+      return 0;
+    uint32_t np = (uint32_t)ln->attr;
+    ir_ref body = ir_kid(m, lam, 0);
+    if (n->op == IR_GENERATE)
+      return ns_reads(m, body, 0, np, base, ex, depth + 1);
+    if (ns_refs(m, body, 0, np, depth + 1) && ns_refs(m, body, np, np + base, depth + 1))
+      seen |= NS_ROW;
+    return n->nkids > 2 ? seen | ns_walk(m, ir_kid(m, r, 2), base, ex, depth + 1) : seen;
+  }
+  default:
+    return 0;
+  }
+}
+
+bool ps_coop_fold(const ac_module *m, ir_ref fold, uint32_t base, int64_t ex) {
+  const ir_node *n = ir_node_get(m, fold);
+  return n->op == IR_FOLD && n->nkids == 3 && ns_walk(m, ir_kid(m, fold, 2), base, ex, 0) == NS_ROW;
+}
+
+/* Whether r (or a function it calls) has an array operation. */
+static bool ns_heavy(const ac_module *m, ir_ref r, uint32_t depth) {
+  if (depth > NS_MAX_DEPTH)
+    return true;
+  const ir_node *n = ir_node_get(m, r);
+  if (ps_is_array_op(m, r))
+    return true;
+  if ((n->op == IR_CALL || n->op == IR_FNREF) && n->attr >= 0 && (uint64_t)n->attr < m->nfuncs) {
+    const ir_func *fn = &m->funcs[n->attr];
+    if (!fn->is_extern && fn->body && ns_heavy(m, fn->body, depth + 1))
+      return true;
+  }
+  for (uint32_t i = 0; i < n->nkids; i++) {
+    ir_ref k = ir_kid(m, r, i);
+    if (k && ns_heavy(m, k, depth + 1))
+      return true;
+  }
+  return false;
+}
+
+typedef enum ns_found { NS_NOTHING, NS_FOLD, NS_HEAVY } ns_found;
+
+/* What r holds where every thread of a group runs it alike (outside the
+ * functions and operands of folds, which each thread runs on its own
+ * elements): a fold that ps_coop_fold accepts, or (which wins) an array
+ * operation that each thread would compute in full, the same work 32 or
+ * 128 times over: anything but a fold and a view (a rank-1 slice, a
+ * reshape), or a call of a function that has one. */
+static ns_found ns_find(const ac_module *m, ir_ref r, uint32_t base, int64_t ex, uint32_t depth) {
+  if (depth > NS_MAX_DEPTH)
+    return NS_HEAVY;
+  const ir_node *n = ir_node_get(m, r);
+  ns_found found = NS_NOTHING;
+  if (n->op == IR_FOLD) {
+    found = ps_coop_fold(m, r, base, ex) ? NS_FOLD : NS_NOTHING;
+    ns_found z = n->nkids > 1 ? ns_find(m, ir_kid(m, r, 1), base, ex, depth + 1) : NS_NOTHING;
+    return z > found ? z : found;
+  }
+  if (ps_is_array_op(m, r) && n->op != IR_RESHAPE &&
+      !(n->op == IR_SLICE && ir_ty_info(m->ctx, n->type).kind == TK_ARRAY &&
+        ir_ty_info(m->ctx, n->type).rank == 1))
+    return NS_HEAVY;
+  if ((n->op == IR_CALL || n->op == IR_FNREF) && n->attr >= 0 && (uint64_t)n->attr < m->nfuncs) {
+    const ir_func *fn = &m->funcs[n->attr];
+    if (!fn->is_extern && fn->body && ns_heavy(m, fn->body, depth + 1))
+      return NS_HEAVY;
+  }
+  for (uint32_t i = 0; i < n->nkids && found != NS_HEAVY; i++) {
+    ir_ref k = ir_kid(m, r, i);
+    uint32_t b = ir_binders(m, r, i);
+    ns_found in = k ? ns_find(m, k, base + b, ex < 0 ? ex : ex + b, depth + 1) : NS_NOTHING;
+    found = in > found ? in : found;
+  }
+  return found;
+}
+
+bool ps_coop_code(const ac_module *m, ir_ref code, bool indexed) {
+  if (code == IR_NONE || code >= m->nnodes)
+    return false;
+  const ir_node *n = ir_node_get(m, code);
+  ir_ref body = IR_NONE;
+  uint32_t np = 0;
+  if (n->op == IR_LAM && n->nkids == 1) {
+    body = ir_kid(m, code, 0);
+    np = (uint32_t)n->attr;
+  } else if (n->op == IR_FNREF && n->attr >= 0 && (uint64_t)n->attr < m->nfuncs &&
+             !m->funcs[n->attr].is_extern) {
+    body = m->funcs[n->attr].body;
+    np = m->funcs[n->attr].nparams;
+  }
+  /* a generate's last parameter is its innermost index: de Bruijn 0 */
+  return body && ns_find(m, body, np, indexed && np > 0 ? 0 : -1, 0) == NS_FOLD;
+}
