@@ -48,9 +48,9 @@ const ps_pass *ps_find(const char *name, size_t len) {
 const char *ps_level_pipeline(int level) {
   static const char *const levels[4] = {
       "",
-      "simplify,inline,cse",
-      "simplify,inline,cse,fuse,hoist,shape,sequentialise",
-      "simplify,inline,cse,fuse,hoist,cse,fuse,shape,sequentialise",
+      "simplify,inline,simplify,cse",
+      "simplify,inline,simplify,cse,fuse,hoist,shape,sequentialise",
+      "simplify,inline,simplify,cse,fuse,hoist,cse,fuse,shape,sequentialise",
   };
   if (level < 0)
     level = 0;
