@@ -26,13 +26,13 @@ void cg_seq_generate(cg_fn *f, ir_ref e, cg_val *out) {
   LLVMValueRef *ext = cg_new(M, (rank + 1) * sizeof *ext);
   cg_seq_shape(f, e, ir_kid(M->m, e, 0), rank, ext);
   seq_arr o;
-  cg_seq_alloc(f, e, t, rank, ext, out, &o);
+  cg_seq_alloc_elems(f, e, t, rank, ext, out, &o);
   seq_nest n;
-  cg_seq_nest_begin(f, &n, rank, o.ext);
+  cg_seq_elems_begin(f, &n, rank, o.ext);
   cg_val *args = cg_new(M, (rank + 1) * sizeof *args);
   cg_seq_index_args(f, lam, rank, n.idx, args);
   cg_seq_apply_store(f, lam, rank, args, &o, cg_linear(f, rank, o.ext, n.idx));
-  cg_seq_nest_end(f, &n);
+  cg_seq_elems_end(f, &n);
 }
 
 void cg_seq_iota(cg_fn *f, ir_ref e, cg_val *out) {
@@ -40,12 +40,12 @@ void cg_seq_iota(cg_fn *f, ir_ref e, cg_val *out) {
   LLVMValueRef len;
   cg_seq_shape(f, e, ir_kid(M->m, e, 0), 1, &len);
   seq_arr o;
-  cg_seq_alloc(f, e, ir_node_get(M->m, e)->type, 1, &len, out, &o);
-  cg_loop l;
-  LLVMValueRef k = cg_loop_begin(f, &l, cg_i64(M, 0), o.ext[0]);
+  cg_seq_alloc_elems(f, e, ir_node_get(M->m, e)->type, 1, &len, out, &o);
+  seq_nest n;
+  cg_seq_elems_begin(f, &n, 1, o.ext);
   if (o.n == 1)
-    cg_store_elem(f, &o.l[0], k, k);
-  cg_loop_end(f, &l);
+    cg_store_elem(f, &o.l[0], n.idx[0], n.idx[0]);
+  cg_seq_elems_end(f, &n);
 }
 
 void cg_seq_fill(cg_fn *f, ir_ref e, cg_val *out) {
@@ -57,11 +57,11 @@ void cg_seq_fill(cg_fn *f, ir_ref e, cg_val *out) {
   cg_val x;
   cg_expr(f, ir_kid(M->m, e, 1), &x);
   seq_arr o;
-  cg_seq_alloc(f, e, t, rank, ext, out, &o);
-  cg_loop l;
-  LLVMValueRef k = cg_loop_begin(f, &l, cg_i64(M, 0), cg_seq_size(f, rank, o.ext));
-  cg_seq_store(f, &o, k, &x);
-  cg_loop_end(f, &l);
+  cg_seq_alloc_elems(f, e, t, rank, ext, out, &o);
+  seq_nest n;
+  cg_seq_elems_begin(f, &n, rank, o.ext);
+  cg_seq_store(f, &o, cg_linear(f, rank, o.ext, n.idx), &x);
+  cg_seq_elems_end(f, &n);
 }
 
 /* [e1, e2, ..]: kids are the elements in row-major order, attr the rank,
@@ -120,9 +120,9 @@ void cg_seq_map(cg_fn *f, ir_ref e, cg_val *out) {
   cg_seq_view_leaves(f, e, "map", total, all, &a);
   if (M->st != AC_OK)
     return;
-  cg_seq_alloc(f, e, ir_node_get(M->m, e)->type, a.rank, a.ext, out, &o);
+  cg_seq_alloc_elems(f, e, ir_node_get(M->m, e)->type, a.rank, a.ext, out, &o);
   seq_nest n;
-  cg_seq_nest_begin(f, &n, o.rank, o.ext);
+  cg_seq_elems_begin(f, &n, o.rank, o.ext);
   LLVMValueRef lin = cg_linear(f, o.rank, o.ext, n.idx);
   cg_val *el = cg_new(M, (na + 1) * sizeof *el);
   for (uint32_t i = 0, off = 0; i < na; off += args[i].n, i++) {
@@ -130,7 +130,7 @@ void cg_seq_map(cg_fn *f, ir_ref e, cg_val *out) {
     cg_seq_load(f, &ai, n.idx, lin, cg_seq_param(M, lam, i), &el[i]);
   }
   cg_seq_apply_store(f, lam, na, el, &o, lin);
-  cg_seq_nest_end(f, &n);
+  cg_seq_elems_end(f, &n);
 }
 
 /* filter(p, a): kept elements are stored at the running count as they are

@@ -5,9 +5,13 @@
  *
  * In a warp- or block-per-element kernel (cg_fn.coop) every thread of the
  * group runs the element code with the same values: the same branches, the
- * same loop trip counts, each thread with its own temporary memory (so an
- * array that the element builds is built by each thread, alike). Only a
- * fold departs from this. Thread t of the group (lane l of warp w) folds
+ * same loop trip counts, each thread with its own temporary memory. Two
+ * kinds of operation depart from this: an array built element by element
+ * (generate, map, gather, backpermute, iota, fill) is built once by the
+ * group (cg_seq_alloc_elems, cg_seq_elems_begin: the first thread
+ * allocates it, cg_coop_new_arrays hands the address to the others, each
+ * thread computes its share, the group meets before it is read), and a
+ * fold is computed by the group as follows. Thread t of the group (lane l of warp w) folds
  * its share of the row, the group combines the shares, and every thread
  * ends with the fold's value, so that the code after it is uniform again:
  *   - a commutative function (cg_commutative): warp w takes an even,
@@ -41,6 +45,8 @@
 #include "codegen/seq_impl.h"
 
 #include "codegen/simt.h"
+
+#include <string.h>
 
 LLVMValueRef cg_coop_any(cg_fn *f, LLVMValueRef pred) {
   cg_module *M = f->M;
@@ -280,4 +286,79 @@ void cg_coop_fold_row(cg_fn *f, ir_ref lam, const cg_val *z, seq_row *r, LLVMVal
   cg_seq_endif(f, after);
   cg_var_load(f, &out, res);
   f->coop = mode;
+}
+
+/* ---- arrays the group computes together (cg_seq_elems_begin) ---- */
+
+void cg_coop_rank(cg_fn *f, uint8_t mode, LLVMValueRef *t, LLVMValueRef *g) {
+  cg_module *M = f->M;
+  if (mode == CG_COOP_BLOCK) {
+    *t = LLVMBuildZExt(M->b, simt_tid(f), M->t_i64, "");
+    *g = LLVMBuildZExt(M->b, simt_ntid(f), M->t_i64, "");
+  } else {
+    *t = LLVMBuildZExt(M->b, simt_lane(f), M->t_i64, "");
+    *g = cg_i64(M, SIMT_WARP);
+  }
+}
+
+void cg_coop_sync(cg_fn *f, uint8_t mode) {
+  if (mode == CG_COOP_BLOCK)
+    simt_barrier(f);
+  else if (mode == CG_COOP_WARP)
+    simt_syncwarp(f);
+}
+
+void cg_coop_new_arrays(cg_fn *f, ir_ref at, uint32_t rank, LLVMValueRef *ext, uint32_t n,
+                        cg_leaf *l) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  uint8_t mode = f->coop;
+  LLVMValueRef t, g;
+  cg_coop_rank(f, mode, &t, &g);
+  LLVMValueRef *slot = cg_new(M, (n ? n : 1) * sizeof *slot);
+  for (uint32_t i = 0; i < n; i++) {
+    slot[i] = cg_alloca(f, M->t_i64);
+    LLVMBuildStore(B, cg_i64(M, 0), slot[i]);
+  }
+  /* the first thread alone: its checks and its temporary memory */
+  f->coop = CG_COOP_NONE;
+  LLVMBasicBlockRef after = cg_seq_if(f, LLVMBuildICmp(B, LLVMIntEQ, t, cg_i64(M, 0), ""));
+  for (uint32_t i = 0; i < n; i++) {
+    cg_new_array(f, (ac_scalar)l[i].sc, rank, ext, at, &l[i]);
+    LLVMBuildStore(B, LLVMBuildPtrToInt(B, l[i].v, M->t_i64, ""), slot[i]);
+  }
+  cg_seq_endif(f, after);
+  f->coop = mode;
+  /* its addresses to the others */
+  LLVMValueRef sh = NULL;
+  if (mode == CG_COOP_BLOCK) {
+    sh = simt_shared(f, M->t_i64, n ? n : 1, "coop.arrays");
+    simt_barrier(f); /* the previous use's readers are done */
+    after = cg_seq_if(f, LLVMBuildICmp(B, LLVMIntEQ, t, cg_i64(M, 0), ""));
+    for (uint32_t i = 0; i < n; i++) {
+      LLVMValueRef k = cg_i64(M, i);
+      LLVMBuildStore(B, LLVMBuildLoad2(B, M->t_i64, slot[i], ""),
+                     LLVMBuildInBoundsGEP2(B, M->t_i64, sh, &k, 1, ""));
+    }
+    cg_seq_endif(f, after);
+    simt_barrier(f);
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    LLVMValueRef v;
+    if (mode == CG_COOP_BLOCK) {
+      LLVMValueRef k = cg_i64(M, i);
+      v = LLVMBuildLoad2(B, M->t_i64, LLVMBuildInBoundsGEP2(B, M->t_i64, sh, &k, 1, ""), "");
+    } else {
+      v = simt_shfl(f, SIMT_SHFL_IDX, LLVMBuildLoad2(B, M->t_i64, slot[i], ""),
+                    LLVMConstInt(M->t_i32, 0, 0));
+    }
+    l[i].kind = CL_ARRAY;
+    l[i].rank = rank;
+    l[i].read = NULL;
+    l[i].env = NULL;
+    l[i].ro = false;
+    l[i].v = LLVMBuildIntToPtr(B, v, M->t_ptr, "");
+    l[i].ext = cg_new(M, (rank + 1) * sizeof *l[i].ext);
+    memcpy(l[i].ext, ext, rank * sizeof *ext);
+  }
 }

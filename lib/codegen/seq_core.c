@@ -196,8 +196,8 @@ static void guard_extents(cg_fn *f, uint32_t rank, LLVMValueRef *ext) {
     ext[d] = LLVMBuildSelect(f->M->b, failed, cg_i64(f->M, 0), ext[d], "");
 }
 
-void cg_seq_alloc(cg_fn *f, ir_ref at, ir_type t, uint32_t rank, LLVMValueRef *ext, cg_val *out,
-                  seq_arr *view) {
+static void seq_alloc(cg_fn *f, ir_ref at, ir_type t, uint32_t rank, LLVMValueRef *ext, cg_val *out,
+                      seq_arr *view, bool group) {
   cg_module *M = f->M;
   cg_val_alloc(M, t, out);
   view->rank = rank;
@@ -215,8 +215,11 @@ void cg_seq_alloc(cg_fn *f, ir_ref at, ir_type t, uint32_t rank, LLVMValueRef *e
     return;
   }
   memcpy(view->ext, ext, rank * sizeof *ext);
-  for (uint32_t i = 0; i < out->n; i++)
-    cg_new_array(f, (ac_scalar)out->l[i].sc, rank, ext, at, &out->l[i]);
+  if (group)
+    cg_coop_new_arrays(f, at, rank, ext, out->n, out->l);
+  else
+    for (uint32_t i = 0; i < out->n; i++)
+      cg_new_array(f, (ac_scalar)out->l[i].sc, rank, ext, at, &out->l[i]);
   if (out->n)
     guard_extents(f, rank, view->ext);
   for (uint32_t i = 0; i < out->n; i++) {
@@ -225,6 +228,16 @@ void cg_seq_alloc(cg_fn *f, ir_ref at, ir_type t, uint32_t rank, LLVMValueRef *e
   }
   view->n = out->n;
   view->l = out->l;
+}
+
+void cg_seq_alloc(cg_fn *f, ir_ref at, ir_type t, uint32_t rank, LLVMValueRef *ext, cg_val *out,
+                  seq_arr *view) {
+  seq_alloc(f, at, t, rank, ext, out, view, false);
+}
+
+void cg_seq_alloc_elems(cg_fn *f, ir_ref at, ir_type t, uint32_t rank, LLVMValueRef *ext,
+                        cg_val *out, seq_arr *view) {
+  seq_alloc(f, at, t, rank, ext, out, view, f->coop != CG_COOP_NONE);
 }
 
 void cg_seq_unravel(cg_fn *f, uint32_t rank, LLVMValueRef *ext, LLVMValueRef lin,
@@ -345,6 +358,39 @@ void cg_seq_nest_begin(cg_fn *f, seq_nest *n, uint32_t rank, LLVMValueRef *ext) 
 void cg_seq_nest_end(cg_fn *f, seq_nest *n) {
   for (uint32_t d = n->rank; d-- > 0;)
     cg_loop_end(f, &n->loops[d]);
+}
+
+void cg_seq_elems_begin(cg_fn *f, seq_nest *n, uint32_t rank, LLVMValueRef *ext) {
+  n->coop = f->coop;
+  if (n->coop == CG_COOP_NONE) {
+    cg_seq_nest_begin(f, n, rank, ext);
+    return;
+  }
+  /* thread t of G: elements t, t + G, ..., unravelled */
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  LLVMValueRef t, g;
+  cg_coop_rank(f, n->coop, &t, &g);
+  LLVMValueRef total = cg_seq_size(f, rank, ext);
+  LLVMValueRef left = cg_seq_smax(f, LLVMBuildSub(B, total, t, ""), cg_i64(M, 0));
+  LLVMValueRef cnt = LLVMBuildUDiv(B, LLVMBuildAdd(B, left, LLVMBuildSub(B, g, cg_i64(M, 1), ""), ""),
+                                   g, "");
+  n->rank = rank;
+  n->loops = cg_new(M, sizeof *n->loops);
+  n->idx = cg_new(M, (rank + 1) * sizeof *n->idx);
+  LLVMValueRef u = cg_loop_begin(f, &n->loops[0], cg_i64(M, 0), cnt);
+  cg_seq_unravel(f, rank, ext, LLVMBuildAdd(B, t, LLVMBuildMul(B, u, g, ""), ""), n->idx);
+  f->coop = CG_COOP_NONE;
+}
+
+void cg_seq_elems_end(cg_fn *f, seq_nest *n) {
+  if (n->coop == CG_COOP_NONE) {
+    cg_seq_nest_end(f, n);
+    return;
+  }
+  cg_loop_end(f, &n->loops[0]);
+  f->coop = n->coop;
+  cg_coop_sync(f, n->coop);
 }
 
 LLVMBasicBlockRef cg_seq_if(cg_fn *f, LLVMValueRef cond) {

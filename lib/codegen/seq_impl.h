@@ -43,6 +43,7 @@ typedef struct seq_nest {
   uint32_t rank;
   cg_loop *loops;
   LLVMValueRef *idx;
+  uint8_t coop; /* cg_seq_elems_begin in a group: its cg_fn.coop */
 } seq_nest;
 
 /* ---- values and types (seq_core.c) ---- */
@@ -94,6 +95,19 @@ void cg_seq_copy(cg_fn *f, const cg_leaf *src, const cg_leaf *dst);
 /* ---- control flow and services (seq_core.c) ---- */
 void cg_seq_nest_begin(cg_fn *f, seq_nest *n, uint32_t rank, LLVMValueRef *ext);
 void cg_seq_nest_end(cg_fn *f, seq_nest *n);
+/* The elements of an array that an element-wise operation (generate, map,
+ * gather, backpermute, iota, fill) computes, each independently of the
+ * others. Outside groups: cg_seq_alloc and a cg_seq_nest. In a warp or
+ * block running element code together (cg_fn.coop; seq_coop.c) the group
+ * computes the array ONCE: its first thread allocates it and the others
+ * get the address, then thread t of the group computes elements t, t + G,
+ * ... (G threads; coop cleared inside, each thread alone) and the group
+ * meets at the end (__syncwarp or a barrier), so every thread then reads
+ * what the others wrote. */
+void cg_seq_alloc_elems(cg_fn *f, ir_ref at, ir_type t, uint32_t rank, LLVMValueRef *ext,
+                        cg_val *out, seq_arr *view);
+void cg_seq_elems_begin(cg_fn *f, seq_nest *n, uint32_t rank, LLVMValueRef *ext);
+void cg_seq_elems_end(cg_fn *f, seq_nest *n);
 /* Starts `if (cond) { ...`; returns the block after it, for cg_seq_endif. */
 LLVMBasicBlockRef cg_seq_if(cg_fn *f, LLVMValueRef cond);
 void cg_seq_endif(cg_fn *f, LLVMBasicBlockRef after);
@@ -143,6 +157,15 @@ void cg_seq_step(cg_fn *f, ir_ref lam, cg_var *acc, const cg_val *x, bool right,
  * of the group f->coop names (they all get the result; seq_coop.c). */
 void cg_coop_fold_row(cg_fn *f, ir_ref lam, const cg_val *z, seq_row *r, LLVMValueRef n,
                       cg_val *res);
+/* n fresh arrays of extents ext for the group f->coop names: its first
+ * thread allocates them (its checks, its temporary memory), the others get
+ * their addresses (seq_coop.c; cg_seq_alloc_elems). */
+void cg_coop_new_arrays(cg_fn *f, ir_ref at, uint32_t rank, LLVMValueRef *ext, uint32_t n,
+                        cg_leaf *l);
+/* The thread's rank in its group and the group's size (i64). */
+void cg_coop_rank(cg_fn *f, uint8_t mode, LLVMValueRef *t, LLVMValueRef *g);
+/* The group's threads meet; what each wrote before, all see after. */
+void cg_coop_sync(cg_fn *f, uint8_t mode);
 
 /* ---- delayed operands (seq_delay.c) ----
  * Array operand e of an operation: when e is delay(p) with p a producer

@@ -94,9 +94,9 @@ void cg_seq_gather(cg_fn *f, ir_ref e, cg_val *out) {
     cg_error(M, AC_ERR_INTERNAL, e, "gather with %u indices into rank %u", I.n, A.rank);
   if (M->st != AC_OK)
     return;
-  cg_seq_alloc(f, e, ir_node_get(M->m, e)->type, I.rank, I.ext, out, &o);
+  cg_seq_alloc_elems(f, e, ir_node_get(M->m, e)->type, I.rank, I.ext, out, &o);
   seq_nest n;
-  cg_seq_nest_begin(f, &n, o.rank, o.ext);
+  cg_seq_elems_begin(f, &n, o.rank, o.ext);
   LLVMValueRef lin = cg_linear(f, o.rank, o.ext, n.idx);
   LLVMValueRef *pos = cg_new(M, (A.rank + 1) * sizeof *pos);
   cg_seq_load(f, &I, n.idx, lin, IR_TY_NONE, &ix);
@@ -104,7 +104,7 @@ void cg_seq_gather(cg_fn *f, ir_ref e, cg_val *out) {
   LLVMBasicBlockRef after = cg_seq_if(f, locate(f, e, false, A.rank, A.ext, pos));
   move_elem(f, &A, pos, &o, lin);
   cg_seq_endif(f, after);
-  cg_seq_nest_end(f, &n);
+  cg_seq_elems_end(f, &n);
 }
 
 /* backpermute(shape, |i..| src, a): out[ix] = a[src(ix)]. */
@@ -121,15 +121,15 @@ void cg_seq_backpermute(cg_fn *f, ir_ref e, cg_val *out) {
   cg_seq_view(f, e, "backpermute", &av, &A);
   if (M->st != AC_OK)
     return;
-  cg_seq_alloc(f, e, t, q, ext, out, &o);
+  cg_seq_alloc_elems(f, e, t, q, ext, out, &o);
   seq_nest n;
-  cg_seq_nest_begin(f, &n, q, o.ext);
+  cg_seq_elems_begin(f, &n, q, o.ext);
   LLVMValueRef *pos = cg_new(M, (A.rank + 1) * sizeof *pos);
   index_fn(f, lam, q, n.idx, A.rank, pos);
   LLVMBasicBlockRef after = cg_seq_if(f, locate(f, e, false, A.rank, A.ext, pos));
   move_elem(f, &A, pos, &o, cg_linear(f, q, o.ext, n.idx));
   cg_seq_endif(f, after);
-  cg_seq_nest_end(f, &n);
+  cg_seq_elems_end(f, &n);
 }
 
 /* The destination of scatter and permute: a copy of dest's arrays. */

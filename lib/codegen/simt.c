@@ -155,6 +155,22 @@ void simt_barrier(cg_fn *f) {
     simt_emu(f, "ac_simt_barrier", f->M->t_void, NULL, NULL, 0, SIMT_CONVERGENT);
 }
 
+void simt_syncwarp(cg_fn *f) {
+  cg_module *M = f->M;
+  if (!simt_check_target(f, "a warp barrier"))
+    return;
+  if (M->target == CG_TARGET_NVPTX) {
+    LLVMValueRef mask = LLVMConstInt(M->t_i32, 0xffffffffu, 0);
+    simt_nvvm(f, "llvm.nvvm.bar.warp.sync", M->t_void, &mask, 1);
+    return;
+  }
+  /* the emulator's memory is coherent: the lanes only have to meet, which
+   * a vote makes them do */
+  LLVMTypeRef ps[2] = {M->t_i32, M->t_i32};
+  LLVMValueRef args[2] = {LLVMConstInt(M->t_i32, SIMT_VOTE_ANY, 0), LLVMConstInt(M->t_i32, 0, 0)};
+  simt_emu(f, "ac_simt_vote", M->t_i32, ps, args, 2, SIMT_CONVERGENT);
+}
+
 /* The emulator runs one thread at a time on one host thread, so its
  * memory is always coherent: a compiler barrier is all a fence must be,
  * and the opaque call to ac_simt_yield or the atomic around any spin loop

@@ -74,6 +74,9 @@ LLVMValueRef simt_gsize(cg_fn *f);
 void simt_barrier(cg_fn *f);    /* __syncthreads() */
 void simt_fence(cg_fn *f);      /* __threadfence(): device-wide memory fence */
 void simt_yield(cg_fn *f);      /* in spin-wait loops (see above) */
+/* __syncwarp(): the 32 lanes of the warp meet, and what each wrote to
+ * memory before it the others see after it (all lanes must reach it). */
+void simt_syncwarp(cg_fn *f);
 
 /* ---- shared memory ----
  * A per-block array of `count` elements of type `elem`, statically sized,

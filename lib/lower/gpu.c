@@ -647,9 +647,9 @@ static void gp_thread_launch(lw *L, uint32_t total, uint32_t k32, uint32_t k64, 
 bool lw_gpu_elementwise(lw *L, lw_ew *w, const lw_val *out, uint32_t total) {
   uint32_t k32, k64, fits = 0;
   gp_nested want = gp_nested_wanted();
-  bool indexed = ir_node_get(L->m, w->at)->op == IR_GENERATE;
-  bool coop = !w->split && w->code && ps_coop_code(L->m, w->code, indexed) &&
-              want != GP_NESTED_THREAD;
+  ir_op op = (ir_op)ir_node_get(L->m, w->at)->op;
+  bool coop = (op == IR_MAP || op == IR_GENERATE) && !w->split && w->code &&
+              ps_coop_code(L->m, w->code, op == IR_GENERATE) && want != GP_NESTED_THREAD;
   gp_thread_kernels(L, w, out, total, &k32, &k64, &fits);
   if (!coop) {
     gp_thread_launch(L, total, k32, k64, fits);

@@ -21,18 +21,22 @@
  *     innermost index e uses the j's while the read uses the element
  *     (m[i, j]); backpermute(shape, |j..| src, a) whose index function
  *     uses both;
- *   - ACROSS reads: a read whose innermost index uses the element's
- *     innermost index (a generate's last parameter), a slice whose bounds
- *     do;
+ *   - ACROSS reads: a read whose innermost index moves with the element's
+ *     innermost index (a generate's last parameter: j, j + 1, not
+ *     lens[j]), a slice whose bounds do;
  *   - map(f, a1, ..) reads its arrays; delay, gather (by its indices: the
  *     source is read where they say), reshape, transpose and reverse their
  *     operand.
  * A fold is the group's when its operand has ROW reads and no ACROSS
  * reads. ps_coop_code accepts element code with such a fold, unless it
  * also has an array operation that every thread of the group would
- * compute in full (a scan, a gather that is not fused, ...): views and
- * folds only. The sequentialise pass does not warn about the folds of
- * element code it accepts.
+ * compute in full (a scan, a filter, a recurrence): besides folds and
+ * views, only the element-wise operations that the group computes
+ * together, each thread its share of the elements into one array
+ * (generate, map, gather, backpermute, iota, fill: ps_coop_elementwise;
+ * Copperhead's SpMV gathers its row of x that way before folding it).
+ * The sequentialise pass does not warn about those operations, nor about
+ * the group's folds, in element code it accepts.
  */
 #include "passes/pass.h"
 
@@ -51,6 +55,27 @@ static bool ns_refs(const ac_module *m, ir_ref r, uint32_t lo, uint32_t hi, uint
     ir_ref k = ir_kid(m, r, i);
     uint32_t b = ir_binders(m, r, i);
     if (k && ns_refs(m, k, lo + b, hi + b, depth + 1))
+      return true;
+  }
+  return false;
+}
+
+/* ns_refs, not looking inside reads (a[k]): whether r's VALUE moves with
+ * those binders as an index does (j + 1, 2 * j), rather than through data
+ * (lens[j]), which says nothing about where neighbouring elements read. */
+static bool ns_refs_direct(const ac_module *m, ir_ref r, uint32_t lo, uint32_t hi,
+                           uint32_t depth) {
+  if (depth > NS_MAX_DEPTH)
+    return false;
+  const ir_node *n = ir_node_get(m, r);
+  if (n->op == IR_VAR)
+    return n->attr >= 0 && (uint64_t)n->attr >= lo && (uint64_t)n->attr < hi;
+  if (n->op == IR_INDEX)
+    return false;
+  for (uint32_t i = 0; i < n->nkids; i++) {
+    ir_ref k = ir_kid(m, r, i);
+    uint32_t b = ir_binders(m, r, i);
+    if (k && ns_refs_direct(m, k, lo + b, hi + b, depth + 1))
       return true;
   }
   return false;
@@ -84,7 +109,8 @@ static unsigned ns_reads(const ac_module *m, ir_ref r, uint32_t off, uint32_t np
       elem = ns_refs(m, ir_kid(m, r, i), off + np, off + np + base, depth + 1);
     if (elem && ns_refs(m, last, off, off + np, depth + 1))
       seen |= NS_ROW;
-    if (ex >= 0 && ns_refs(m, last, off + np + (uint32_t)ex, off + np + (uint32_t)ex + 1, depth + 1))
+    if (ex >= 0 &&
+        ns_refs_direct(m, last, off + np + (uint32_t)ex, off + np + (uint32_t)ex + 1, depth + 1))
       seen |= NS_ACROSS;
   }
   for (uint32_t i = 0; i < n->nkids; i++) {
@@ -121,7 +147,7 @@ static unsigned ns_walk(const ac_module *m, ir_ref r, uint32_t base, int64_t ex,
       ir_ref b = ir_kid(m, r, i);
       if (ns_refs(m, b, 0, base, depth + 1))
         seen |= NS_ROW;
-      if (ex >= 0 && ns_refs(m, b, (uint32_t)ex, (uint32_t)ex + 1, depth + 1))
+      if (ex >= 0 && ns_refs_direct(m, b, (uint32_t)ex, (uint32_t)ex + 1, depth + 1))
         seen |= NS_ACROSS; /* neighbouring elements, neighbouring starts */
     }
     return n->nkids > 0 ? seen | ns_walk(m, ir_kid(m, r, 0), base, ex, depth + 1) : seen;
@@ -173,35 +199,60 @@ static bool ns_heavy(const ac_module *m, ir_ref r, uint32_t depth) {
 
 typedef enum ns_found { NS_NOTHING, NS_FOLD, NS_HEAVY } ns_found;
 
-/* What r holds where every thread of a group runs it alike (outside the
- * functions and operands of folds, which each thread runs on its own
- * elements): a fold that ps_coop_fold accepts, or (which wins) an array
- * operation that each thread would compute in full, the same work 32 or
- * 128 times over: anything but a fold and a view (a rank-1 slice, a
- * reshape), or a call of a function that has one. */
-static ns_found ns_find(const ac_module *m, ir_ref r, uint32_t base, int64_t ex, uint32_t depth) {
+bool ps_coop_elementwise(const ac_module *m, ir_ref r) {
+  switch ((ir_op)ir_node_get(m, r)->op) {
+  case IR_GENERATE:
+  case IR_MAP:
+  case IR_GATHER:
+  case IR_BACKPERMUTE:
+  case IR_IOTA:
+  case IR_FILL:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* What r holds where every thread of a group runs it alike: a fold that
+ * ps_coop_fold accepts, or (which wins) an array operation that each
+ * thread would compute in full, the same work 32 or 128 times over:
+ * anything but a fold, a view (a rank-1 slice, a reshape) and the
+ * element-wise operations the group computes together
+ * (ps_coop_elementwise), or a call of a function that has one. The
+ * functions of array operations, and a fold's operand, are each thread's
+ * own work (`lane`): nothing there is redundant, and no fold there is the
+ * group's. */
+static ns_found ns_find(const ac_module *m, ir_ref r, uint32_t base, int64_t ex, bool lane,
+                        uint32_t depth) {
   if (depth > NS_MAX_DEPTH)
     return NS_HEAVY;
   const ir_node *n = ir_node_get(m, r);
-  ns_found found = NS_NOTHING;
-  if (n->op == IR_FOLD) {
-    found = ps_coop_fold(m, r, base, ex) ? NS_FOLD : NS_NOTHING;
-    ns_found z = n->nkids > 1 ? ns_find(m, ir_kid(m, r, 1), base, ex, depth + 1) : NS_NOTHING;
-    return z > found ? z : found;
-  }
-  if (ps_is_array_op(m, r) && n->op != IR_RESHAPE &&
+  bool arrop = ps_is_array_op(m, r);
+  if (!lane && n->op == IR_FOLD && ps_coop_fold(m, r, base, ex))
+    return n->nkids > 1 && ns_find(m, ir_kid(m, r, 1), base, ex, false, depth + 1) == NS_HEAVY
+               ? NS_HEAVY
+               : NS_FOLD;
+  if (!lane && arrop && n->op != IR_FOLD && n->op != IR_RESHAPE && n->op != IR_DELAY &&
+      !ps_coop_elementwise(m, r) &&
       !(n->op == IR_SLICE && ir_ty_info(m->ctx, n->type).kind == TK_ARRAY &&
         ir_ty_info(m->ctx, n->type).rank == 1))
     return NS_HEAVY;
-  if ((n->op == IR_CALL || n->op == IR_FNREF) && n->attr >= 0 && (uint64_t)n->attr < m->nfuncs) {
+  if (!lane && (n->op == IR_CALL || n->op == IR_FNREF) && n->attr >= 0 &&
+      (uint64_t)n->attr < m->nfuncs) {
     const ir_func *fn = &m->funcs[n->attr];
     if (!fn->is_extern && fn->body && ns_heavy(m, fn->body, depth + 1))
       return NS_HEAVY;
   }
+  ns_found found = NS_NOTHING;
   for (uint32_t i = 0; i < n->nkids && found != NS_HEAVY; i++) {
     ir_ref k = ir_kid(m, r, i);
+    if (!k)
+      continue;
+    ir_op kop = (ir_op)ir_node_get(m, k)->op;
+    bool in_lane = lane || (arrop && (kop == IR_LAM || kop == IR_FNREF)) ||
+                   (n->op == IR_FOLD && i == 2);
     uint32_t b = ir_binders(m, r, i);
-    ns_found in = k ? ns_find(m, k, base + b, ex < 0 ? ex : ex + b, depth + 1) : NS_NOTHING;
+    ns_found in = ns_find(m, k, base + b, ex < 0 ? ex : ex + b, in_lane, depth + 1);
     found = in > found ? in : found;
   }
   return found;
@@ -222,5 +273,5 @@ bool ps_coop_code(const ac_module *m, ir_ref code, bool indexed) {
     np = m->funcs[n->attr].nparams;
   }
   /* a generate's last parameter is its innermost index: de Bruijn 0 */
-  return body && ns_find(m, body, np, indexed && np > 0 ? 0 : -1, 0) == NS_FOLD;
+  return body && ns_find(m, body, np, indexed && np > 0 ? 0 : -1, false, 0) == NS_FOLD;
 }

@@ -164,6 +164,9 @@ bool ps_is_array_op(const ac_module *m, ir_ref r);
  * threads of a group run it with the same values, and no array operation
  * that each of them would compute in full. */
 bool ps_coop_fold(const ac_module *m, ir_ref fold, uint32_t base, int64_t ex);
+/* The element-wise operations that such a group computes together (each
+ * thread its share of the elements) in such element code. */
+bool ps_coop_elementwise(const ac_module *m, ir_ref r);
 bool ps_coop_code(const ac_module *m, ir_ref code, bool indexed);
 
 /* True if the function body r prints as text that parses again: at most

@@ -27,9 +27,10 @@
  * onto the thread/block/sequential hierarchy; we map everything below the
  * outermost level to the sequential one, and say so.
  *
- * Not reported: a fold in the element code of a map or generate that gets
- * warp- and block-per-element kernels on a GPU (ps_coop_fold, nesting.c),
- * which a warp or block computes together when its rows are long.
+ * Not reported, in the element code of a map or generate that gets warp-
+ * and block-per-element kernels on a GPU (ps_coop_code, nesting.c): the
+ * folds and element-wise operations that a warp or block computes
+ * together when its rows are long.
  *
  * One warning per source position in a run (inlining copies a helper's
  * body, positions and all, to each call). With ps_options.entry (the
@@ -84,6 +85,7 @@ typedef struct sq {
    * operand (which each thread of the group runs alone) */
   bool coop;
   int64_t coop_ix; /* a generate's: the position of its last parameter in names, else -1 */
+  ir_ref fused;    /* the producer of the plan-level delay being walked (no kernel of its own) */
   size_t nwarned, capwarned;
   bool oom;
 } sq;
@@ -277,9 +279,11 @@ static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
   const ir_node *n = ir_node_get(s->m, r);
   if (!elem && n->op == IR_CALL)
     sq_walk_fn(s, n->attr, depth); /* the callee's plan-level code */
-  bool grouped = elem && s->coop && n->op == IR_FOLD &&
-                 ps_coop_fold(s->m, r, (uint32_t)s->nnames,
-                              s->coop_ix < 0 ? -1 : (int64_t)s->nnames - 1 - s->coop_ix);
+  bool grouped = elem && s->coop &&
+                 (ps_coop_elementwise(s->m, r) ||
+                  (n->op == IR_FOLD &&
+                   ps_coop_fold(s->m, r, (uint32_t)s->nnames,
+                                s->coop_ix < 0 ? -1 : (int64_t)s->nnames - 1 - s->coop_ix)));
   if (elem && ps_is_array_op(s->m, r) && !sq_loopless(s, r) && !grouped)
     sq_report_op(s, r);
   else if (elem && (n->op == IR_CALL || n->op == IR_FNREF) && sq_fn_heavy(s, n->attr, depth))
@@ -293,8 +297,11 @@ static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
     const char *kind = s->kind;
     bool coop = s->coop;
     int64_t coop_ix = s->coop_ix;
-    if (elem && n->op == IR_FOLD && i != 1)
-      s->coop = false; /* each thread alone */
+    if (elem && ps_is_array_op(s->m, r)) { /* each thread alone (nesting.c's lanes) */
+      ir_op kop = (ir_op)ir_node_get(s->m, k)->op;
+      if (kop == IR_LAM || kop == IR_FNREF || (n->op == IR_FOLD && i == 2))
+        s->coop = false;
+    }
     if (enter) {
       const ir_node *kn = ir_node_get(s->m, k);
       if (kn->op == IR_FNREF) {
@@ -304,7 +311,7 @@ static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
       }
       s->nnames = 0;
       s->kind = n->op == IR_REC ? "rec" : "lambda";
-      s->coop = (n->op == IR_MAP || n->op == IR_GENERATE) &&
+      s->coop = (n->op == IR_MAP || n->op == IR_GENERATE) && r != s->fused &&
                 ps_coop_code(s->m, k, n->op == IR_GENERATE);
       /* names gets the lambda's parameters next: the last at attr - 1 */
       s->coop_ix = n->op == IR_GENERATE && kn->op == IR_LAM && kn->attr > 0 ? kn->attr - 1 : -1;
@@ -320,6 +327,9 @@ static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
       for (uint32_t j = 0; j < b; j++)
         s->names[s->nnames++] = ir_binder_name(s->m, r, i, j);
     }
+    ir_ref fused = s->fused;
+    if (!elem && n->op == IR_DELAY)
+      s->fused = k; /* computed inside its consumer's kernel */
     bool delayed = elem && n->op == IR_DELAY;
     if (delayed) {
       if (!ac_grow(s->ctx, (void **)&s->delayed, &s->capdelayed, s->ndelayed + 1,
@@ -336,6 +346,7 @@ static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
     s->kind = kind;
     s->coop = coop;
     s->coop_ix = coop_ix;
+    s->fused = fused;
   }
 }
 
