@@ -10,8 +10,9 @@
  * (generate, map, gather, backpermute, iota, fill) is built once by the
  * group (cg_seq_alloc_elems, cg_seq_elems_begin: the first thread
  * allocates it, cg_coop_new_arrays hands the address to the others, each
- * thread computes its share, the group meets before it is read), and a
- * fold is computed by the group as follows. Thread t of the group (lane l of warp w) folds
+ * thread computes its share, the group meets before it is read), a left
+ * scan is scanned by the group into one array (cg_coop_scan_row, at the
+ * end of this file), and a fold is computed by the group as follows. Thread t of the group (lane l of warp w) folds
  * its share of the row, the group combines the shares, and every thread
  * ends with the fold's value, so that the code after it is uniform again:
  *   - a commutative function (cg_commutative): warp w takes an even,
@@ -361,4 +362,164 @@ void cg_coop_new_arrays(cg_fn *f, ir_ref at, uint32_t rank, LLVMValueRef *ext, u
     l[i].ext = cg_new(M, (rank + 1) * sizeof *l[i].ext);
     memcpy(l[i].ext, ext, rank * sizeof *ext);
   }
+}
+
+/* ---- scans ---- */
+
+/* When `has`: p = p.valid ? lam(x, p) : x (x is the LEFT operand), and p
+ * becomes valid. */
+static void co_take_left(cg_fn *f, ir_ref lam, co_part *p, LLVMValueRef has, const cg_val *x) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  LLVMBasicBlockRef after = cg_seq_if(f, has);
+  LLVMBasicBlockRef comb = cg_block(f, "coop.comb"), first = cg_block(f, "coop.first"),
+                    join = cg_block(f, "coop.join");
+  LLVMBuildCondBr(B, co_valid(f, p), comb, first);
+  LLVMPositionBuilderAtEnd(B, comb);
+  cg_val res;
+  cg_seq_step(f, lam, &p->acc, x, true, &res);
+  LLVMBuildBr(B, join);
+  LLVMPositionBuilderAtEnd(B, first);
+  cg_var_store(f, &p->acc, x);
+  LLVMBuildBr(B, join);
+  LLVMPositionBuilderAtEnd(B, join);
+  LLVMBuildStore(B, LLVMConstInt(M->t_i1, 1, 0), p->valid);
+  cg_seq_endif(f, after);
+}
+
+static void co_part_get(cg_fn *f, const co_part *p, cg_val *v) {
+  cg_var_load(f, &p->acc, v);
+}
+
+/* p's value and flag shuffled (mode, arg) into q. */
+static void co_part_shfl(cg_fn *f, simt_shfl_mode mode, const co_part *p, LLVMValueRef arg,
+                         cg_val *v, LLVMValueRef *valid) {
+  cg_val a;
+  co_part_get(f, p, &a);
+  co_shfl(f, mode, &a, arg, v);
+  *valid = simt_shfl(f, mode, co_valid(f, p), arg);
+}
+
+void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, const cg_val *z, seq_row *r,
+                      const seq_arr *o, LLVMValueRef n) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  uint8_t mode = f->coop;
+  f->coop = CG_COOP_NONE;
+  ir_type elem = cg_seq_param(M, lam, 0);
+  LLVMValueRef t, g, zero = cg_i64(M, 0), one = cg_i64(M, 1);
+  cg_coop_rank(f, mode, &t, &g);
+  LLVMValueRef lane = simt_lane(f);
+  n = cg_seq_smax(f, n, zero);
+  /* the elements the function is applied to: all but the last of an
+   * exclusive scan, which the interpreter never applies it to */
+  LLVMValueRef m = excl ? cg_seq_smax(f, LLVMBuildSub(B, n, one, ""), zero) : n;
+  co_part carry;
+  co_part_new(f, elem, &carry);
+  if (excl) {
+    cg_var_store(f, &carry.acc, z);
+    LLVMBuildStore(B, LLVMConstInt(M->t_i1, 1, 0), carry.valid);
+    LLVMBasicBlockRef after = cg_seq_if(
+        f, LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, t, zero, ""),
+                        LLVMBuildICmp(B, LLVMIntSGT, n, zero, ""), ""));
+    cg_seq_store(f, o, r->lin0, z);
+    cg_seq_endif(f, after);
+  }
+  LLVMValueRef cnt = LLVMBuildUDiv(B, LLVMBuildAdd(B, m, LLVMBuildSub(B, g, one, ""), ""), g, "");
+  cg_loop l;
+  LLVMValueRef c = cg_loop_begin(f, &l, zero, cnt);
+  LLVMValueRef j = LLVMBuildAdd(B, LLVMBuildMul(B, c, g, ""), t, "");
+  LLVMValueRef has = LLVMBuildICmp(B, LLVMIntSLT, j, m, "");
+  co_part x;
+  co_part_new(f, elem, &x);
+  LLVMBasicBlockRef after = cg_seq_if(f, has);
+  cg_val v;
+  cg_seq_row_load(f, r, j, elem, &v);
+  cg_var_store(f, &x.acc, &v);
+  LLVMBuildStore(B, LLVMConstInt(M->t_i1, 1, 0), x.valid);
+  cg_seq_endif(f, after);
+  /* the warp's inclusive scan (shuffle-up steps; a lane without a value
+   * takes its left neighbour's, so lane 31 ends with the warp's total) */
+  for (unsigned s = 1; s < SIMT_WARP; s <<= 1) {
+    LLVMValueRef k = LLVMConstInt(M->t_i32, s, 0), ov;
+    cg_val other;
+    co_part_shfl(f, SIMT_SHFL_UP, &x, k, &other, &ov);
+    LLVMValueRef up = LLVMBuildICmp(B, LLVMIntUGE, lane, k, "");
+    co_take_left(f, lam, &x, LLVMBuildAnd(B, up, ov, ""), &other);
+  }
+  co_part total;
+  co_part_new(f, elem, &total);
+  LLVMValueRef w31 = LLVMConstInt(M->t_i32, SIMT_WARP - 1, 0);
+  if (mode == CG_COOP_BLOCK) {
+    /* warp totals through shared memory: the warps before this one, then
+     * all of them */
+    cg_val a;
+    co_part_get(f, &x, &a);
+    LLVMValueRef *sh = cg_new(M, (a.n ? a.n : 1) * sizeof *sh);
+    LLVMTypeRef *st = cg_new(M, (a.n ? a.n : 1) * sizeof *st);
+    for (uint32_t i = 0; i < a.n; i++) {
+      st[i] = LLVMTypeOf(a.l[i].v) == M->t_i1 ? M->t_i8 : LLVMTypeOf(a.l[i].v);
+      sh[i] = simt_shared(f, st[i], SIMT_WARP, "coop.scan");
+    }
+    LLVMValueRef shv = simt_shared(f, M->t_i8, SIMT_WARP, "coop.scan.valid");
+    LLVMValueRef w = LLVMBuildZExt(B, simt_warp(f), M->t_i64, "");
+    simt_barrier(f);
+    LLVMBasicBlockRef a31 = cg_seq_if(f, LLVMBuildICmp(B, LLVMIntEQ, lane, w31, ""));
+    for (uint32_t i = 0; i < a.n; i++) {
+      LLVMValueRef val = a.l[i].v;
+      if (LLVMTypeOf(val) == M->t_i1)
+        val = LLVMBuildZExt(B, val, M->t_i8, "");
+      LLVMBuildStore(B, val, LLVMBuildInBoundsGEP2(B, st[i], sh[i], &w, 1, ""));
+    }
+    LLVMBuildStore(B, LLVMBuildZExt(B, co_valid(f, &x), M->t_i8, ""),
+                   LLVMBuildInBoundsGEP2(B, M->t_i8, shv, &w, 1, ""));
+    cg_seq_endif(f, a31);
+    simt_barrier(f);
+    co_part pre;
+    co_part_new(f, elem, &pre);
+    LLVMValueRef nw = LLVMBuildUDiv(B, g, cg_i64(M, SIMT_WARP), "");
+    cg_loop wl;
+    LLVMValueRef k = cg_loop_begin(f, &wl, zero, nw);
+    cg_val s = a;
+    s.l = cg_seq_leaves(M, a.n);
+    for (uint32_t i = 0; i < a.n; i++) {
+      s.l[i] = a.l[i];
+      LLVMValueRef ld = LLVMBuildLoad2(B, st[i], LLVMBuildInBoundsGEP2(B, st[i], sh[i], &k, 1, ""), "");
+      s.l[i].v = LLVMTypeOf(a.l[i].v) == M->t_i1 ? LLVMBuildTrunc(B, ld, M->t_i1, "") : ld;
+    }
+    LLVMValueRef sv = LLVMBuildTrunc(
+        B, LLVMBuildLoad2(B, M->t_i8, LLVMBuildInBoundsGEP2(B, M->t_i8, shv, &k, 1, ""), ""), M->t_i1,
+        "");
+    co_take(f, lam, &pre, LLVMBuildAnd(B, sv, LLVMBuildICmp(B, LLVMIntULT, k, w, ""), ""), &s);
+    co_take(f, lam, &total, sv, &s);
+    cg_loop_end(f, &wl);
+    /* this thread's inclusive value: the warps before it, then its own */
+    cg_val pv;
+    co_part_get(f, &pre, &pv);
+    co_take_left(f, lam, &x, co_valid(f, &pre), &pv);
+  } else {
+    cg_val tv;
+    LLVMValueRef tvalid;
+    co_part_shfl(f, SIMT_SHFL_IDX, &x, w31, &tv, &tvalid);
+    after = cg_seq_if(f, tvalid);
+    cg_var_store(f, &total.acc, &tv);
+    LLVMBuildStore(B, LLVMConstInt(M->t_i1, 1, 0), total.valid);
+    cg_seq_endif(f, after);
+  }
+  /* the chunks before: the carry on the left */
+  cg_val cv;
+  co_part_get(f, &carry, &cv);
+  co_take_left(f, lam, &x, co_valid(f, &carry), &cv);
+  after = cg_seq_if(f, has);
+  cg_val y;
+  co_part_get(f, &x, &y);
+  LLVMValueRef at = LLVMBuildAdd(B, r->lin0, excl ? LLVMBuildAdd(B, j, one, "") : j, "");
+  cg_seq_store(f, o, at, &y);
+  cg_seq_endif(f, after);
+  cg_val tot;
+  co_part_get(f, &total, &tot);
+  co_take(f, lam, &carry, co_valid(f, &total), &tot);
+  cg_loop_end(f, &l);
+  cg_coop_sync(f, mode); /* the row is written: every thread may read it */
+  f->coop = mode;
 }

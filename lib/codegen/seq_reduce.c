@@ -222,7 +222,12 @@ void cg_seq_scan(cg_fn *f, ir_ref e, cg_val *out) {
   cg_seq_view(f, e, ir_ops[op].spelling, &av, &a);
   if (M->st != AC_OK)
     return;
-  cg_seq_alloc(f, e, ir_node_get(M->m, e)->type, a.rank, a.ext, out, &o);
+  /* a warp or block scans a left scan together (seq_coop.c) */
+  bool group = f->coop != CG_COOP_NONE && !right;
+  if (group)
+    cg_seq_alloc_elems(f, e, ir_node_get(M->m, e)->type, a.rank, a.ext, out, &o);
+  else
+    cg_seq_alloc(f, e, ir_node_get(M->m, e)->type, a.rank, a.ext, out, &o);
   uint32_t q = a.rank - 1;
   LLVMValueRef n = o.ext[q];
   seq_nest rows;
@@ -232,7 +237,10 @@ void cg_seq_scan(cg_fn *f, ir_ref e, cg_val *out) {
     idx[d] = rows.idx[d];
   LLVMValueRef lin0 = LLVMBuildMul(M->b, cg_linear(f, q, o.ext, rows.idx), n, "");
   seq_row r = {&a, idx, cg_i64(M, 0), lin0};
-  scan_run(f, lam, excl, right, &z, &r, &o, n);
+  if (group)
+    cg_coop_scan_row(f, lam, excl, &z, &r, &o, n);
+  else
+    scan_run(f, lam, excl, right, &z, &r, &o, n);
   cg_seq_nest_end(f, &rows);
 }
 

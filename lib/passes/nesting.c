@@ -12,7 +12,7 @@
  * product), and not when a thread per element already reads well: when
  * all elements stream through the same array (n-body: the lanes of a warp
  * read one address) or when neighbouring elements read neighbouring
- * addresses (b[l, j] in a matrix product over (i, j)). ps_coop_fold tells
+ * addresses (b[l, j] in a matrix product over (i, j)). ps_coop_row tells
  * these apart by the reads of the fold's operand:
  *   - ROW reads: slice(a, start, ...) with a bound that depends on the
  *     element (the enclosing lambda's parameters, or lets in its body,
@@ -30,11 +30,12 @@
  * A fold is the group's when its operand has ROW reads and no ACROSS
  * reads. ps_coop_code accepts element code with such a fold, unless it
  * also has an array operation that every thread of the group would
- * compute in full (a scan, a filter, a recurrence): besides folds and
- * views, only the element-wise operations that the group computes
- * together, each thread its share of the elements into one array
- * (generate, map, gather, backpermute, iota, fill: ps_coop_elementwise;
- * Copperhead's SpMV gathers its row of x that way before folding it).
+ * compute in full (a filter, a right scan, a recurrence): besides folds
+ * and views, only the operations that the group computes together into
+ * one array: the element-wise ones, each thread its share of the
+ * elements (generate, map, gather, backpermute, iota, fill; Copperhead's
+ * SpMV gathers its row of x that way before folding it), and left scans
+ * (scan, scan_incl), by warp scans: ps_coop_array_op.
  * The sequentialise pass does not warn about those operations, nor about
  * the group's folds, in element code it accepts.
  */
@@ -172,9 +173,10 @@ static unsigned ns_walk(const ac_module *m, ir_ref r, uint32_t base, int64_t ex,
   }
 }
 
-bool ps_coop_fold(const ac_module *m, ir_ref fold, uint32_t base, int64_t ex) {
-  const ir_node *n = ir_node_get(m, fold);
-  return n->op == IR_FOLD && n->nkids == 3 && ns_walk(m, ir_kid(m, fold, 2), base, ex, 0) == NS_ROW;
+bool ps_coop_row(const ac_module *m, ir_ref r, uint32_t base, int64_t ex) {
+  const ir_node *n = ir_node_get(m, r);
+  uint32_t k = n->op == IR_FOLD || n->op == IR_SCAN ? 2 : n->op == IR_SCAN_INCL ? 1 : UINT32_MAX;
+  return k < n->nkids && ns_walk(m, ir_kid(m, r, k), base, ex, 0) == NS_ROW;
 }
 
 /* Whether r (or a function it calls) has an array operation. */
@@ -199,7 +201,7 @@ static bool ns_heavy(const ac_module *m, ir_ref r, uint32_t depth) {
 
 typedef enum ns_found { NS_NOTHING, NS_FOLD, NS_HEAVY } ns_found;
 
-bool ps_coop_elementwise(const ac_module *m, ir_ref r) {
+bool ps_coop_array_op(const ac_module *m, ir_ref r) {
   switch ((ir_op)ir_node_get(m, r)->op) {
   case IR_GENERATE:
   case IR_MAP:
@@ -207,6 +209,8 @@ bool ps_coop_elementwise(const ac_module *m, ir_ref r) {
   case IR_BACKPERMUTE:
   case IR_IOTA:
   case IR_FILL:
+  case IR_SCAN:
+  case IR_SCAN_INCL:
     return true;
   default:
     return false;
@@ -214,26 +218,27 @@ bool ps_coop_elementwise(const ac_module *m, ir_ref r) {
 }
 
 /* What r holds where every thread of a group runs it alike: a fold that
- * ps_coop_fold accepts, or (which wins) an array operation that each
+ * ps_coop_row accepts, or (which wins) an array operation that each
  * thread would compute in full, the same work 32 or 128 times over:
  * anything but a fold, a view (a rank-1 slice, a reshape) and the
- * element-wise operations the group computes together
- * (ps_coop_elementwise), or a call of a function that has one. The
- * functions of array operations, and a fold's operand, are each thread's
- * own work (`lane`): nothing there is redundant, and no fold there is the
- * group's. */
+ * operations the group computes together (ps_coop_array_op), or a call
+ * of a function that has one. The functions of array operations, and
+ * their delayed operands, are each thread's own work (`lane`): nothing
+ * there is redundant, and no fold there is the group's. */
 static ns_found ns_find(const ac_module *m, ir_ref r, uint32_t base, int64_t ex, bool lane,
                         uint32_t depth) {
   if (depth > NS_MAX_DEPTH)
     return NS_HEAVY;
   const ir_node *n = ir_node_get(m, r);
   bool arrop = ps_is_array_op(m, r);
-  if (!lane && n->op == IR_FOLD && ps_coop_fold(m, r, base, ex))
-    return n->nkids > 1 && ns_find(m, ir_kid(m, r, 1), base, ex, false, depth + 1) == NS_HEAVY
-               ? NS_HEAVY
-               : NS_FOLD;
+  if (!lane && ps_coop_row(m, r, base, ex)) {
+    /* the start value (a fold's, an exclusive scan's) is uniform code */
+    bool z = n->op != IR_SCAN_INCL && n->nkids > 1;
+    return z && ns_find(m, ir_kid(m, r, 1), base, ex, false, depth + 1) == NS_HEAVY ? NS_HEAVY
+                                                                                  : NS_FOLD;
+  }
   if (!lane && arrop && n->op != IR_FOLD && n->op != IR_RESHAPE && n->op != IR_DELAY &&
-      !ps_coop_elementwise(m, r) &&
+      !ps_coop_array_op(m, r) &&
       !(n->op == IR_SLICE && ir_ty_info(m->ctx, n->type).kind == TK_ARRAY &&
         ir_ty_info(m->ctx, n->type).rank == 1))
     return NS_HEAVY;
@@ -249,8 +254,8 @@ static ns_found ns_find(const ac_module *m, ir_ref r, uint32_t base, int64_t ex,
     if (!k)
       continue;
     ir_op kop = (ir_op)ir_node_get(m, k)->op;
-    bool in_lane = lane || (arrop && (kop == IR_LAM || kop == IR_FNREF)) ||
-                   (n->op == IR_FOLD && i == 2);
+    /* functions, and delayed operands (computed element by element) */
+    bool in_lane = lane || (arrop && (kop == IR_LAM || kop == IR_FNREF || kop == IR_DELAY));
     uint32_t b = ir_binders(m, r, i);
     ns_found in = ns_find(m, k, base + b, ex < 0 ? ex : ex + b, in_lane, depth + 1);
     found = in > found ? in : found;

@@ -154,20 +154,22 @@ bool ps_has_empty_arrlit(const ac_module *m, ir_ref r);
  * ops.def order; lowering makes kernels of these at plan level). */
 bool ps_is_array_op(const ac_module *m, ir_ref r);
 
-/* Nested folds that a warp or a block computes together (nesting.c): fold
- * node `fold`, under `base` binders of the element code (the enclosing
- * lambda's parameters and the lets in its body; ex: the de Bruijn index
- * there of the element's innermost index, a generate's last parameter, or
- * -1), reads a row of the element that a thread per element would read
- * badly; and element code `code` (a lambda or a function reference given
- * to map, or to generate when `indexed`) holds such a fold where all
- * threads of a group run it with the same values, and no array operation
- * that each of them would compute in full. */
-bool ps_coop_fold(const ac_module *m, ir_ref fold, uint32_t base, int64_t ex);
-/* The element-wise operations that such a group computes together (each
- * thread its share of the elements) in such element code. */
-bool ps_coop_elementwise(const ac_module *m, ir_ref r);
+/* Nested folds and scans that a warp or a block computes together
+ * (nesting.c): node r (a fold, scan or scan_incl), under `base` binders of
+ * the element code (the enclosing lambda's parameters and the lets in its
+ * body; ex: the de Bruijn index there of the element's innermost index, a
+ * generate's last parameter, or -1), reads a row of the element that a
+ * thread per element would read badly; and element code `code` (a lambda
+ * or a function reference given to map, or to generate when `indexed`)
+ * holds such an operation where all threads of a group run it with the
+ * same values, and no array operation that each of them would compute in
+ * full. */
+bool ps_coop_row(const ac_module *m, ir_ref r, uint32_t base, int64_t ex);
 bool ps_coop_code(const ac_module *m, ir_ref code, bool indexed);
+/* The array operations that such a group computes together into one
+ * array in such element code (the element-wise ones, each thread its share
+ * of the elements; left scans, by warp scans). */
+bool ps_coop_array_op(const ac_module *m, ir_ref r);
 
 /* True if the function body r prints as text that parses again: at most
  * PARSE_MAX_DEPTH nested operations as the printer counts them, and at most

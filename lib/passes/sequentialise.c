@@ -280,9 +280,9 @@ static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
   if (!elem && n->op == IR_CALL)
     sq_walk_fn(s, n->attr, depth); /* the callee's plan-level code */
   bool grouped = elem && s->coop &&
-                 (ps_coop_elementwise(s->m, r) ||
-                  (n->op == IR_FOLD &&
-                   ps_coop_fold(s->m, r, (uint32_t)s->nnames,
+                 (ps_coop_array_op(s->m, r) ||
+                  (n->op == IR_FOLD && /* scans are ps_coop_array_op's */
+                   ps_coop_row(s->m, r, (uint32_t)s->nnames,
                                 s->coop_ix < 0 ? -1 : (int64_t)s->nnames - 1 - s->coop_ix)));
   if (elem && ps_is_array_op(s->m, r) && !sq_loopless(s, r) && !grouped)
     sq_report_op(s, r);
@@ -299,7 +299,7 @@ static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
     int64_t coop_ix = s->coop_ix;
     if (elem && ps_is_array_op(s->m, r)) { /* each thread alone (nesting.c's lanes) */
       ir_op kop = (ir_op)ir_node_get(s->m, k)->op;
-      if (kop == IR_LAM || kop == IR_FNREF || (n->op == IR_FOLD && i == 2))
+      if (kop == IR_LAM || kop == IR_FNREF || kop == IR_DELAY)
         s->coop = false;
     }
     if (enter) {
