@@ -169,6 +169,62 @@ static void co_warp_reduce(cg_fn *f, ir_ref lam, co_part *p) {
   LLVMBuildStore(B, simt_shfl(f, SIMT_SHFL_IDX, co_valid(f, p), zero), p->valid);
 }
 
+/* One partial value per warp in shared memory (a block's warps meet
+ * there): an array of 32 per leaf (bool leaves as bytes) and the flags. */
+typedef struct co_slots {
+  uint32_t n;
+  LLVMValueRef *sh, shv;
+  LLVMTypeRef *st;
+} co_slots;
+
+static void co_slots_new(cg_fn *f, const cg_val *a, co_slots *s) {
+  cg_module *M = f->M;
+  s->n = a->n;
+  s->sh = cg_new(M, (a->n ? a->n : 1) * sizeof *s->sh);
+  s->st = cg_new(M, (a->n ? a->n : 1) * sizeof *s->st);
+  for (uint32_t i = 0; i < a->n; i++) {
+    s->st[i] = LLVMTypeOf(a->l[i].v) == M->t_i1 ? M->t_i8 : LLVMTypeOf(a->l[i].v);
+    s->sh[i] = simt_shared(f, s->st[i], SIMT_WARP, "coop.part");
+  }
+  s->shv = simt_shared(f, M->t_i8, SIMT_WARP, "coop.valid");
+}
+
+/* Slot w = (a, valid), by the threads for which `who` holds, between two
+ * barriers (the first keeps the previous use's readers ahead of it). */
+static void co_slots_put(cg_fn *f, const co_slots *s, LLVMValueRef who, LLVMValueRef w,
+                         const cg_val *a, LLVMValueRef valid) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  simt_barrier(f);
+  LLVMBasicBlockRef after = cg_seq_if(f, who);
+  for (uint32_t i = 0; i < s->n; i++) {
+    LLVMValueRef v = a->l[i].v;
+    if (LLVMTypeOf(v) == M->t_i1)
+      v = LLVMBuildZExt(B, v, M->t_i8, "");
+    LLVMBuildStore(B, v, LLVMBuildInBoundsGEP2(B, s->st[i], s->sh[i], &w, 1, ""));
+  }
+  LLVMBuildStore(B, LLVMBuildZExt(B, valid, M->t_i8, ""),
+                 LLVMBuildInBoundsGEP2(B, M->t_i8, s->shv, &w, 1, ""));
+  cg_seq_endif(f, after);
+  simt_barrier(f);
+}
+
+/* Slot k as a value shaped like `like`, and its flag. */
+static void co_slots_get(cg_fn *f, const co_slots *s, LLVMValueRef k, const cg_val *like,
+                         cg_val *out, LLVMValueRef *valid) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  *out = *like;
+  out->l = cg_seq_leaves(M, like->n);
+  for (uint32_t i = 0; i < s->n; i++) {
+    out->l[i] = like->l[i];
+    LLVMValueRef v = LLVMBuildLoad2(B, s->st[i], LLVMBuildInBoundsGEP2(B, s->st[i], s->sh[i], &k, 1, ""), "");
+    out->l[i].v = LLVMTypeOf(like->l[i].v) == M->t_i1 ? LLVMBuildTrunc(B, v, M->t_i1, "") : v;
+  }
+  LLVMValueRef v = LLVMBuildLoad2(B, M->t_i8, LLVMBuildInBoundsGEP2(B, M->t_i8, s->shv, &k, 1, ""), "");
+  *valid = LLVMBuildTrunc(B, v, M->t_i1, "");
+}
+
 /* The warps' values (each warp's lanes all hold it) combined in warp order
  * through shared memory; every thread of the block gets the result. */
 static void co_block_reduce(cg_fn *f, ir_ref lam, co_part *p) {
@@ -176,43 +232,20 @@ static void co_block_reduce(cg_fn *f, ir_ref lam, co_part *p) {
   LLVMBuilderRef B = M->b;
   cg_val a;
   cg_var_load(f, &p->acc, &a);
-  LLVMValueRef *sh = cg_new(M, (a.n ? a.n : 1) * sizeof *sh);
-  LLVMTypeRef *st = cg_new(M, (a.n ? a.n : 1) * sizeof *st);
-  for (uint32_t i = 0; i < a.n; i++) {
-    st[i] = LLVMTypeOf(a.l[i].v);
-    if (st[i] == M->t_i1)
-      st[i] = M->t_i8;
-    sh[i] = simt_shared(f, st[i], SIMT_WARP, "coop.part");
-  }
-  LLVMValueRef shv = simt_shared(f, M->t_i8, SIMT_WARP, "coop.valid");
+  co_slots s;
+  co_slots_new(f, &a, &s);
   LLVMValueRef w = LLVMBuildZExt(B, simt_warp(f), M->t_i64, "");
-  simt_barrier(f); /* the previous use's readers are done */
-  LLVMBasicBlockRef after =
-      cg_seq_if(f, LLVMBuildICmp(B, LLVMIntEQ, simt_lane(f), LLVMConstInt(M->t_i32, 0, 0), ""));
-  for (uint32_t i = 0; i < a.n; i++) {
-    LLVMValueRef v = a.l[i].v;
-    if (LLVMTypeOf(v) == M->t_i1)
-      v = LLVMBuildZExt(B, v, M->t_i8, "");
-    LLVMBuildStore(B, v, LLVMBuildInBoundsGEP2(B, st[i], sh[i], &w, 1, ""));
-  }
-  LLVMBuildStore(B, LLVMBuildZExt(B, co_valid(f, p), M->t_i8, ""),
-                 LLVMBuildInBoundsGEP2(B, M->t_i8, shv, &w, 1, ""));
-  cg_seq_endif(f, after);
-  simt_barrier(f);
+  LLVMValueRef lane0 = LLVMBuildICmp(B, LLVMIntEQ, simt_lane(f), LLVMConstInt(M->t_i32, 0, 0), "");
+  co_slots_put(f, &s, lane0, w, &a, co_valid(f, p));
   LLVMBuildStore(B, LLVMConstInt(M->t_i1, 0, 0), p->valid);
   LLVMValueRef nw = LLVMBuildZExt(B, simt_ntid(f), M->t_i64, "");
   nw = LLVMBuildUDiv(B, nw, cg_i64(M, SIMT_WARP), "");
   cg_loop l;
   LLVMValueRef j = cg_loop_begin(f, &l, cg_i64(M, 0), nw);
-  cg_val x = a;
-  x.l = cg_seq_leaves(M, a.n);
-  for (uint32_t i = 0; i < a.n; i++) {
-    x.l[i] = a.l[i];
-    LLVMValueRef v = LLVMBuildLoad2(B, st[i], LLVMBuildInBoundsGEP2(B, st[i], sh[i], &j, 1, ""), "");
-    x.l[i].v = LLVMTypeOf(a.l[i].v) == M->t_i1 ? LLVMBuildTrunc(B, v, M->t_i1, "") : v;
-  }
-  LLVMValueRef has = LLVMBuildLoad2(B, M->t_i8, LLVMBuildInBoundsGEP2(B, M->t_i8, shv, &j, 1, ""), "");
-  co_take(f, lam, p, LLVMBuildTrunc(B, has, M->t_i1, ""), &x);
+  cg_val x;
+  LLVMValueRef has;
+  co_slots_get(f, &s, j, &a, &x, &has);
+  co_take(f, lam, p, has, &x);
   cg_loop_end(f, &l);
 }
 
@@ -455,43 +488,20 @@ void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, const cg_val *z, seq_row 
      * all of them */
     cg_val a;
     co_part_get(f, &x, &a);
-    LLVMValueRef *sh = cg_new(M, (a.n ? a.n : 1) * sizeof *sh);
-    LLVMTypeRef *st = cg_new(M, (a.n ? a.n : 1) * sizeof *st);
-    for (uint32_t i = 0; i < a.n; i++) {
-      st[i] = LLVMTypeOf(a.l[i].v) == M->t_i1 ? M->t_i8 : LLVMTypeOf(a.l[i].v);
-      sh[i] = simt_shared(f, st[i], SIMT_WARP, "coop.scan");
-    }
-    LLVMValueRef shv = simt_shared(f, M->t_i8, SIMT_WARP, "coop.scan.valid");
+    co_slots sl;
+    co_slots_new(f, &a, &sl);
     LLVMValueRef w = LLVMBuildZExt(B, simt_warp(f), M->t_i64, "");
-    simt_barrier(f);
-    LLVMBasicBlockRef a31 = cg_seq_if(f, LLVMBuildICmp(B, LLVMIntEQ, lane, w31, ""));
-    for (uint32_t i = 0; i < a.n; i++) {
-      LLVMValueRef val = a.l[i].v;
-      if (LLVMTypeOf(val) == M->t_i1)
-        val = LLVMBuildZExt(B, val, M->t_i8, "");
-      LLVMBuildStore(B, val, LLVMBuildInBoundsGEP2(B, st[i], sh[i], &w, 1, ""));
-    }
-    LLVMBuildStore(B, LLVMBuildZExt(B, co_valid(f, &x), M->t_i8, ""),
-                   LLVMBuildInBoundsGEP2(B, M->t_i8, shv, &w, 1, ""));
-    cg_seq_endif(f, a31);
-    simt_barrier(f);
+    co_slots_put(f, &sl, LLVMBuildICmp(B, LLVMIntEQ, lane, w31, ""), w, &a, co_valid(f, &x));
     co_part pre;
     co_part_new(f, elem, &pre);
     LLVMValueRef nw = LLVMBuildUDiv(B, g, cg_i64(M, SIMT_WARP), "");
     cg_loop wl;
     LLVMValueRef k = cg_loop_begin(f, &wl, zero, nw);
-    cg_val s = a;
-    s.l = cg_seq_leaves(M, a.n);
-    for (uint32_t i = 0; i < a.n; i++) {
-      s.l[i] = a.l[i];
-      LLVMValueRef ld = LLVMBuildLoad2(B, st[i], LLVMBuildInBoundsGEP2(B, st[i], sh[i], &k, 1, ""), "");
-      s.l[i].v = LLVMTypeOf(a.l[i].v) == M->t_i1 ? LLVMBuildTrunc(B, ld, M->t_i1, "") : ld;
-    }
-    LLVMValueRef sv = LLVMBuildTrunc(
-        B, LLVMBuildLoad2(B, M->t_i8, LLVMBuildInBoundsGEP2(B, M->t_i8, shv, &k, 1, ""), ""), M->t_i1,
-        "");
-    co_take(f, lam, &pre, LLVMBuildAnd(B, sv, LLVMBuildICmp(B, LLVMIntULT, k, w, ""), ""), &s);
-    co_take(f, lam, &total, sv, &s);
+    cg_val sv;
+    LLVMValueRef svalid;
+    co_slots_get(f, &sl, k, &a, &sv, &svalid);
+    co_take(f, lam, &pre, LLVMBuildAnd(B, svalid, LLVMBuildICmp(B, LLVMIntULT, k, w, ""), ""), &sv);
+    co_take(f, lam, &total, svalid, &sv);
     cg_loop_end(f, &wl);
     /* this thread's inclusive value: the warps before it, then its own */
     cg_val pv;
