@@ -113,8 +113,10 @@ static LLVMValueRef co_valid(cg_fn *f, const co_part *p) {
   return LLVMBuildLoad2(f->M->b, f->M->t_i1, p->valid, "");
 }
 
-/* When `has`: p = p.valid ? lam(p, x) : x, and p becomes valid. */
-static void co_take(cg_fn *f, ir_ref lam, co_part *p, LLVMValueRef has, const cg_val *x) {
+/* When `has`: p = p.valid ? lam(p, x) : x, and p becomes valid; lam(x, p)
+ * when x is on the `left` (a scan's earlier elements). */
+static void co_take_at(cg_fn *f, ir_ref lam, co_part *p, LLVMValueRef has, const cg_val *x,
+                       bool left) {
   cg_module *M = f->M;
   LLVMBuilderRef B = M->b;
   LLVMBasicBlockRef after = cg_seq_if(f, has);
@@ -123,7 +125,7 @@ static void co_take(cg_fn *f, ir_ref lam, co_part *p, LLVMValueRef has, const cg
   LLVMBuildCondBr(B, co_valid(f, p), comb, first);
   LLVMPositionBuilderAtEnd(B, comb);
   cg_val res;
-  cg_seq_step(f, lam, &p->acc, x, false, &res);
+  cg_seq_step(f, lam, &p->acc, x, left, &res);
   LLVMBuildBr(B, join);
   LLVMPositionBuilderAtEnd(B, first);
   cg_var_store(f, &p->acc, x);
@@ -131,6 +133,14 @@ static void co_take(cg_fn *f, ir_ref lam, co_part *p, LLVMValueRef has, const cg
   LLVMPositionBuilderAtEnd(B, join);
   LLVMBuildStore(B, LLVMConstInt(M->t_i1, 1, 0), p->valid);
   cg_seq_endif(f, after);
+}
+
+static void co_take(cg_fn *f, ir_ref lam, co_part *p, LLVMValueRef has, const cg_val *x) {
+  co_take_at(f, lam, p, has, x, false);
+}
+
+static void co_take_left(cg_fn *f, ir_ref lam, co_part *p, LLVMValueRef has, const cg_val *x) {
+  co_take_at(f, lam, p, has, x, true);
 }
 
 /* v with each leaf shuffled (mode, arg). */
@@ -398,27 +408,6 @@ void cg_coop_new_arrays(cg_fn *f, ir_ref at, uint32_t rank, LLVMValueRef *ext, u
 }
 
 /* ---- scans ---- */
-
-/* When `has`: p = p.valid ? lam(x, p) : x (x is the LEFT operand), and p
- * becomes valid. */
-static void co_take_left(cg_fn *f, ir_ref lam, co_part *p, LLVMValueRef has, const cg_val *x) {
-  cg_module *M = f->M;
-  LLVMBuilderRef B = M->b;
-  LLVMBasicBlockRef after = cg_seq_if(f, has);
-  LLVMBasicBlockRef comb = cg_block(f, "coop.comb"), first = cg_block(f, "coop.first"),
-                    join = cg_block(f, "coop.join");
-  LLVMBuildCondBr(B, co_valid(f, p), comb, first);
-  LLVMPositionBuilderAtEnd(B, comb);
-  cg_val res;
-  cg_seq_step(f, lam, &p->acc, x, true, &res);
-  LLVMBuildBr(B, join);
-  LLVMPositionBuilderAtEnd(B, first);
-  cg_var_store(f, &p->acc, x);
-  LLVMBuildBr(B, join);
-  LLVMPositionBuilderAtEnd(B, join);
-  LLVMBuildStore(B, LLVMConstInt(M->t_i1, 1, 0), p->valid);
-  cg_seq_endif(f, after);
-}
 
 static void co_part_get(cg_fn *f, const co_part *p, cg_val *v) {
   cg_var_load(f, &p->acc, v);

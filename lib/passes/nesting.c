@@ -45,41 +45,36 @@
 #define NS_MAX_DEPTH 2000u
 
 /* Whether r refers to a binder with de Bruijn index in [lo, hi), as seen
- * from r (binders inside r shift the range). */
-static bool ns_refs(const ac_module *m, ir_ref r, uint32_t lo, uint32_t hi, uint32_t depth) {
+ * from r (binders inside r shift the range); with `reads` false, not
+ * looking inside reads (a[k]): whether r's VALUE moves with those binders
+ * as an index does (j + 1, 2 * j), rather than through data (lens[j]),
+ * which says nothing about where neighbouring elements read. Too deep:
+ * the answer that offers a variant (yes through reads, else no). */
+static bool ns_refs_in(const ac_module *m, ir_ref r, uint32_t lo, uint32_t hi, bool reads,
+                       uint32_t depth) {
   if (depth > NS_MAX_DEPTH)
-    return true;
+    return reads;
   const ir_node *n = ir_node_get(m, r);
   if (n->op == IR_VAR)
     return n->attr >= 0 && (uint64_t)n->attr >= lo && (uint64_t)n->attr < hi;
+  if (n->op == IR_INDEX && !reads)
+    return false;
   for (uint32_t i = 0; i < n->nkids; i++) {
     ir_ref k = ir_kid(m, r, i);
     uint32_t b = ir_binders(m, r, i);
-    if (k && ns_refs(m, k, lo + b, hi + b, depth + 1))
+    if (k && ns_refs_in(m, k, lo + b, hi + b, reads, depth + 1))
       return true;
   }
   return false;
 }
 
-/* ns_refs, not looking inside reads (a[k]): whether r's VALUE moves with
- * those binders as an index does (j + 1, 2 * j), rather than through data
- * (lens[j]), which says nothing about where neighbouring elements read. */
+static bool ns_refs(const ac_module *m, ir_ref r, uint32_t lo, uint32_t hi, uint32_t depth) {
+  return ns_refs_in(m, r, lo, hi, true, depth);
+}
+
 static bool ns_refs_direct(const ac_module *m, ir_ref r, uint32_t lo, uint32_t hi,
                            uint32_t depth) {
-  if (depth > NS_MAX_DEPTH)
-    return false;
-  const ir_node *n = ir_node_get(m, r);
-  if (n->op == IR_VAR)
-    return n->attr >= 0 && (uint64_t)n->attr >= lo && (uint64_t)n->attr < hi;
-  if (n->op == IR_INDEX)
-    return false;
-  for (uint32_t i = 0; i < n->nkids; i++) {
-    ir_ref k = ir_kid(m, r, i);
-    uint32_t b = ir_binders(m, r, i);
-    if (k && ns_refs_direct(m, k, lo + b, hi + b, depth + 1))
-      return true;
-  }
-  return false;
+  return ns_refs_in(m, r, lo, hi, false, depth);
 }
 
 /* How a read a[ix] in the function of a generate (np parameters, the j's)
