@@ -200,42 +200,81 @@ static bool is_word(lw *L, ir_ref e) {
   return ir_node_get(L->m, e)->op == IR_VAR;
 }
 
-static bool node_is_i64(lw *L, ir_ref e) {
-  ac_scalar sc;
-  return ir_ty_is_scalar(L->ctx, ir_node_get(L->m, e)->type, &sc) && sc == AC_I64;
+/* The scalar kinds size expressions compute exactly with the plan's i64
+ * arithmetic: every integer kind but u64 (whose values above INT64_MAX an
+ * i64 cannot hold), and bool (comparisons and logic, as 0 and 1). */
+static bool sz_kind(lw *L, ir_ref e, ac_scalar *sc) {
+  return ir_ty_is_scalar(L->ctx, ir_node_get(L->m, e)->type, sc) && *sc != AC_U64 &&
+         *sc != AC_F32 && *sc != AC_F64;
 }
 
-/* A size expression: see the file comment. PROJ chains down to a variable
- * are words too. */
+/* x, an exact i64 result of arithmetic on values of kind sc, wrapped to
+ * sc's range as the language's arithmetic wraps (docs/language.md §6.1):
+ * modulo 2^bits, signed kinds then centred. i64 wraps by itself. */
+static uint32_t sz_wrap(lw *L, uint32_t x, ac_scalar sc) {
+  if (sc == AC_I64)
+    return x;
+  int64_t bits = 8 * (int64_t)ac_scalar_size(sc), mod = (int64_t)1 << bits;
+  uint32_t km = lw_x_const(L, mod);
+  uint32_t u = lw_x_bin(L, PX_REM, lw_x_bin(L, PX_ADD, lw_x_bin(L, PX_REM, x, km), km), km);
+  if (sc == AC_U8 || sc == AC_U16 || sc == AC_U32)
+    return u;
+  uint32_t high = lw_x_bin(L, PX_LE, lw_x_const(L, mod / 2), u);
+  return lw_x_bin(L, PX_SUB, u, lw_x_bin(L, PX_MUL, high, km));
+}
+
+static bool sz_arith(ir_op op) {
+  return op == IR_ADD || op == IR_SUB || op == IR_MUL || op == IR_DIV || op == IR_REM ||
+         op == IR_MIN || op == IR_MAX;
+}
+
+static bool sz_compare(ir_op op) {
+  return op == IR_EQ || op == IR_NE || op == IR_LT || op == IR_LE || op == IR_GT || op == IR_GE;
+}
+
+/* A size expression: see the file comment. Besides i64 arithmetic it
+ * takes the other integer kinds but u64 (computed in i64 and wrapped to
+ * the kind: exact, since 2^bits divides 2^64, and division and remainder
+ * see operands in range), comparisons of such integers, and && || ! over
+ * such booleans (no operand can fail or has an effect, so evaluating both
+ * sides is the same as short-circuiting): the scalar steps of a loop, a
+ * `u32` counter or an `i32` bound test, stay on the host. PROJ chains down
+ * to a variable are words too. */
 static bool sz_ok(lw *L, ir_ref e, unsigned depth) {
   const ir_node *n = ir_node_get(L->m, e);
-  if (depth > LW_XDEPTH || !node_is_i64(L, e))
+  ac_scalar sc;
+  if (depth > LW_XDEPTH || !sz_kind(L, e, &sc))
     return false;
   switch ((ir_op)n->op) {
   case IR_LIT:
   case IR_VAR:
+    return true;
   case IR_LEN:
   case IR_SHAPE:
-    return true;
+    return sc == AC_I64;
   case IR_PROJ: {
     ir_ref k = ir_kid(L->m, e, 0);
-    return is_word(L, k) || ir_node_get(L->m, k)->op == IR_SHAPE;
+    return is_word(L, k) || (sc == AC_I64 && ir_node_get(L->m, k)->op == IR_SHAPE);
   }
   case IR_CAST: { /* i64(x) of an integer word: the conversion in the plan */
-    ac_scalar sc;
+    ac_scalar kc;
     ir_ref k = ir_kid(L->m, e, 0);
-    return node_is_int(L, k, &sc) && is_word(L, k);
+    return sc == AC_I64 && node_is_int(L, k, &kc) && is_word(L, k);
   }
-  case IR_ADD:
-  case IR_SUB:
-  case IR_MUL:
-  case IR_DIV:
-  case IR_REM:
-  case IR_MIN:
-  case IR_MAX:
+  case IR_NOT:
+  case IR_NEG:
+    return sz_ok(L, ir_kid(L->m, e, 0), depth + 1);
+  default: {
+    ac_scalar kc;
+    ir_op op = (ir_op)n->op;
+    /* arithmetic gives its operands' kind, a comparison compares two of
+     * a kind (sz_kind), && and || take bools */
+    if (!(sz_arith(op) ? sc != AC_BOOL
+                       : sz_compare(op) ? sz_kind(L, ir_kid(L->m, e, 0), &kc)
+                                        : op == IR_LAND || op == IR_LOR))
+      return false;
     return sz_ok(L, ir_kid(L->m, e, 0), depth + 1) && sz_ok(L, ir_kid(L->m, e, 1), depth + 1);
-  default:
-    return false;
+  }
   }
 }
 
@@ -246,26 +285,52 @@ static pl_xop sz_op(ir_op op) {
   case IR_MUL: return PX_MUL;
   case IR_DIV: return PX_DIV;
   case IR_REM: return PX_REM;
-  case IR_MIN: return PX_MIN;
-  default: return PX_MAX;
+  case IR_MIN: case IR_LAND: return PX_MIN;
+  case IR_EQ: return PX_EQ;
+  case IR_NE: return PX_NE;
+  case IR_LT: case IR_GT: return PX_LT;
+  case IR_LE: case IR_GE: return PX_LE;
+  default: return PX_MAX; /* IR_MAX, IR_LOR */
   }
 }
 
+/* The value of size expression e as the interpreter reads it: an integer
+ * of any kind as its i64 value, a bool as 0 or 1. */
 static uint32_t sz_emit(lw *L, ir_ref e) {
   const ir_node *n = ir_node_get(L->m, e);
   ir_op op = (ir_op)n->op;
-  if (op == IR_LIT)
-    return lw_x_const(L, n->lit.i);
-  if (op == IR_ADD || op == IR_SUB || op == IR_MUL || op == IR_DIV || op == IR_REM ||
-      op == IR_MIN || op == IR_MAX) {
+  ac_scalar sc = AC_I64;
+  sz_kind(L, e, &sc);
+  if (op == IR_LIT) { /* two's-complement bits sign-extended: wrap to the kind */
+    int64_t bits = 8 * (int64_t)ac_scalar_size(sc), v = n->lit.i;
+    if (sc == AC_BOOL)
+      return lw_x_const(L, v != 0);
+    if (bits < 64) {
+      uint64_t mask = ((uint64_t)1 << bits) - 1, u = (uint64_t)v & mask;
+      bool sgn = sc == AC_I8 || sc == AC_I16 || sc == AC_I32;
+      v = sgn && (u >> (bits - 1)) ? (int64_t)(u | ~mask) : (int64_t)u;
+    }
+    return lw_x_const(L, v);
+  }
+  if (sz_arith(op) || sz_compare(op) || op == IR_LAND || op == IR_LOR) {
     uint32_t a = sz_emit(L, ir_kid(L->m, e, 0));
     uint32_t b = sz_emit(L, ir_kid(L->m, e, 1));
-    return lw_x_bin(L, sz_op(op), a, b);
+    if (op == IR_GT || op == IR_GE) { /* a > b is b < a */
+      uint32_t t = a;
+      a = b;
+      b = t;
+    }
+    uint32_t x = lw_x_bin(L, sz_op(op), a, b);
+    return op == IR_MIN || op == IR_MAX || sc == AC_BOOL ? x : sz_wrap(L, x, sc);
   }
+  if (op == IR_NOT)
+    return lw_x_bin(L, PX_EQ, sz_emit(L, ir_kid(L->m, e, 0)), lw_x_const(L, 0));
+  if (op == IR_NEG)
+    return sz_wrap(L, lw_x_bin(L, PX_SUB, lw_x_const(L, 0), sz_emit(L, ir_kid(L->m, e, 0))), sc);
   /* VAR, PROJ chains, LEN, SHAPE, PROJ(SHAPE): lw_expr gives the word
-   * (lengths and shapes are the array's extent words) */
+   * (lengths and shapes are the array's extent words); a word of another
+   * kind is read as lw_word_int reads it */
   lw_val v;
-  ac_scalar sc = AC_I64;
   if (op == IR_CAST) { /* an integer word converted as the cast does */
     ir_ref k = ir_kid(L->m, e, 0);
     node_is_int(L, k, &sc);
@@ -275,7 +340,10 @@ static uint32_t sz_emit(lw *L, ir_ref e) {
   }
   if (!lw_expr(L, e, &v) || v.nwords < 1)
     return lw_x_const(L, 0);
-  return lw_x_word(L, v.words[0]);
+  if (sc == AC_BOOL)
+    return lw_x_bin(L, PX_NE, lw_x_bin(L, PX_REM, lw_x_word(L, v.words[0]), lw_x_const(L, 256)),
+                    lw_x_const(L, 0));
+  return sc == AC_I64 ? lw_x_word(L, v.words[0]) : lw_word_int(L, v.words[0], sc);
 }
 
 static bool scalar_kernel(lw *L, ir_ref e, bool to_i64, lw_val *out);
