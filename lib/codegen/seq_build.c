@@ -145,6 +145,15 @@ void cg_seq_filter(cg_fn *f, ir_ref e, cg_val *out) {
   cg_seq_view(f, e, "filter", &av, &a);
   if (M->st != AC_OK)
     return;
+  if (f->coop != CG_COOP_NONE) { /* a warp or block filters the row together */
+    cg_seq_alloc_elems(f, e, ir_node_get(M->m, e)->type, 1, a.ext, out, &o);
+    LLVMValueRef kept = cg_coop_filter_row(f, lam, &a, &o, o.ext[0]);
+    for (uint32_t i = 0; i < out->n; i++) {
+      out->l[i].ext = cg_new(M, sizeof *out->l[i].ext);
+      out->l[i].ext[0] = kept;
+    }
+    return;
+  }
   cg_seq_alloc(f, e, ir_node_get(M->m, e)->type, 1, a.ext, out, &o);
   LLVMValueRef count = cg_alloca(f, M->t_i64);
   LLVMBuildStore(B, cg_i64(M, 0), count);

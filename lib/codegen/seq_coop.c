@@ -5,14 +5,15 @@
  *
  * In a warp- or block-per-element kernel (cg_fn.coop) every thread of the
  * group runs the element code with the same values: the same branches, the
- * same loop trip counts, each thread with its own temporary memory. Two
+ * same loop trip counts, each thread with its own temporary memory. Some
  * kinds of operation depart from this: an array built element by element
  * (generate, map, gather, backpermute, iota, fill) is built once by the
  * group (cg_seq_alloc_elems, cg_seq_elems_begin: the first thread
  * allocates it, cg_coop_new_arrays hands the address to the others, each
- * thread computes its share, the group meets before it is read), a left
- * scan is scanned by the group into one array (cg_coop_scan_row, at the
- * end of this file), and a fold is computed by the group as follows. Thread t of the group (lane l of warp w) folds
+ * thread computes its share, the group meets before it is read), a scan
+ * (from either end) is scanned by the group into one array (cg_coop_scan_row, at the
+ * end of this file, with the group's filter, cg_coop_filter_row), and a
+ * fold is computed by the group as follows. Thread t of the group (lane l of warp w) folds
  * its share of the row, the group combines the shares, and every thread
  * ends with the fold's value, so that the code after it is uniform again:
  *   - a commutative function (cg_commutative): warp w takes an even,
@@ -422,7 +423,14 @@ static void co_part_shfl(cg_fn *f, simt_shfl_mode mode, const co_part *p, LLVMVa
   *valid = simt_shfl(f, mode, co_valid(f, p), arg);
 }
 
-void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, const cg_val *z, seq_row *r,
+/* Position j of the scan order as an index of the row: j, or n - 1 - j for
+ * a right scan. */
+static LLVMValueRef co_pos(cg_fn *f, bool right, LLVMValueRef n, LLVMValueRef j) {
+  LLVMBuilderRef B = f->M->b;
+  return right ? LLVMBuildSub(B, LLVMBuildSub(B, n, cg_i64(f->M, 1), ""), j, "") : j;
+}
+
+void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, bool right, const cg_val *z, seq_row *r,
                       const seq_arr *o, LLVMValueRef n) {
   cg_module *M = f->M;
   LLVMBuilderRef B = M->b;
@@ -433,6 +441,13 @@ void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, const cg_val *z, seq_row 
   cg_coop_rank(f, mode, &t, &g);
   LLVMValueRef lane = simt_lane(f);
   n = cg_seq_smax(f, n, zero);
+  /* a right scan is a left scan of the row read backwards whose operator
+   * takes its arguments swapped (f(x, acc)): what comes earlier in the
+   * scan order goes on the right of f */
+  void (*take)(cg_fn *, ir_ref, co_part *, LLVMValueRef, const cg_val *) =
+      right ? co_take_left : co_take;
+  void (*take_left)(cg_fn *, ir_ref, co_part *, LLVMValueRef, const cg_val *) =
+      right ? co_take : co_take_left;
   /* the elements the function is applied to: all but the last of an
    * exclusive scan, which the interpreter never applies it to */
   LLVMValueRef m = excl ? cg_seq_smax(f, LLVMBuildSub(B, n, one, ""), zero) : n;
@@ -444,7 +459,7 @@ void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, const cg_val *z, seq_row 
     LLVMBasicBlockRef after = cg_seq_if(
         f, LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, t, zero, ""),
                         LLVMBuildICmp(B, LLVMIntSGT, n, zero, ""), ""));
-    cg_seq_store(f, o, r->lin0, z);
+    cg_seq_store(f, o, LLVMBuildAdd(B, r->lin0, co_pos(f, right, n, zero), ""), z);
     cg_seq_endif(f, after);
   }
   LLVMValueRef cnt = LLVMBuildUDiv(B, LLVMBuildAdd(B, m, LLVMBuildSub(B, g, one, ""), ""), g, "");
@@ -456,7 +471,7 @@ void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, const cg_val *z, seq_row 
   co_part_new(f, elem, &x);
   LLVMBasicBlockRef after = cg_seq_if(f, has);
   cg_val v;
-  cg_seq_row_load(f, r, j, elem, &v);
+  cg_seq_row_load(f, r, co_pos(f, right, n, j), elem, &v);
   cg_var_store(f, &x.acc, &v);
   LLVMBuildStore(B, LLVMConstInt(M->t_i1, 1, 0), x.valid);
   cg_seq_endif(f, after);
@@ -467,7 +482,7 @@ void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, const cg_val *z, seq_row 
     cg_val other;
     co_part_shfl(f, SIMT_SHFL_UP, &x, k, &other, &ov);
     LLVMValueRef up = LLVMBuildICmp(B, LLVMIntUGE, lane, k, "");
-    co_take_left(f, lam, &x, LLVMBuildAnd(B, up, ov, ""), &other);
+    take_left(f, lam, &x, LLVMBuildAnd(B, up, ov, ""), &other);
   }
   co_part total;
   co_part_new(f, elem, &total);
@@ -489,13 +504,13 @@ void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, const cg_val *z, seq_row 
     cg_val sv;
     LLVMValueRef svalid;
     co_slots_get(f, &sl, k, &a, &sv, &svalid);
-    co_take(f, lam, &pre, LLVMBuildAnd(B, svalid, LLVMBuildICmp(B, LLVMIntULT, k, w, ""), ""), &sv);
-    co_take(f, lam, &total, svalid, &sv);
+    take(f, lam, &pre, LLVMBuildAnd(B, svalid, LLVMBuildICmp(B, LLVMIntULT, k, w, ""), ""), &sv);
+    take(f, lam, &total, svalid, &sv);
     cg_loop_end(f, &wl);
     /* this thread's inclusive value: the warps before it, then its own */
     cg_val pv;
     co_part_get(f, &pre, &pv);
-    co_take_left(f, lam, &x, co_valid(f, &pre), &pv);
+    take_left(f, lam, &x, co_valid(f, &pre), &pv);
   } else {
     cg_val tv;
     LLVMValueRef tvalid;
@@ -508,17 +523,103 @@ void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, const cg_val *z, seq_row 
   /* the chunks before: the carry on the left */
   cg_val cv;
   co_part_get(f, &carry, &cv);
-  co_take_left(f, lam, &x, co_valid(f, &carry), &cv);
+  take_left(f, lam, &x, co_valid(f, &carry), &cv);
   after = cg_seq_if(f, has);
   cg_val y;
   co_part_get(f, &x, &y);
-  LLVMValueRef at = LLVMBuildAdd(B, r->lin0, excl ? LLVMBuildAdd(B, j, one, "") : j, "");
+  LLVMValueRef at =
+      LLVMBuildAdd(B, r->lin0, co_pos(f, right, n, excl ? LLVMBuildAdd(B, j, one, "") : j), "");
   cg_seq_store(f, o, at, &y);
   cg_seq_endif(f, after);
   cg_val tot;
   co_part_get(f, &total, &tot);
-  co_take(f, lam, &carry, co_valid(f, &total), &tot);
+  take(f, lam, &carry, co_valid(f, &total), &tot);
   cg_loop_end(f, &l);
   cg_coop_sync(f, mode); /* the row is written: every thread may read it */
   f->coop = mode;
+}
+
+/* filter(p, a) by the group: chunks of its size, each thread testing one
+ * element; a warp ballot gives each keeper its place among the chunk's
+ * keepers (the popcount of the lanes before it), and in a block the
+ * warps' counts go through shared memory (each thread adds those of the
+ * warps before its own); the kept elements are stored at the running count
+ * in the order of the row, as the interpreter stores them. */
+LLVMValueRef cg_coop_filter_row(cg_fn *f, ir_ref lam, const seq_arr *a, const seq_arr *o,
+                                LLVMValueRef n) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  uint8_t mode = f->coop;
+  f->coop = CG_COOP_NONE;
+  ir_type elem = cg_seq_param(M, lam, 0);
+  LLVMValueRef t, g, zero = cg_i64(M, 0), one = cg_i64(M, 1);
+  cg_coop_rank(f, mode, &t, &g);
+  LLVMValueRef lane = simt_lane(f);
+  LLVMValueRef count = cg_alloca(f, M->t_i64), keepv = cg_alloca(f, M->t_i1);
+  LLVMBuildStore(B, zero, count);
+  cg_var el;
+  cg_var_new(f, elem, &el);
+  /* per warp: how many it keeps (a block's warps, at most 32) */
+  LLVMValueRef slots =
+      mode == CG_COOP_BLOCK ? simt_shared(f, M->t_i32, 1024 / SIMT_WARP, "fcnt") : NULL;
+  LLVMValueRef lt = LLVMBuildSub(B, LLVMBuildShl(B, LLVMConstInt(M->t_i32, 1, 0), lane, ""),
+                                 LLVMConstInt(M->t_i32, 1, 0), "");
+  LLVMValueRef cnt = LLVMBuildUDiv(B, LLVMBuildAdd(B, n, LLVMBuildSub(B, g, one, ""), ""), g, "");
+  cg_loop l;
+  LLVMValueRef c = cg_loop_begin(f, &l, zero, cnt);
+  LLVMValueRef j = LLVMBuildAdd(B, LLVMBuildMul(B, c, g, ""), t, "");
+  LLVMBuildStore(B, LLVMConstInt(M->t_i1, 0, 0), keepv);
+  LLVMBasicBlockRef after = cg_seq_if(f, LLVMBuildICmp(B, LLVMIntSLT, j, n, ""));
+  cg_val v, keep;
+  cg_seq_load(f, a, &j, j, elem, &v);
+  cg_var_store(f, &el, &v);
+  LLVMValueRef mark = cg_seq_mark(f, cg_needs_tmp(M->m, lam));
+  cg_apply(f, lam, 1, &v, &keep);
+  cg_seq_release(f, mark);
+  LLVMBuildStore(B, keep.n == 1 ? keep.l[0].v : LLVMConstInt(M->t_i1, 0, 0), keepv);
+  cg_seq_endif(f, after);
+  LLVMValueRef k = LLVMBuildLoad2(B, M->t_i1, keepv, "");
+  LLVMValueRef bal = simt_vote(f, SIMT_VOTE_BALLOT, k);
+  LLVMValueRef before = LLVMBuildZExt(B, simt_popc(f, LLVMBuildAnd(B, bal, lt, "")), M->t_i64, "");
+  LLVMValueRef total;
+  if (mode == CG_COOP_BLOCK) {
+    LLVMValueRef w = simt_warp(f), nw = LLVMBuildUDiv(B, g, cg_i64(M, SIMT_WARP), "");
+    LLVMValueRef wi = LLVMBuildZExt(B, w, M->t_i64, "");
+    simt_barrier(f); /* the last chunk's counts are read */
+    LLVMBasicBlockRef l0 =
+        cg_seq_if(f, LLVMBuildICmp(B, LLVMIntEQ, lane, LLVMConstInt(M->t_i32, 0, 0), ""));
+    LLVMBuildStore(B, simt_popc(f, bal), LLVMBuildGEP2(B, M->t_i32, slots, &wi, 1, ""));
+    cg_seq_endif(f, l0);
+    simt_barrier(f);
+    LLVMValueRef pre = cg_alloca(f, M->t_i64), all = cg_alloca(f, M->t_i64);
+    LLVMBuildStore(B, zero, pre);
+    LLVMBuildStore(B, zero, all);
+    cg_loop wl;
+    LLVMValueRef q = cg_loop_begin(f, &wl, zero, nw);
+    LLVMValueRef cq = LLVMBuildZExt(
+        B, LLVMBuildLoad2(B, M->t_i32, LLVMBuildGEP2(B, M->t_i32, slots, &q, 1, ""), ""),
+        M->t_i64, "");
+    LLVMValueRef earlier = LLVMBuildICmp(B, LLVMIntULT, q, wi, "");
+    LLVMBuildStore(B,
+                   LLVMBuildAdd(B, LLVMBuildLoad2(B, M->t_i64, pre, ""),
+                                LLVMBuildSelect(B, earlier, cq, zero, ""), ""),
+                   pre);
+    LLVMBuildStore(B, LLVMBuildAdd(B, LLVMBuildLoad2(B, M->t_i64, all, ""), cq, ""), all);
+    cg_loop_end(f, &wl);
+    before = LLVMBuildAdd(B, before, LLVMBuildLoad2(B, M->t_i64, pre, ""), "");
+    total = LLVMBuildLoad2(B, M->t_i64, all, "");
+  } else {
+    total = LLVMBuildZExt(B, simt_popc(f, bal), M->t_i64, "");
+  }
+  LLVMValueRef base = LLVMBuildLoad2(B, M->t_i64, count, "");
+  after = cg_seq_if(f, k);
+  cg_val x;
+  cg_var_load(f, &el, &x);
+  cg_seq_store(f, o, LLVMBuildAdd(B, base, before, ""), &x);
+  cg_seq_endif(f, after);
+  LLVMBuildStore(B, LLVMBuildAdd(B, base, total, ""), count);
+  cg_loop_end(f, &l);
+  cg_coop_sync(f, mode); /* the kept elements are written: every thread may read them */
+  f->coop = mode;
+  return LLVMBuildLoad2(B, M->t_i64, count, "");
 }

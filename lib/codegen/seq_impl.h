@@ -157,13 +157,20 @@ void cg_seq_step(cg_fn *f, ir_ref lam, cg_var *acc, const cg_val *x, bool right,
  * of the group f->coop names (they all get the result; seq_coop.c). */
 void cg_coop_fold_row(cg_fn *f, ir_ref lam, const cg_val *z, seq_row *r, LLVMValueRef n,
                       cg_val *res);
-/* A left scan of row r's n elements (z: an exclusive scan's start) into o
- * at the same offsets, computed by the group f->coop names in chunks of
- * its size: each warp scans its 32 elements with shuffles, a block's
- * warps add the totals of the warps before them (shared memory), and the
- * chunks before come in as a carry; the group meets at the end. */
-void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, const cg_val *z, seq_row *r,
+/* A scan of row r's n elements (z: an exclusive scan's start; `right`: a
+ * right scan, the row taken from its end with lam's arguments swapped)
+ * into o at the same offsets, computed by the group f->coop names in
+ * chunks of its size: each warp scans its 32 elements with shuffles, a
+ * block's warps add the totals of the warps before them (shared memory),
+ * and the chunks before come in as a carry; the group meets at the end. */
+void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, bool right, const cg_val *z, seq_row *r,
                       const seq_arr *o, LLVMValueRef n);
+/* filter(lam, a) of the row a (rank 1, n elements) into o, computed by
+ * the group f->coop names (chunks of its size, ballots, in a block the
+ * warps' counts in shared memory); returns the number kept, the same in
+ * every thread. */
+LLVMValueRef cg_coop_filter_row(cg_fn *f, ir_ref lam, const seq_arr *a, const seq_arr *o,
+                                LLVMValueRef n);
 /* n fresh arrays of extents ext for the group f->coop names: its first
  * thread allocates them (its checks, its temporary memory), the others get
  * their addresses (seq_coop.c; cg_seq_alloc_elems). */

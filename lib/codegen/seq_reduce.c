@@ -222,8 +222,8 @@ void cg_seq_scan(cg_fn *f, ir_ref e, cg_val *out) {
   cg_seq_view(f, e, ir_ops[op].spelling, &av, &a);
   if (M->st != AC_OK)
     return;
-  /* a warp or block scans a left scan together (seq_coop.c) */
-  bool group = f->coop != CG_COOP_NONE && !right;
+  /* a warp or block scans the row together (seq_coop.c) */
+  bool group = f->coop != CG_COOP_NONE;
   if (group)
     cg_seq_alloc_elems(f, e, ir_node_get(M->m, e)->type, a.rank, a.ext, out, &o);
   else
@@ -238,7 +238,7 @@ void cg_seq_scan(cg_fn *f, ir_ref e, cg_val *out) {
   LLVMValueRef lin0 = LLVMBuildMul(M->b, cg_linear(f, q, o.ext, rows.idx), n, "");
   seq_row r = {&a, idx, cg_i64(M, 0), lin0};
   if (group)
-    cg_coop_scan_row(f, lam, excl, &z, &r, &o, n);
+    cg_coop_scan_row(f, lam, excl, right, &z, &r, &o, n);
   else
     scan_run(f, lam, excl, right, &z, &r, &o, n);
   cg_seq_nest_end(f, &rows);

@@ -467,3 +467,13 @@ void simt_store_volatile(cg_fn *f, LLVMValueRef v, LLVMValueRef ptr) {
   LLVMValueRef s = LLVMBuildStore(f->M->b, v, ptr);
   LLVMSetVolatile(s, 1);
 }
+
+LLVMValueRef simt_popc(cg_fn *f, LLVMValueRef v) {
+  cg_module *M = f->M;
+  static const char name[] = "llvm.ctpop";
+  unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+  LLVMTypeRef t = M->t_i32;
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(M->mod, id, &t, 1);
+  LLVMTypeRef ft = LLVMIntrinsicGetType(M->llctx, id, &t, 1);
+  return LLVMBuildCall2(M->b, ft, fn, &v, 1, "");
+}

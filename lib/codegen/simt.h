@@ -98,6 +98,8 @@ typedef enum simt_vote_mode {
   SIMT_VOTE_BALLOT /* i32, bit i = lane i's predicate */
 } simt_vote_mode;
 LLVMValueRef simt_vote(cg_fn *f, simt_vote_mode mode, LLVMValueRef pred);
+/* llvm.ctpop.i32: the population count of an i32 (a ballot's). */
+LLVMValueRef simt_popc(cg_fn *f, LLVMValueRef v);
 
 /* ---- atomics (device scope, sequentially consistent) ----
  * On any pointer (global or shared memory). Returns the old value. Which

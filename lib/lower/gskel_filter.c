@@ -203,7 +203,7 @@ static LLVMValueRef gfl_rank(cg_fn *f, LLVMValueRef ballot) {
   LLVMBuilderRef B = M->b;
   LLVMValueRef lt =
       LLVMBuildSub(B, LLVMBuildShl(B, gfl_i32(M, 1), simt_lane(f), ""), gfl_i32(M, 1), "");
-  return gs_popc(f, LLVMBuildAnd(B, ballot, lt, ""));
+  return simt_popc(f, LLVMBuildAnd(B, ballot, lt, ""));
 }
 
 /* Counts slot of row i for this warp. */
@@ -220,7 +220,7 @@ static LLVMValueRef gfl_ballot(cg_fn *f, LLVMValueRef wc, LLVMValueRef i, LLVMVa
   cg_module *M = f->M;
   LLVMValueRef b = simt_vote(f, SIMT_VOTE_BALLOT, keep);
   LLVMBasicBlockRef j = sk_if(f, LLVMBuildICmp(M->b, LLVMIntEQ, simt_lane(f), gfl_i32(M, 0), ""));
-  LLVMBuildStore(M->b, gs_popc(f, b), gfl_slot(f, wc, i));
+  LLVMBuildStore(M->b, simt_popc(f, b), gfl_slot(f, wc, i));
   sk_endif(f, j);
   return b;
 }

@@ -225,15 +225,6 @@ void gs_exit_if(cg_fn *f, LLVMBasicBlockRef end, LLVMValueRef cond) {
   LLVMPositionBuilderAtEnd(M->b, go);
 }
 
-LLVMValueRef gs_popc(cg_fn *f, LLVMValueRef v) {
-  cg_module *M = f->M;
-  static const char name[] = "llvm.ctpop";
-  unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
-  LLVMTypeRef t = M->t_i32;
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(M->mod, id, &t, 1);
-  LLVMTypeRef ft = LLVMIntrinsicGetType(M->llctx, id, &t, 1);
-  return LLVMBuildCall2(M->b, ft, fn, &v, 1, "");
-}
 
 static LLVMValueRef gs_i32(cg_module *M, uint32_t k) {
   return LLVMConstInt(M->t_i32, k, 0);

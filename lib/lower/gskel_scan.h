@@ -122,7 +122,5 @@ void gs_block_scan(cg_fn *f, const gs_op *op, LLVMValueRef scratch, LLVMValueRef
 /* Goes to block `end` (the kernel's end: gs_tiles's fin) when cond, a
  * block-uniform i1, holds. */
 void gs_exit_if(cg_fn *f, LLVMBasicBlockRef end, LLVMValueRef cond);
-/* llvm.ctpop.i32 (population count). */
-LLVMValueRef gs_popc(cg_fn *f, LLVMValueRef v);
 
 #endif

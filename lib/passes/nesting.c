@@ -30,12 +30,13 @@
  * A fold is the group's when its operand has ROW reads and no ACROSS
  * reads. ps_coop_code accepts element code with such a fold, unless it
  * also has an array operation that every thread of the group would
- * compute in full (a filter, a right scan, a recurrence): besides folds
+ * compute in full (a recurrence, a scatter): besides folds
  * and views, only the operations that the group computes together into
  * one array: the element-wise ones, each thread its share of the
  * elements (generate, map, gather, backpermute, iota, fill; Copperhead's
- * SpMV gathers its row of x that way before folding it), and left scans
- * (scan, scan_incl), by warp scans: ps_coop_array_op.
+ * SpMV gathers its row of x that way before folding it), scans from
+ * either end (scan, scan_incl, scanr, scanr_incl), by warp scans, and
+ * filters, by ballots: ps_coop_array_op.
  * The sequentialise pass does not warn about those operations, nor about
  * the group's folds, in element code it accepts.
  */
@@ -170,7 +171,9 @@ static unsigned ns_walk(const ac_module *m, ir_ref r, uint32_t base, int64_t ex,
 
 bool ps_coop_row(const ac_module *m, ir_ref r, uint32_t base, int64_t ex) {
   const ir_node *n = ir_node_get(m, r);
-  uint32_t k = n->op == IR_FOLD || n->op == IR_SCAN ? 2 : n->op == IR_SCAN_INCL ? 1 : UINT32_MAX;
+  uint32_t k = n->op == IR_FOLD || n->op == IR_SCAN || n->op == IR_SCANR ? 2
+               : n->op == IR_SCAN_INCL || n->op == IR_SCANR_INCL || n->op == IR_FILTER ? 1
+                                                                                      : UINT32_MAX;
   return k < n->nkids && ns_walk(m, ir_kid(m, r, k), base, ex, 0) == NS_ROW;
 }
 
@@ -206,6 +209,9 @@ bool ps_coop_array_op(const ac_module *m, ir_ref r) {
   case IR_FILL:
   case IR_SCAN:
   case IR_SCAN_INCL:
+  case IR_SCANR:
+  case IR_SCANR_INCL:
+  case IR_FILTER:
     return true;
   default:
     return false;
@@ -228,7 +234,8 @@ static ns_found ns_find(const ac_module *m, ir_ref r, uint32_t base, int64_t ex,
   bool arrop = ps_is_array_op(m, r);
   if (!lane && ps_coop_row(m, r, base, ex)) {
     /* the start value (a fold's, an exclusive scan's) is uniform code */
-    bool z = n->op != IR_SCAN_INCL && n->nkids > 1;
+    bool z = n->op != IR_SCAN_INCL && n->op != IR_SCANR_INCL && n->op != IR_FILTER &&
+             n->nkids > 1;
     return z && ns_find(m, ir_kid(m, r, 1), base, ex, false, depth + 1) == NS_HEAVY ? NS_HEAVY
                                                                                   : NS_FOLD;
   }
