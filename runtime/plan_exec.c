@@ -84,6 +84,16 @@ int64_t pl_eval_expr(pl_exec *X, uint32_t e) {
 bool pl_fail_at(pl_exec *X, ac_status st, uint32_t site, const char *fmt, ...) {
   if (X->st != AC_OK) /* the first error stands */
     return false;
+  /* On a GPU the kernels queued so far may have failed already, out of the
+   * host's sight: their error comes first (the interpreter's order: a map
+   * whose element fails, then another map's shape check). */
+  if (X->g && X->launched && st == AC_ERR_RUNTIME && !X->failing) {
+    X->failing = true;
+    bool ok = pl_gpu_sync(X);
+    X->failing = false;
+    if (!ok)
+      return false;
+  }
   char msg[256];
   va_list ap;
   va_start(ap, fmt);

@@ -53,6 +53,7 @@ typedef struct pl_exec {
   bool scoped;        /* the device's scope_enter opened a scope for the call */
   bool ctl_fresh;     /* the device's control block is unwritten (a fresh allocation) */
   bool launched;      /* an arrayc kernel was queued */
+  bool failing;       /* pl_fail_at is reading back an earlier kernel's failure */
   bool ctl_clean;     /* the device's control block has `failed` clear and no kernel is
                        * queued after the read-back that saw it (rt_gpu's pool) */
   bool ctl_poolable;  /* dctl has the pool's size */

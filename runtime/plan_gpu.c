@@ -215,7 +215,10 @@ static bool pg_read_back(pl_exec *X, uint32_t upto) {
   if (site < 0 || (uint32_t)site >= X->p->nsites)
     return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': a kernel failed at site %d",
                       X->p->name, (int)site);
-  return pl_fail_site(X, (uint32_t)site, a, b);
+  X->failing = true; /* this is the kernels' failure (pl_fail_at) */
+  pl_fail_site(X, (uint32_t)site, a, b);
+  X->failing = false;
+  return false;
 }
 
 bool pl_gpu_fetch(pl_exec *X) {

@@ -75,6 +75,11 @@ AC_API int32_t ac_rt_failed(rt_tctx *t);
 AC_API void *ac_rt_tmp_alloc(rt_tctx *t, int64_t bytes, int32_t site);
 AC_API int64_t ac_rt_tmp_mark(rt_tctx *t);
 AC_API void ac_rt_tmp_release(rt_tctx *t, int64_t mark);
+/* Gives up the processor once (sched_yield): a chunk that waits for an
+ * earlier chunk of the same launch (the chained scan of segment offsets)
+ * calls it between rounds of polling, so a waiting chunk never holds a core
+ * the chunk it waits for needs. */
+AC_API void ac_rt_yield(void);
 
 typedef struct rt_symbol {
   const char *name;

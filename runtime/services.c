@@ -24,6 +24,7 @@
 
 #include "interp/rtarray.h"
 
+#include <sched.h>
 #include <string.h>
 
 /* Blocks start at this size and double; a larger request gets a block of
@@ -197,11 +198,16 @@ void rt_arena_free(rt_arena *a) {
 /* Function addresses go through uintptr_t: ISO C has no direct conversion
  * from a function pointer to void *, but every pointer converts to an
  * integer, and the JIT wants plain addresses. */
+void ac_rt_yield(void) {
+  sched_yield();
+}
+
 const rt_symbol rt_helper_symbols[] = {
     {"ac_rt_fail", (void *)(uintptr_t)ac_rt_fail},
     {"ac_rt_failed", (void *)(uintptr_t)ac_rt_failed},
     {"ac_rt_tmp_alloc", (void *)(uintptr_t)ac_rt_tmp_alloc},
     {"ac_rt_tmp_mark", (void *)(uintptr_t)ac_rt_tmp_mark},
     {"ac_rt_tmp_release", (void *)(uintptr_t)ac_rt_tmp_release},
+    {"ac_rt_yield", (void *)(uintptr_t)ac_rt_yield},
     {NULL, NULL},
 };

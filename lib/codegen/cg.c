@@ -823,6 +823,11 @@ void cg_fail(cg_fn *f, uint32_t site, LLVMValueRef a, LLVMValueRef b) {
   cg_call(M, fn, args, 4);
 }
 
+void cg_cpu_yield(cg_fn *f) {
+  cg_module *M = f->M;
+  cg_call(M, cg_helper(M, "ac_rt_yield", M->t_void, NULL, 0, false), NULL, 0);
+}
+
 void cg_assume(cg_fn *f, LLVMValueRef cond) {
   cg_module *M = f->M;
   LLVMValueRef assume = LLVMGetIntrinsicDeclaration(

@@ -294,6 +294,9 @@ bool cg_is_manifest(const cg_leaf *a);
 void cg_fail(cg_fn *f, uint32_t site, LLVMValueRef a, LLVMValueRef b);
 /* Emits: if (!cond) fail(site, a, b). Code after it runs in either case. */
 void cg_check(cg_fn *f, LLVMValueRef cond, uint32_t site, LLVMValueRef a, LLVMValueRef b);
+/* CPU targets: gives up the processor once (ac_rt_yield), for code that
+ * polls for another chunk of the same launch. */
+void cg_cpu_yield(cg_fn *f);
 /* llvm.assume(cond): a fact the generated code guarantees, for the
  * optimiser to use (never checked; a false one is undefined behaviour). */
 void cg_assume(cg_fn *f, LLVMValueRef cond);

@@ -32,6 +32,7 @@
 #include "lower/skel.h"
 
 #include "interp/rtarray.h" /* RT_ARRAY_MAX_BYTES */
+#include "passes/pass.h"     /* ps_may_fail */
 
 /* A delayed producer at plan level: its operands and words. */
 typedef struct lw_delayed {
@@ -390,4 +391,48 @@ bool lw_delayed_slice(lw *L, const lw_val *v, lw_val *src, int64_t *start) {
   }
   *src = d->ops[0];
   return true;
+}
+
+/* Whether computing an element of producer p (with its delayed operands)
+ * can fail: a gather's or backpermute's index, or an element function that
+ * may fail (a function reference counts as one that may). */
+static bool dl_elem_fails(lw *L, ir_ref p, unsigned depth) {
+  ac_module *m = L->m;
+  const ir_node *n = ir_node_get(m, p);
+  if (depth > LW_MAX_DEPTH)
+    return true;
+  ir_ref fn = 0;
+  switch ((ir_op)n->op) {
+  case IR_GATHER:
+  case IR_BACKPERMUTE:
+    return true;
+  case IR_MAP:
+    fn = ir_kid(m, p, 0);
+    break;
+  case IR_GENERATE:
+    fn = ir_kid(m, p, 1);
+    break;
+  default:
+    break;
+  }
+  if (fn && (ir_node_get(m, fn)->op != IR_LAM || ps_may_fail(m, ir_kid(m, fn, 0))))
+    return true;
+  for (uint32_t i = 0; i < n->nkids; i++) {
+    ir_ref k = ir_kid(m, p, i);
+    if (k && ir_node_get(m, k)->op == IR_DELAY && dl_elem_fails(L, ir_kid(m, k, 0), depth + 1))
+      return true;
+  }
+  return false;
+}
+
+bool lw_delayed_may_fail(lw *L, const lw_val *v) {
+  const lw_leaf *lv;
+  uint32_t n = lw_leaves(L, v->type, &lv);
+  for (uint32_t i = 0; i < n; i++) {
+    const struct lw_dword *dw =
+        lv[i].rank && lv[i].word < v->nwords ? dl_find(L, v->words[lv[i].word]) : NULL;
+    if (dw && dl_elem_fails(L, dw->d->at, 0))
+      return true;
+  }
+  return false;
 }

@@ -914,6 +914,6 @@ bool lw_gskel_fold_seg(lw *L, ir_ref e, lw_val *out) {
   /* the mean segment length (x / 0 is 0 in plan arithmetic) */
   uint32_t mean_x = lw_x_bin(L, PX_DIV, c.s.n_x, c.s.rows_x);
   bool ok = gf_lower(&c, mean_x, c.s.n_x);
-  sk_free(L, &c.offs);
+  sk_free_offsets(L, &c.offs);
   return ok;
 }

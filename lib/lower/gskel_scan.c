@@ -614,7 +614,7 @@ static bool gsc_segments(gsc_ctx *c, lw_val *out) {
   }
   lw_check_shapes(L, e, what, 1, &c->a);
   uint32_t n_x = lw_extent(L, &c->a, 0, 0);
-  if (!sk_seg_offsets(L, e, what, &lens, n_x, &c->offs))
+  if (!sk_seg_offsets(L, e, what, &lens, n_x, &c->a, &c->offs))
     return false;
   lw_fresh(L, ir_node_get(m, e)->type, out);
   lw_alloc_arrays(L, out, &n_x, e);
@@ -623,7 +623,7 @@ static bool gsc_segments(gsc_ctx *c, lw_val *out) {
   uint32_t tiles = lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_ADD, n_x, lw_x_const(L, c->tile - 1)),
                             lw_x_const(L, c->tile));
   lw_launch(L, k, n_x, tiles);
-  sk_free(L, &c->offs);
+  sk_free_offsets(L, &c->offs);
   return M->st == AC_OK;
 }
 

@@ -53,18 +53,24 @@ static void gso_part(cg_fn *f, const gs_op *op, LLVMValueRef v, gs_part *out) {
   gs_value(f, op, pv, NULL, out);
 }
 
-bool lw_gpu_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, uint32_t n_x,
-                        lw_val *offs) {
+/* The kernel and its launch; `rec` (two words: neg, sum) asks for the
+ * pair to be stored instead of checked. */
+static bool gso_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, uint32_t n_x,
+                        const lw_val *replay, lw_val *offs, const uint32_t *rec) {
   cg_module *M = L->M;
   LLVMBuilderRef B = M->b;
   uint32_t nseg_x = lw_extent(L, lens, 0, 0);
   sk_scratch(L, ir_ty_scalar(L->ctx, AC_I64), lw_x_bin(L, PX_ADD, nseg_x, lw_x_const(L, 1)), at,
              offs);
-  char fneg[120], fsum[160];
-  snprintf(fneg, sizeof fneg, "%s: negative segment length %%lld", what);
-  snprintf(fsum, sizeof fsum, "%s: segment lengths sum to %%lld but the array has %%lld elements",
-           what);
-  uint32_t sneg = cg_site(M, at, fneg), ssum = cg_site(M, at, fsum);
+  uint32_t sneg = 0, ssum = 0;
+  if (!rec) {
+    char fneg[120], fsum[160];
+    snprintf(fneg, sizeof fneg, "%s: negative segment length %%lld", what);
+    snprintf(fsum, sizeof fsum,
+             "%s: segment lengths sum to %%lld but the array has %%lld elements", what);
+    sneg = cg_site(M, at, fneg);
+    ssum = cg_site(M, at, fsum);
+  }
   LLVMTypeRef ty[2] = {M->t_i64, M->t_i64};
   gs_op op = {.n = 2, .ty = ty, .comb = gso_comb};
   const int64_t tile_len = (int64_t)GS_BLOCK * GSO_ITEMS;
@@ -75,7 +81,7 @@ bool lw_gpu_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, 
   cg_val lv, ov;
   lw_load(L, f, k, lens, &lv);
   lw_load(L, f, k, offs, &ov);
-  LLVMValueRef n = lw_x_in_kernel(L, f, k, n_x);
+  LLVMValueRef n = rec ? cg_i64(M, 0) : lw_x_in_kernel(L, f, k, n_x);
   lw_gpu_guard(f);
   gs_tiles tl;
   gs_tiles_begin(f, &op, &tl);
@@ -106,16 +112,9 @@ bool lw_gpu_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, 
   gs_var_load(f, &op, &acc, &mine);
   gs_block_scan(f, &op, tl.scratch, tile, &mine, &pre, &tpre, &agg);
 
-  /* the offsets of [q0, q1): the prefix, then a running sum (the values
-   * matter only when the checks pass, so plain adds) */
-  LLVMValueRef run = cg_alloca(f, M->t_i64);
-  LLVMBuildStore(B, LLVMBuildSelect(B, pre.valid, pre.v[0], cg_i64(M, 0), ""), run);
-  q = cg_loop_begin(f, &ql, q0, q1);
-  LLVMValueRef o = LLVMBuildLoad2(B, M->t_i64, run, "");
-  cg_store_elem(f, &ov.l[0], q, o);
-  v = lw_cg_int64(f, cg_load_elem(f, &lv.l[0], q), (ac_scalar)lv.l[0].sc);
-  LLVMBuildStore(B, LLVMBuildAdd(B, o, v, ""), run);
-  cg_loop_end(f, &ql);
+  /* the offsets of [q0, q1) from the prefix */
+  sk_run_offsets(f, &lv.l[0], &ov.l[0], q0, q1,
+                 LLVMBuildSelect(B, pre.valid, pre.v[0], cg_i64(M, 0), ""));
 
   /* the total, in the last tile (tile 0 when there are no lengths) */
   LLVMValueRef ntiles = LLVMBuildUDiv(B, LLVMBuildAdd(B, nseg, cg_i64(M, tile_len - 1), ""), TILE, "");
@@ -125,16 +124,57 @@ bool lw_gpu_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, 
                       LLVMBuildSub(B, ntiles, cg_i64(M, 1), ""), cg_i64(M, 0), ""),
       "");
   LLVMValueRef t0 = LLVMBuildICmp(B, LLVMIntEQ, tid, cg_i64(M, 0), "");
-  LLVMBasicBlockRef j = sk_if(f, LLVMBuildAnd(B, last, t0, ""));
+  /* every thread of the last tile has its prefix and aggregate: the total
+   * and the verdict are block-uniform there */
+  LLVMBasicBlockRef jl = sk_if(f, last);
   gs_part tot;
   gs_comb(f, &op, &tpre, &agg, &tot);
   LLVMValueRef sum = LLVMBuildSelect(B, tot.valid, tot.v[0], cg_i64(M, 0), "");
   LLVMValueRef neg = LLVMBuildSelect(B, tot.valid, tot.v[1], cg_i64(M, 0), "");
-  cg_store_elem(f, &ov.l[0], nseg, sum);
   LLVMValueRef isneg = LLVMBuildICmp(B, LLVMIntNE, neg, cg_i64(M, 0), "");
-  cg_check(f, LLVMBuildNot(B, isneg, ""), sneg, neg, NULL);
-  cg_check(f, LLVMBuildOr(B, isneg, LLVMBuildICmp(B, LLVMIntEQ, sum, n, ""), ""), ssum, sum, n);
+  LLVMValueRef report = NULL;
+  if (replay) {
+    /* lengths that fail their checks: the block computes the delayed
+     * operand's elements first, so that an element's error is the one
+     * reported (the interpreter computes the operand before the checks) */
+    LLVMValueRef bad = LLVMBuildOr(B, isneg, LLVMBuildICmp(B, LLVMIntNE, sum, n, ""), "");
+    LLVMBasicBlockRef jb = sk_if(f, bad);
+    ir_type elem;
+    uint32_t rank;
+    ir_ty_array_view(L->ctx, replay->type, &elem, &rank);
+    cg_val rv, rx;
+    lw_load(L, f, k, replay, &rv);
+    sk_row rr;
+    sk_row_init(f, &rv, elem, 1, &rr);
+    sk_row_at(f, &rr, cg_i64(M, 0));
+    lw_gloop gl;
+    LLVMValueRef jx = lw_gloop_begin(f, &gl, tid, n, cg_i64(M, GS_BLOCK));
+    sk_row_read(f, &rr, jx, at, &rx);
+    lw_gloop_end(f, &gl);
+    sk_endif(f, jb);
+    simt_barrier(f); /* the block's element errors are recorded */
+    report = LLVMBuildNot(B, cg_failed(f), "");
+  }
+  LLVMBasicBlockRef j = sk_if(f, t0);
+  cg_store_elem(f, &ov.l[0], nseg, sum);
+  if (rec) { /* the pair, for checks made where the offsets are used */
+    ir_type i64 = ir_ty_scalar(L->ctx, AC_I64);
+    cg_val cv;
+    for (int w = 0; w < 2; w++) {
+      lw_val wv = {i64, 1, (uint32_t *)&rec[w]};
+      sk_i64_val(f, w == 0 ? neg : sum, &cv);
+      lw_store(L, f, k, &wv, &cv);
+    }
+  } else {
+    LLVMBasicBlockRef jr = report ? sk_if(f, report) : NULL;
+    cg_check(f, LLVMBuildNot(B, isneg, ""), sneg, neg, NULL);
+    cg_check(f, LLVMBuildOr(B, isneg, LLVMBuildICmp(B, LLVMIntEQ, sum, n, ""), ""), ssum, sum,
+             n);
+    if (jr)
+      sk_endif(f, jr);
+  }
   sk_endif(f, j);
+  sk_endif(f, jl);
   gs_tiles_end(f, &tl);
   lw_gpu_kernel_end(L, f, k);
 
@@ -142,4 +182,15 @@ bool lw_gpu_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, 
                               lw_x_const(L, tile_len));
   lw_launch(L, k, nseg_x, lw_x_bin(L, PX_MAX, tiles_x, lw_x_const(L, 1)));
   return M->st == AC_OK;
+}
+
+bool lw_gpu_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, uint32_t n_x,
+                        const lw_val *replay, lw_val *offs) {
+  return gso_offsets(L, at, what, lens, n_x, replay, offs, NULL);
+}
+
+void lw_gpu_seg_offsets_ahead(lw *L, ir_ref at, const lw_val *lens, lw_val *offs, uint32_t neg,
+                              uint32_t sum) {
+  uint32_t rec[2] = {neg, sum};
+  gso_offsets(L, at, "", lens, lw_x_const(L, 0), NULL, offs, rec);
 }

@@ -415,11 +415,13 @@ static bool lower_iterate(lw *L, ir_ref e, lw_val *out) {
   lw_fresh(L, ir_node_get(L->m, e)->type, out);
   lw_assign(L, out, &x);
   uint32_t i = pl_slots(L->p, 1);
+  struct lw_hoisted *mark = lw_hoist_offsets(L, ir_kid(L->m, e, 1), 0);
   pl_for(L->p, i, lw_x_const(L, 0), n);
   if (!lw_apply(L, ir_kid(L->m, e, 1), 1, out, &r))
     return false;
   lw_assign_state(L, out, &r);
   pl_end(L->p);
+  lw_hoist_end(L, mark);
   return L->M->st == AC_OK;
 }
 
@@ -452,6 +454,7 @@ static bool lower_while(lw *L, ir_ref e, lw_val *out) {
     state[0] = *out;
   }
   lw_val c, r;
+  struct lw_hoisted *mark = lw_hoist_offsets(L, step, is_loop ? k : 0);
   pl_while(L->p);
   if (!lw_apply(L, cond, k, state, &c))
     return false;
@@ -460,6 +463,7 @@ static bool lower_while(lw *L, ir_ref e, lw_val *out) {
     return false;
   lw_assign_state(L, out, &r);
   pl_end(L->p);
+  lw_hoist_end(L, mark);
   return L->M->st == AC_OK;
 }
 

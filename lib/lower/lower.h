@@ -103,6 +103,10 @@ typedef struct lw {
    * Owned by lw_function. */
   struct lw_early *early;
   uint32_t nearly, capearly;
+  /* skel_fold.c: segment offsets computed ahead of a plan-level loop for
+   * the segmented operations of its step whose lengths are bound outside
+   * it (lw_hoist_offsets), innermost loop first; arena memory. */
+  struct lw_hoisted *hoisted;
 } lw;
 
 /* Lowers function fn of m for target t: creates *plan and fills M (which
@@ -163,6 +167,19 @@ bool lw_load_delayed(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, cg_val *
  * and constant starts in every dimension (as many as v's rank): *src gets
  * the sliced array's value and start[] the starts. */
 bool lw_delayed_slice(lw *L, const lw_val *v, lw_val *src, int64_t *start);
+/* Before a plan-level loop whose step is `step` (a lambda, or a loop's
+ * step under nb state variables): the segment offsets of every fold_seg,
+ * scan_seg and scan_incl_seg the step computes at plan level from lengths
+ * bound outside the loop are computed now, once, their checks left to
+ * each use (sk_seg_offsets); lw_hoist_end, after the loop, frees them.
+ * Returns the mark to pass to lw_hoist_end. */
+struct lw_hoisted *lw_hoist_offsets(lw *L, ir_ref step, uint32_t nb);
+void lw_hoist_end(lw *L, struct lw_hoisted *mark);
+/* True if some leaf of v (an operand from lw_operand) is delayed and
+ * computing its elements can fail (an index check, an element function
+ * that may fail): a consumer that checks something of its own before it
+ * reads them must then defer that check's report (sk_seg_offsets). */
+bool lw_delayed_may_fail(lw *L, const lw_val *v);
 /* sized(e, s) (sized.c), and the early allocations it asked for, put at the
  * front of the plan once the function is lowered. */
 bool lw_sized(lw *L, ir_ref e, lw_val *out);

@@ -188,134 +188,327 @@ static LLVMValueRef sk_sat_add(cg_fn *f, LLVMValueRef s, LLVMValueRef v) {
   return LLVMBuildSelect(b, over, cg_i64(f->M, INT64_MAX), LLVMBuildAdd(b, s, v, ""), "");
 }
 
-/* "seg.sum", one iteration per piece of lens: ss[p] = saturated sum of the
- * piece's non-negative lengths, ss[C + p] = its first negative length (or
- * 0). Nothing fails here: the one-chunk check reports the first offender in
- * order. */
-static uint32_t seg_sum_kernel(lw *L, ir_ref at, const lw_val *lens, const lw_val *ss,
-                               const lw_val *Cw) {
-  cg_module *M = L->M;
-  uint32_t k;
-  cg_fn *f = lw_kernel_begin(L, at, "seg.sum", 1, &k);
-  cg_val lv, sv;
-  lw_load(L, f, k, lens, &lv);
-  lw_load(L, f, k, ss, &sv);
-  LLVMValueRef C = sk_ld(L, f, k, Cw), nseg = lv.l[0].ext[0];
-  LLVMValueRef sum = cg_alloca(f, M->t_i64), neg = cg_alloca(f, M->t_i64);
-  cg_loop pl;
-  LLVMValueRef p = cg_loop_begin(f, &pl, f->lo, f->hi);
-  LLVMValueRef lo = sk_piece_start(f, p, nseg, C);
-  LLVMValueRef hi = sk_piece_start(f, LLVMBuildAdd(M->b, p, cg_i64(M, 1), ""), nseg, C);
-  LLVMBuildStore(M->b, cg_i64(M, 0), sum);
-  LLVMBuildStore(M->b, cg_i64(M, 0), neg);
-  cg_loop kl;
-  LLVMValueRef kk = cg_loop_begin(f, &kl, lo, hi);
-  LLVMValueRef v = lw_cg_int64(f, cg_load_elem(f, &lv.l[0], kk), (ac_scalar)lv.l[0].sc);
-  LLVMValueRef s = LLVMBuildLoad2(M->b, M->t_i64, sum, ""),
-               ng = LLVMBuildLoad2(M->b, M->t_i64, neg, "");
-  LLVMValueRef isneg = LLVMBuildICmp(M->b, LLVMIntSLT, v, cg_i64(M, 0), "");
-  LLVMValueRef first =
-      LLVMBuildAnd(M->b, isneg, LLVMBuildICmp(M->b, LLVMIntEQ, ng, cg_i64(M, 0), ""), "");
-  LLVMBuildStore(M->b, LLVMBuildSelect(M->b, first, v, ng, ""), neg);
-  LLVMValueRef add = LLVMBuildSelect(M->b, isneg, cg_i64(M, 0), v, "");
-  LLVMBuildStore(M->b, sk_sat_add(f, s, add), sum);
-  cg_loop_end(f, &kl);
-  cg_store_elem(f, &sv.l[0], p, LLVMBuildLoad2(M->b, M->t_i64, sum, ""));
-  cg_store_elem(f, &sv.l[0], LLVMBuildAdd(M->b, C, p, ""), LLVMBuildLoad2(M->b, M->t_i64, neg, ""));
-  cg_loop_end(f, &pl);
-  lw_kernel_end(L, f);
-  return k;
+/* (s1, n1) (+) (s2, n2) = (min(INT64_MAX, s1 + s2), n1 != 0 ? n1 : n2): the
+ * pairs (sum of the non-negative lengths, first negative length or 0) of a
+ * run of lengths, combined in order (gskel_segoffs.c scans the same). */
+static void seg_comb(cg_fn *f, LLVMValueRef s1, LLVMValueRef n1, LLVMValueRef s2,
+                     LLVMValueRef n2, LLVMValueRef *s, LLVMValueRef *n) {
+  LLVMBuilderRef b = f->M->b;
+  *s = sk_sat_add(f, s1, s2);
+  *n = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntNE, n1, cg_i64(f->M, 0), ""), n1, n2, "");
 }
 
-/* "seg.check", one chunk: the first negative length in order, then the
- * total against n; ss[p] becomes piece p's starting offset and
- * offs[nseg] the total. */
-static uint32_t seg_check_kernel(lw *L, ir_ref at, const char *what, const lw_val *lens,
-                                 const lw_val *ss, const lw_val *offs, const lw_val *Cw,
-                                 const lw_val *nw) {
-  cg_module *M = L->M;
+/* The sites of the interpreter's two segment checks. */
+static void seg_sites(cg_module *M, ir_ref at, const char *what, uint32_t *sneg,
+                      uint32_t *ssum) {
   char fneg[120], fsum[160];
   snprintf(fneg, sizeof fneg, "%s: negative segment length %%lld", what);
   snprintf(fsum, sizeof fsum, "%s: segment lengths sum to %%lld but the array has %%lld elements",
            what);
-  uint32_t sneg = cg_site(M, at, fneg), ssum = cg_site(M, at, fsum);
+  *sneg = cg_site(M, at, fneg);
+  *ssum = cg_site(M, at, fsum);
+}
+
+void sk_run_offsets(cg_fn *f, const cg_leaf *lens, const cg_leaf *offs, LLVMValueRef lo,
+                    LLVMValueRef hi, LLVMValueRef start) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  LLVMValueRef run = cg_alloca(f, M->t_i64);
+  LLVMBuildStore(B, start, run);
+  cg_loop l;
+  LLVMValueRef q = cg_loop_begin(f, &l, lo, hi);
+  LLVMValueRef o = LLVMBuildLoad2(B, M->t_i64, run, "");
+  cg_store_elem(f, offs, q, o);
+  LLVMValueRef v = lw_cg_int64(f, cg_load_elem(f, lens, q), (ac_scalar)lens->sc);
+  LLVMBuildStore(B, LLVMBuildAdd(B, o, v, ""), run);
+  cg_loop_end(f, &l);
+}
+
+/* Rounds of polling between two yields of a waiting chunk. */
+#define SK_SPIN 64
+
+void sk_wait_turn(cg_fn *f, LLVMValueRef done_p, LLVMValueRef turn) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  LLVMValueRef spins = cg_alloca(f, M->t_i64), one = cg_i64(M, 1);
+  LLVMBuildStore(B, cg_i64(M, 0), spins);
+  LLVMBasicBlockRef wait = cg_block(f, "turn.wait"), idle = cg_block(f, "turn.idle"),
+                    nap = cg_block(f, "turn.yield"), go = cg_block(f, "turn.go");
+  LLVMBuildBr(B, wait);
+  LLVMPositionBuilderAtEnd(B, wait);
+  LLVMValueRef d = LLVMBuildLoad2(B, M->t_i64, done_p, "");
+  LLVMSetOrdering(d, LLVMAtomicOrderingAcquire);
+  LLVMSetAlignment(d, 8);
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGE, d, turn, ""), go, idle);
+  LLVMPositionBuilderAtEnd(B, idle);
+  LLVMValueRef sp = LLVMBuildAdd(B, LLVMBuildLoad2(B, M->t_i64, spins, ""), one, "");
+  LLVMBuildStore(B, sp, spins);
+  LLVMValueRef due =
+      LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, sp, cg_i64(M, SK_SPIN - 1), ""), cg_i64(M, 0), "");
+  LLVMBuildCondBr(B, due, nap, wait);
+  LLVMPositionBuilderAtEnd(B, nap);
+  cg_cpu_yield(f);
+  LLVMBuildBr(B, wait);
+  LLVMPositionBuilderAtEnd(B, go);
+}
+
+void sk_pass_turn(cg_fn *f, LLVMValueRef done_p, LLVMValueRef next) {
+  LLVMValueRef st = LLVMBuildStore(f->M->b, next, done_p);
+  LLVMSetOrdering(st, LLVMAtomicOrderingRelease);
+  LLVMSetAlignment(st, 8);
+}
+
+LLVMValueRef sk_turn_word(lw *L, cg_fn *f, uint32_t k, const lw_val *w) {
+  pl_kernel_use(L->p, k, w->words[0]);
+  pl_kernel_write(L->p, k, w->words[0]);
+  return cg_frame_word(f, w->words[0]);
+}
+
+/* "seg.offsets", one iteration per piece of lens, a chained scan in one
+ * launch. Piece p sums its lengths (seg_comb's pair), waits until the frame
+ * word `done` says that pieces 0..p-1 have added theirs to the running pair
+ * (sum, neg) in the frame, adds its own, bumps `done` (release; the wait is
+ * an acquire), and writes its offsets from the running sum it found. The
+ * pool claims chunks in increasing order and a chunk runs its iterations in
+ * order, so the piece waited for is running or done: no deadlock, and the
+ * wait is short (the piece before only sums its lengths first). The last
+ * piece holds the total: offs[nseg], then the checks in the interpreter's
+ * order, unless `defer` (the caller checks the pair after replaying a
+ * delayed operand's elements). */
+static uint32_t seg_offsets_kernel(lw *L, ir_ref at, const char *what, const lw_val *lens,
+                                   const lw_val *offs, const lw_val *Cw, const lw_val *nw,
+                                   const lw_val *run, bool defer) {
+  cg_module *M = L->M;
+  LLVMBuilderRef B = M->b;
+  uint32_t sneg = 0, ssum = 0;
+  if (!defer)
+    seg_sites(M, at, what, &sneg, &ssum);
   uint32_t k;
-  cg_fn *f = lw_kernel_begin(L, at, "seg.check", 1, &k);
-  cg_val lv, sv, ov;
+  cg_fn *f = lw_kernel_begin(L, at, "seg.offsets", 1, &k);
+  cg_val lv, ov;
   lw_load(L, f, k, lens, &lv);
-  lw_load(L, f, k, ss, &sv);
   lw_load(L, f, k, offs, &ov);
   LLVMValueRef C = sk_ld(L, f, k, Cw), n = sk_ld(L, f, k, nw), nseg = lv.l[0].ext[0];
-  LLVMValueRef run = cg_alloca(f, M->t_i64), bad = cg_alloca(f, M->t_i1);
-  LLVMBuildStore(M->b, cg_i64(M, 0), run);
-  LLVMBuildStore(M->b, LLVMConstInt(M->t_i1, 0, 0), bad);
-  cg_loop pl;
-  LLVMValueRef p = cg_loop_begin(f, &pl, cg_i64(M, 0), C);
-  LLVMValueRef ng = cg_load_elem(f, &sv.l[0], LLVMBuildAdd(M->b, C, p, ""));
-  LLVMValueRef bd = LLVMBuildLoad2(M->b, M->t_i1, bad, "");
-  LLVMValueRef isneg = LLVMBuildICmp(M->b, LLVMIntSLT, ng, cg_i64(M, 0), "");
-  cg_check(f, LLVMBuildOr(M->b, bd, LLVMBuildNot(M->b, isneg, ""), ""), sneg, ng, NULL);
-  LLVMBuildStore(M->b, LLVMBuildOr(M->b, bd, isneg, ""), bad);
-  LLVMValueRef s = cg_load_elem(f, &sv.l[0], p), r = LLVMBuildLoad2(M->b, M->t_i64, run, "");
-  cg_store_elem(f, &sv.l[0], p, r);
-  LLVMBuildStore(M->b, sk_sat_add(f, r, s), run);
+  LLVMValueRef sum_p = sk_turn_word(L, f, k, &run[0]), neg_p = sk_turn_word(L, f, k, &run[1]),
+               done_p = sk_turn_word(L, f, k, &run[2]);
+  LLVMValueRef sum = cg_alloca(f, M->t_i64), neg = cg_alloca(f, M->t_i64);
+  LLVMValueRef zero = cg_i64(M, 0), one = cg_i64(M, 1);
+  cg_loop pl, kl;
+  LLVMValueRef p = cg_loop_begin(f, &pl, f->lo, f->hi);
+  LLVMValueRef lo = sk_piece_start(f, p, nseg, C);
+  LLVMValueRef hi = sk_piece_start(f, LLVMBuildAdd(B, p, one, ""), nseg, C);
+  /* the piece's own pair */
+  LLVMBuildStore(B, zero, sum);
+  LLVMBuildStore(B, zero, neg);
+  LLVMValueRef kk = cg_loop_begin(f, &kl, lo, hi);
+  LLVMValueRef v = lw_cg_int64(f, cg_load_elem(f, &lv.l[0], kk), (ac_scalar)lv.l[0].sc);
+  LLVMValueRef isneg = LLVMBuildICmp(B, LLVMIntSLT, v, zero, "");
+  LLVMValueRef s2, n2;
+  seg_comb(f, LLVMBuildLoad2(B, M->t_i64, sum, ""), LLVMBuildLoad2(B, M->t_i64, neg, ""),
+           LLVMBuildSelect(B, isneg, zero, v, ""), LLVMBuildSelect(B, isneg, v, zero, ""), &s2,
+           &n2);
+  LLVMBuildStore(B, s2, sum);
+  LLVMBuildStore(B, n2, neg);
+  cg_loop_end(f, &kl);
+  /* wait for pieces 0..p-1 */
+  sk_wait_turn(f, done_p, p);
+  /* add the piece's pair to the running one, publish */
+  LLVMValueRef cs = LLVMBuildLoad2(B, M->t_i64, sum_p, ""),
+               cn = LLVMBuildLoad2(B, M->t_i64, neg_p, ""), ts, tn;
+  seg_comb(f, cs, cn, LLVMBuildLoad2(B, M->t_i64, sum, ""), LLVMBuildLoad2(B, M->t_i64, neg, ""),
+           &ts, &tn);
+  LLVMBuildStore(B, ts, sum_p);
+  LLVMBuildStore(B, tn, neg_p);
+  sk_pass_turn(f, done_p, LLVMBuildAdd(B, p, one, ""));
+  sk_run_offsets(f, &lv.l[0], &ov.l[0], lo, hi, cs);
+  /* the last piece: the total and the checks */
+  LLVMBasicBlockRef j = sk_if(f, LLVMBuildICmp(B, LLVMIntEQ, p, LLVMBuildSub(B, C, one, ""), ""));
+  cg_store_elem(f, &ov.l[0], nseg, ts);
+  if (!defer) {
+    LLVMValueRef bad = LLVMBuildICmp(B, LLVMIntNE, tn, zero, "");
+    cg_check(f, LLVMBuildNot(B, bad, ""), sneg, tn, NULL);
+    cg_check(f, LLVMBuildOr(B, bad, LLVMBuildICmp(B, LLVMIntEQ, ts, n, ""), ""), ssum, ts, n);
+  }
+  sk_endif(f, j);
   cg_loop_end(f, &pl);
-  LLVMValueRef total = LLVMBuildLoad2(M->b, M->t_i64, run, "");
-  LLVMValueRef ok = LLVMBuildOr(M->b, LLVMBuildLoad2(M->b, M->t_i1, bad, ""),
-                                LLVMBuildICmp(M->b, LLVMIntEQ, total, n, ""), "");
-  cg_check(f, ok, ssum, total, n);
-  cg_store_elem(f, &ov.l[0], nseg, total);
   lw_kernel_end(L, f);
   return k;
 }
 
-/* "seg.offsets", one iteration per piece: offs[s] for the piece's segments
- * from the piece's starting offset. Runs only after a successful check. */
-static uint32_t seg_offsets_kernel(lw *L, ir_ref at, const lw_val *lens, const lw_val *ss,
-                                   const lw_val *offs, const lw_val *Cw) {
-  cg_module *M = L->M;
+/* "seg.replay", one iteration per element: computes every element of the
+ * delayed operand a (rank 1) and drops it, so that an element error is
+ * raised, as the interpreter raises it before any segment check. */
+static uint32_t seg_replay_kernel(lw *L, ir_ref at, const lw_val *a) {
   uint32_t k;
-  cg_fn *f = lw_kernel_begin(L, at, "seg.offsets", 1, &k);
-  cg_val lv, sv, ov;
-  lw_load(L, f, k, lens, &lv);
-  lw_load(L, f, k, ss, &sv);
-  lw_load(L, f, k, offs, &ov);
-  LLVMValueRef C = sk_ld(L, f, k, Cw), nseg = lv.l[0].ext[0];
-  LLVMValueRef acc = cg_alloca(f, M->t_i64);
-  cg_loop pl;
-  LLVMValueRef p = cg_loop_begin(f, &pl, f->lo, f->hi);
-  LLVMValueRef lo = sk_piece_start(f, p, nseg, C);
-  LLVMValueRef hi = sk_piece_start(f, LLVMBuildAdd(M->b, p, cg_i64(M, 1), ""), nseg, C);
-  LLVMBuildStore(M->b, cg_load_elem(f, &sv.l[0], p), acc);
-  cg_loop kl;
-  LLVMValueRef kk = cg_loop_begin(f, &kl, lo, hi);
-  LLVMValueRef a = LLVMBuildLoad2(M->b, M->t_i64, acc, "");
-  cg_store_elem(f, &ov.l[0], kk, a);
-  LLVMValueRef v = lw_cg_int64(f, cg_load_elem(f, &lv.l[0], kk), (ac_scalar)lv.l[0].sc);
-  LLVMBuildStore(M->b, LLVMBuildAdd(M->b, a, v, ""), acc);
-  cg_loop_end(f, &kl);
-  cg_loop_end(f, &pl);
+  ir_type elem;
+  uint32_t rank;
+  ir_ty_array_view(L->ctx, a->type, &elem, &rank);
+  cg_fn *f = lw_kernel_begin(L, at, "seg.replay", 1, &k);
+  cg_val av, x;
+  lw_load(L, f, k, a, &av);
+  sk_row r;
+  sk_row_init(f, &av, elem, 1, &r);
+  sk_row_at(f, &r, cg_i64(L->M, 0));
+  cg_loop jl;
+  LLVMValueRef j = cg_loop_begin(f, &jl, f->lo, f->hi);
+  sk_row_read(f, &r, j, at, &x);
+  cg_loop_end(f, &jl);
   lw_kernel_end(L, f);
   return k;
+}
+
+/* The checks seg_offsets_kernel deferred, from its pair (neg_x, sum_x):
+ * when they fail, the delayed operand a's elements (a may be NULL) are
+ * replayed first, so an element error is the one reported, as the
+ * interpreter computes a before it looks at the lengths. At plan level:
+ * on the CPU the pair's words are the host's at once; on a GPU (offsets
+ * computed ahead of a loop) the first use fetches them. */
+static void seg_deferred_checks(lw *L, ir_ref at, const char *what, const lw_val *a,
+                                uint32_t n_x, uint32_t neg_x, uint32_t sum_x) {
+  uint32_t zero = lw_x_const(L, 0);
+  uint32_t bad = lw_x_bin(L, PX_MAX, lw_x_bin(L, PX_NE, neg_x, zero),
+                          lw_x_bin(L, PX_NE, sum_x, n_x));
+  char hneg[96], hsum[96];
+  snprintf(hneg, sizeof hneg, "%s: negative segment length ", what);
+  snprintf(hsum, sizeof hsum, "%s: segment lengths sum to ", what);
+  lw_piece pneg[2] = {LW_TEXT(hneg), LW_VAL(neg_x)};
+  lw_piece psum[5] = {LW_TEXT(hsum), LW_VAL(sum_x), LW_TEXT(" but the array has "), LW_VAL(n_x),
+                      LW_TEXT(" elements")};
+  pl_if(L->p, lw_x_to_word(L, bad));
+  if (a) {
+    uint32_t k = seg_replay_kernel(L, at, a);
+    lw_launch(L, k, n_x,
+              lw_x_bin(L, PX_MAX, lw_x_const(L, 1),
+                       lw_x_bin(L, PX_CHUNKS, n_x, lw_x_const(L, FD_GRAIN))));
+  }
+  lw_check(L, lw_x_bin(L, PX_EQ, neg_x, zero), at, 2, pneg, 0, NULL);
+  lw_check(L, lw_x_bin(L, PX_EQ, sum_x, n_x), at, 5, psum, 0, NULL);
+  pl_end(L->p);
+}
+
+/* ---- offsets computed ahead of a loop ---- */
+
+struct lw_hoisted {
+  ir_ref at;     /* the segmented operation */
+  lw_val offs;   /* its offsets */
+  uint32_t neg;  /* words: the first negative length (or 0), the total */
+  uint32_t sum;
+  struct lw_hoisted *next;
+};
+
+static const struct lw_hoisted *seg_hoisted(lw *L, ir_ref at) {
+  for (const struct lw_hoisted *h = L->hoisted; h; h = h->next)
+    if (h->at == at)
+      return h;
+  return NULL;
+}
+
+void sk_free_offsets(lw *L, const lw_val *offs) {
+  for (const struct lw_hoisted *h = L->hoisted; h; h = h->next)
+    if (h->offs.words[0] == offs->words[0])
+      return;
+  sk_free(L, offs);
+}
+
+/* The offsets of lens with no check: the pair's words *neg and *sum. */
+static void seg_offsets_ahead(lw *L, ir_ref at, const lw_val *lens, lw_val *offs, uint32_t *neg,
+                              uint32_t *sum) {
+  lw_val run[3];
+  for (int i = 0; i < 3; i++)
+    sk_word(L, lw_x_const(L, 0), &run[i]);
+  *sum = run[0].words[0];
+  *neg = run[1].words[0];
+  if (L->gpu) {
+    lw_gpu_seg_offsets_ahead(L, at, lens, offs, *neg, *sum);
+    return;
+  }
+  uint32_t nseg_x = lw_extent(L, lens, 0, 0);
+  lw_val Cw, nw;
+  sk_word(L, sk_pieces(L, lw_x_const(L, 1), nseg_x, FD_GRAIN), &Cw);
+  sk_word(L, lw_x_const(L, 0), &nw); /* unused: no check */
+  sk_scratch(L, sk_ty_i64(L), lw_x_bin(L, PX_ADD, nseg_x, lw_x_const(L, 1)), at, offs);
+  uint32_t k = seg_offsets_kernel(L, at, "", lens, offs, &Cw, &nw, run, true);
+  lw_launch(L, k, sk_xw(L, &Cw), sk_xw(L, &Cw));
+}
+
+/* The lengths operand of a segmented operation, or 0. */
+static ir_ref seg_lens(const ac_module *m, ir_ref e) {
+  switch ((ir_op)ir_node_get(m, e)->op) {
+  case IR_FOLD_SEG:
+  case IR_SCAN_SEG:
+    return ir_kid(m, e, 3);
+  case IR_SCAN_INCL_SEG:
+    return ir_kid(m, e, 2);
+  default:
+    return IR_NONE;
+  }
+}
+
+/* The walk of lw_hoist_offsets: e under nb binders of the step; what is
+ * evaluated at plan level each time the step runs (not lambdas: element
+ * code and nested loops; not the branches of an if). */
+static void seg_hoist_walk(lw *L, ir_ref e, uint32_t nb, unsigned depth) {
+  const ac_module *m = L->m;
+  const ir_node *n = ir_node_get(m, e);
+  if (depth > 200 || n->op == IR_LAM || L->M->st != AC_OK)
+    return;
+  ir_ref lens = seg_lens(m, e);
+  const ir_node *ln = lens ? ir_node_get(m, lens) : NULL;
+  if (ln && ln->op == IR_VAR && ln->attr >= (int64_t)nb &&
+      (uint64_t)(ln->attr - nb) < L->nenv && !seg_hoisted(L, e)) {
+    /* bound outside the loop: the same lengths every time */
+    const lw_val *lv = &L->env[L->nenv - 1 - (uint32_t)(ln->attr - nb)];
+    struct lw_hoisted *h = cg_new(L->M, sizeof *h);
+    h->at = e;
+    seg_offsets_ahead(L, e, lv, &h->offs, &h->neg, &h->sum);
+    h->next = L->hoisted;
+    L->hoisted = h;
+  }
+  uint32_t nk = n->op == IR_IF ? 1 : n->nkids;
+  for (uint32_t i = 0; i < nk; i++)
+    seg_hoist_walk(L, ir_kid(m, e, i), nb + ir_binders(m, e, i), depth + 1);
+}
+
+struct lw_hoisted *lw_hoist_offsets(lw *L, ir_ref step, uint32_t nb) {
+  struct lw_hoisted *mark = L->hoisted;
+  const ir_node *n = ir_node_get(L->m, step);
+  if (n->op == IR_LAM)
+    seg_hoist_walk(L, ir_kid(L->m, step, 0), (uint32_t)n->attr, 0);
+  else if (nb)
+    seg_hoist_walk(L, step, nb, 0);
+  return mark;
+}
+
+void lw_hoist_end(lw *L, struct lw_hoisted *mark) {
+  while (L->hoisted && L->hoisted != mark) {
+    sk_free(L, &L->hoisted->offs);
+    L->hoisted = L->hoisted->next;
+  }
 }
 
 bool sk_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, uint32_t n_x,
-                    lw_val *offs) {
-  if (L->gpu) /* one single-pass scan kernel instead (gskel_segoffs.c) */
-    return lw_gpu_seg_offsets(L, at, what, lens, n_x, offs);
+                    const lw_val *data, lw_val *offs) {
+  const struct lw_hoisted *h = seg_hoisted(L, at);
+  if (h) { /* computed ahead of the loop: the checks, here */
+    *offs = h->offs;
+    seg_deferred_checks(L, at, what, data && lw_delayed_may_fail(L, data) ? data : NULL, n_x,
+                        lw_x_word(L, h->neg), lw_x_word(L, h->sum));
+    return L->M->st == AC_OK;
+  }
+  bool defer = data && lw_delayed_may_fail(L, data);
+  if (L->gpu) /* one decoupled look-back scan kernel instead (gskel_segoffs.c) */
+    return lw_gpu_seg_offsets(L, at, what, lens, n_x, defer ? data : NULL, offs);
   uint32_t nseg_x = lw_extent(L, lens, 0, 0);
-  lw_val Cw, nw, ss;
+  lw_val Cw, nw, run[3];
   sk_word(L, sk_pieces(L, lw_x_const(L, 1), nseg_x, FD_GRAIN), &Cw);
   sk_word(L, n_x, &nw);
-  sk_scratch(L, sk_ty_i64(L), lw_x_bin(L, PX_MUL, lw_x_const(L, 2), sk_xw(L, &Cw)), at, &ss);
+  for (int i = 0; i < 3; i++)
+    sk_word(L, lw_x_const(L, 0), &run[i]);
   sk_scratch(L, sk_ty_i64(L), lw_x_bin(L, PX_ADD, nseg_x, lw_x_const(L, 1)), at, offs);
-  uint32_t k1 = seg_sum_kernel(L, at, lens, &ss, &Cw);
-  uint32_t k2 = seg_check_kernel(L, at, what, lens, &ss, offs, &Cw, &nw);
-  uint32_t k3 = seg_offsets_kernel(L, at, lens, &ss, offs, &Cw);
-  lw_launch(L, k1, sk_xw(L, &Cw), PL_AUTO);
-  sk_launch1(L, k2);
-  lw_launch(L, k3, sk_xw(L, &Cw), PL_AUTO);
-  sk_free(L, &ss);
+  uint32_t k = seg_offsets_kernel(L, at, what, lens, offs, &Cw, &nw, run, defer);
+  lw_launch(L, k, sk_xw(L, &Cw), sk_xw(L, &Cw));
+  if (defer)
+    seg_deferred_checks(L, at, what, data, n_x, sk_xw(L, &run[1]), sk_xw(L, &run[0]));
   return L->M->st == AC_OK;
 }
 
@@ -482,7 +675,7 @@ bool sk_fold_seg_operands(lw *L, ir_ref e, sk_fold *s, lw_val *offs) {
   lw_check_shapes(L, e, "fold_seg", 1, &s->a);
   s->n_x = lw_extent(L, &s->a, 0, 0);
   s->rows_x = lw_extent(L, &s->lens, 0, 0);
-  return sk_seg_offsets(L, e, "fold_seg", &s->lens, s->n_x, offs);
+  return sk_seg_offsets(L, e, "fold_seg", &s->lens, s->n_x, &s->a, offs);
 }
 
 void sk_fold_result(lw *L, ir_ref e, const sk_fold *s, lw_val *out) {
@@ -579,6 +772,6 @@ bool lw_skel_fold_seg(lw *L, ir_ref e, lw_val *out) {
       lw_x_bin(L, PX_MAX, lw_x_const(L, 1),
                lw_x_bin(L, PX_MIN, nseg_x, lw_x_bin(L, PX_CHUNKS, n_x, lw_x_const(L, FD_GRAIN))));
   lw_launch(L, k, nseg_x, chunks);
-  sk_free(L, &offs);
+  sk_free_offsets(L, &offs);
   return M->st == AC_OK;
 }

@@ -34,15 +34,31 @@ void sk_launch1(lw *L, uint32_t k);
 /* Segment offsets for fold_seg and the segmented scans: lens is a rank-1
  * integer array whose lengths must be >= 0 and sum to n_x (else the
  * interpreter's errors, named `what`, at node at); *offs gets an i64 array of
- * nseg + 1 entries, offs[s] the start of segment s and offs[nseg] = n. Three
- * launches on the CPU (piece sums, one-chunk check and prefix, piece
- * offsets); one on GPU targets (lw_gpu_seg_offsets). */
+ * nseg + 1 entries, offs[s] the start of segment s and offs[nseg] = n. One
+ * launch: a chained scan over pieces on the CPU, a decoupled look-back scan
+ * on GPU targets (lw_gpu_seg_offsets). `data` is the segmented operand (or
+ * NULL): when its elements are delayed and may fail (lw_delayed_may_fail),
+ * a failed check is reported only after every element has been computed
+ * once, so that an element's error wins, as in the interpreter, which
+ * computes the operand before it reads the lengths (the CPU replays the
+ * elements in a kernel of their own, launched only then). Offsets computed
+ * ahead of a loop (lw_hoist_offsets) are taken as they are, with their
+ * checks (and that replay) made here. */
 bool sk_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, uint32_t n_x,
-                    lw_val *offs);
+                    const lw_val *data, lw_val *offs);
 /* Its GPU form (gskel_segoffs.c), which sk_seg_offsets calls on GPU
- * targets: the same offsets, checks and messages from one scan kernel. */
+ * targets: the same offsets, checks and messages from one scan kernel;
+ * with `replay` (a delayed operand whose elements may fail), the last
+ * tile's block computes its elements before the checks. */
 bool lw_gpu_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, uint32_t n_x,
-                        lw_val *offs);
+                        const lw_val *replay, lw_val *offs);
+/* The same kernel making no check: it stores the first negative length (or
+ * 0) and the saturated total in the words neg and sum (lw_hoist_offsets). */
+void lw_gpu_seg_offsets_ahead(lw *L, ir_ref at, const lw_val *lens, lw_val *offs, uint32_t neg,
+                              uint32_t sum);
+/* Frees offsets from sk_seg_offsets unless they were computed ahead of a
+ * loop (lw_hoist_end frees those). */
+void sk_free_offsets(lw *L, const lw_val *offs);
 /* The host side of fold and fold_seg, shared by the CPU skeleton and the
  * GPU one (gskel_fold.c), so both make the same checks in the same order:
  * sk_fold_operands evaluates z and a and checks a's leaves (fold's
@@ -65,6 +81,20 @@ bool sk_fold_seg_operands(lw *L, ir_ref e, sk_fold *s, lw_val *offs);
 void sk_fold_result(lw *L, ir_ref e, const sk_fold *s, lw_val *out);
 
 /* ---- kernel level ---- */
+/* offs[q] = start + lens[lo] + .. + lens[q - 1] for q in [lo, hi) (plain
+ * adds: the values matter only when the length checks pass). */
+void sk_run_offsets(cg_fn *f, const cg_leaf *lens, const cg_leaf *offs, LLVMValueRef lo,
+                    LLVMValueRef hi, LLVMValueRef start);
+/* Chained chunks on the CPU (the segment offsets, the scans): iteration
+ * `turn` of a launch waits until the frame word at done_p (sk_turn_word:
+ * set to 0 by the plan before the launch) reaches turn (an acquire load,
+ * polled, yielding the core now and then), and passes the turn on by
+ * storing next (a release store). The pool claims chunks in increasing
+ * order and a chunk runs its iterations in order, so the iteration waited
+ * for is running or done: no deadlock. */
+LLVMValueRef sk_turn_word(lw *L, cg_fn *f, uint32_t k, const lw_val *w);
+void sk_wait_turn(cg_fn *f, LLVMValueRef done_p, LLVMValueRef turn);
+void sk_pass_turn(cg_fn *f, LLVMValueRef done_p, LLVMValueRef next);
 LLVMValueRef sk_ld(lw *L, cg_fn *f, uint32_t kernel, const lw_val *w); /* an i64 word */
 /* Start of piece p of C over n: p * n / C (all non-negative, no overflow:
  * C is at most a few times the pool size and n below 2^40). */

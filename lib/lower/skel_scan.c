@@ -13,17 +13,15 @@
  * the interpreter (its result would be dropped, and an error it raised
  * would not be the program's).
  *
- * Parallelism is the three-phase scan (Blelloch's reduce-then-scan, as
- * Accelerate's and CUB's CPU paths use it) over the pieces of skel_red.h:
- *   1. "scan.partial": each piece but a row's last reduces its positions;
- *   2. "scan.carry" (one chunk, C steps per row): the carry into piece p is
- *      z, then z (+) partial(0) (+) .. (+) partial(p-1) (inclusive scans
- *      start from partial(0) instead, piece 0 having no carry), written over
- *      the partials in place (the carry of piece p lands at index p - 1, the
- *      partial it consumed);
- *   3. "scan": every piece rescans its positions from its carry.
- * With C = 1 (many rows, or short ones) phases 1 and 2 are skipped and phase
- * 3 is a sequential scan per row, rows in parallel. Segmented scans use the
+ * Parallelism is Blelloch's reduce-then-scan (as Accelerate's and CUB's CPU
+ * paths use it) over the pieces of skel_red.h, in one launch: each piece
+ * but a row's last reduces its positions; the carries then pass from piece
+ * to piece along a chain (sk_wait_turn: the carry into piece p is z, then
+ * z (+) partial(0) (+) .. (+) partial(p-1); inclusive scans start from
+ * partial(0) instead, piece 0 having no carry; the carry of piece p lands at
+ * index p - 1); every piece rescans its positions from its carry. With
+ * C = 1 (many rows, or short ones) there is no chain: a sequential scan per
+ * row, rows in parallel. Segmented scans use the
  * segment offsets of skel_fold.c and scan each segment sequentially, the
  * segments in parallel. Combining calls carry the `reassoc` flag (cg.h), so
  * float results differ from the interpreter's only by reassociation.
@@ -103,8 +101,11 @@ static void sc_run(cg_fn *f, const sc_ctx *c, sk_row *r, const cg_val *zv, const
   sk_endif(f, done);
 }
 
-/* "scan.partial": piece i % C of row i / C reduced in position order, for
- * every piece but a row's last (whose total nobody needs). */
+/* On GPU targets (a scan the SIMT skeleton does not take, through the chunk
+ * adapter) chunks do not run in claim order, so the carries cannot chain:
+ * three launches instead. "scan.partial": piece i % C of row i / C reduced
+ * in position order, for every piece but a row's last (whose total nobody
+ * needs). */
 static uint32_t sc_partial_kernel(const sc_ctx *c) {
   lw *L = c->L;
   cg_module *M = L->M;
@@ -174,29 +175,93 @@ static uint32_t sc_carry_kernel(const sc_ctx *c) {
   return k;
 }
 
-/* "scan": piece i % C of row i / C scanned from its carry. */
-static uint32_t sc_scan_kernel(const sc_ctx *c) {
+/* "scan", one launch: iteration i is piece p = i % C of row i / C. With
+ * C == 1 the piece is the row, scanned from z or its first element. With
+ * C > 1 the pieces form one chain (sk_wait_turn on the frame word `turn`):
+ * piece p < C - 1 first reduces its positions in order (an exclusive scan's
+ * last piece, whose total nobody needs, does not: f never sees the last
+ * element); waits for its turn; stores the carry out of it, carry(p) (+)
+ * partial (z (+) partial, or the partial alone for an inclusive scan, when
+ * p == 0), at index i of the partials, where piece p + 1 finds it; passes
+ * the turn; then rescans its positions from the carry into it (index
+ * i - 1). Only the carries are sequential, so the pieces' reductions and
+ * rescans run in parallel, in one launch instead of three (reduce, carry,
+ * rescan). */
+static uint32_t sc_scan_kernel(const sc_ctx *c, const lw_val *turn, bool chained) {
   lw *L = c->L;
   cg_module *M = L->M;
+  LLVMBuilderRef B = M->b;
   uint32_t k;
   cg_fn *f = lw_kernel_begin(L, c->e, "scan", SC_GRAIN, &k);
-  cg_val av, pv, zv, ov;
+  cg_val av, pv, zv, ov, x;
   lw_load(L, f, k, &c->a, &av);
   lw_load(L, f, k, &c->part, &pv);
   lw_load(L, f, k, &c->out, &ov);
   if (c->excl)
     lw_load(L, f, k, &c->z, &zv);
   LLVMValueRef C = sk_ld(L, f, k, &c->Cw), one = cg_i64(M, 1);
+  LLVMValueRef multi = LLVMBuildICmp(B, LLVMIntNE, C, one, "");
   sk_row r;
   sk_row_init(f, &av, c->elem, c->rank, &r);
-  cg_loop il;
+  cg_var acc;
+  cg_var_new(f, c->elem, &acc);
+  cg_loop il, tl;
   LLVMValueRef i = cg_loop_begin(f, &il, f->lo, f->hi);
-  LLVMValueRef p = LLVMBuildURem(M->b, i, C, "");
-  sk_row_at(f, &r, LLVMBuildUDiv(M->b, i, C, ""));
-  LLVMValueRef lo = sk_piece_start(f, p, r.n, C);
-  LLVMValueRef hi = sk_piece_start(f, LLVMBuildAdd(M->b, p, one, ""), r.n, C);
-  LLVMValueRef has = LLVMBuildICmp(M->b, LLVMIntNE, p, cg_i64(M, 0), "");
-  sc_run(f, c, &r, &zv, &pv, &ov, lo, hi, has, LLVMBuildSub(M->b, i, one, ""));
+  LLVMValueRef p = LLVMBuildURem(B, i, C, "");
+  LLVMValueRef p1 = LLVMBuildAdd(B, p, one, "");
+  sk_row_at(f, &r, LLVMBuildUDiv(B, i, C, ""));
+  LLVMValueRef lo = sk_piece_start(f, p, r.n, C), hi = sk_piece_start(f, p1, r.n, C);
+  LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, p, cg_i64(M, 0), "");
+  LLVMValueRef has = LLVMBuildAnd(B, multi, LLVMBuildNot(B, first, ""), "");
+  if (!chained) { /* the carries are there already (sc_carry_kernel) */
+    sc_run(f, c, &r, &zv, &pv, &ov, lo, hi, has, LLVMBuildSub(B, i, one, ""));
+    cg_loop_end(f, &il);
+    lw_kernel_end(L, f);
+    return k;
+  }
+  LLVMValueRef done_p = sk_turn_word(L, f, k, turn);
+  LLVMBasicBlockRef chain = sk_if(f, multi);
+  LLVMValueRef carries = LLVMBuildICmp(B, LLVMIntULT, p1, C, "");
+  /* the piece's partial, when a carry leaves it */
+  LLVMBasicBlockRef red = sk_if(f, carries);
+  sk_row_read(f, &r, sc_pos(f, c, lo, r.n), c->e, &x);
+  cg_var_store(f, &acc, &x);
+  LLVMValueRef t = cg_loop_begin(f, &tl, LLVMBuildAdd(B, lo, one, ""), hi);
+  sk_row_read(f, &r, sc_pos(f, c, t, r.n), c->e, &x);
+  sc_combine(f, c, &acc, &x);
+  cg_loop_end(f, &tl);
+  sk_endif(f, red);
+  sk_wait_turn(f, done_p, i);
+  LLVMBasicBlockRef out = sk_if(f, carries);
+  cg_val part, cin;
+  cg_var_load(f, &acc, &part);
+  cg_var car;
+  cg_var_new(f, c->elem, &car);
+  /* carry(p) (+) partial: carry(0) is z for an exclusive scan, nothing for
+   * an inclusive one */
+  LLVMBasicBlockRef cold = cg_block(f, "scan.first"), cmid = cg_block(f, "scan.later"),
+                    cjoin = cg_block(f, "scan.carried");
+  LLVMBuildCondBr(B, first, cold, cmid);
+  LLVMPositionBuilderAtEnd(B, cold);
+  if (c->excl) {
+    cg_var_store(f, &car, &zv);
+    sc_combine(f, c, &car, &part);
+  } else {
+    cg_var_store(f, &car, &part);
+  }
+  LLVMBuildBr(B, cjoin);
+  LLVMPositionBuilderAtEnd(B, cmid);
+  sk_load(f, &pv, c->elem, LLVMBuildSub(B, i, one, ""), &cin);
+  cg_var_store(f, &car, &cin);
+  sc_combine(f, c, &car, &part);
+  LLVMBuildBr(B, cjoin);
+  LLVMPositionBuilderAtEnd(B, cjoin);
+  cg_var_load(f, &car, &x);
+  sk_store(f, &pv, i, &x);
+  sk_endif(f, out);
+  sk_pass_turn(f, done_p, LLVMBuildAdd(B, i, one, ""));
+  sk_endif(f, chain);
+  sc_run(f, c, &r, &zv, &pv, &ov, lo, hi, has, LLVMBuildSub(B, i, one, ""));
   cg_loop_end(f, &il);
   lw_kernel_end(L, f);
   return k;
@@ -230,15 +295,20 @@ static bool sc_rows(sc_ctx *c, lw_val *out) {
   sk_word(L, lw_x_bin(L, PX_NE, sk_xw(L, &c->Cw), lw_x_const(L, 1)), &multi);
   uint32_t npieces = lw_x_bin(L, PX_MUL, rows_x, sk_xw(L, &c->Cw));
   sk_scratch(L, c->elem, lw_x_bin(L, PX_MUL, npieces, sk_xw(L, &multi)), e, &c->part);
-  uint32_t k1 = sc_partial_kernel(c), k2 = sc_carry_kernel(c), k3 = sc_scan_kernel(c);
-  pl_if(L->p, multi.words[0]);
-  lw_launch(L, k1, npieces, PL_AUTO);
-  lw_launch(L, k2, rows_x, lw_x_const(L, 1));
-  pl_end(L->p);
+  lw_val turn;
+  sk_word(L, lw_x_const(L, 0), &turn);
+  if (L->gpu) {
+    uint32_t k1 = sc_partial_kernel(c), k2 = sc_carry_kernel(c);
+    pl_if(L->p, multi.words[0]);
+    lw_launch(L, k1, npieces, PL_AUTO);
+    lw_launch(L, k2, rows_x, lw_x_const(L, 1));
+    pl_end(L->p);
+  }
+  uint32_t k = sc_scan_kernel(c, &turn, !L->gpu);
   uint32_t chunks =
       lw_x_bin(L, PX_CHUNKS, lw_x_bin(L, PX_MUL, rows_x, n_x), lw_x_const(L, SC_GRAIN));
   chunks = lw_x_bin(L, PX_MAX, lw_x_const(L, 1), lw_x_bin(L, PX_MIN, npieces, chunks));
-  lw_launch(L, k3, npieces, chunks);
+  lw_launch(L, k, npieces, chunks);
   sk_free(L, &c->part);
   return M->st == AC_OK;
 }
@@ -288,7 +358,7 @@ static bool sc_segments(sc_ctx *c, lw_val *out) {
   c->tmp = cg_needs_tmp(m, c->fn);
   lw_check_shapes(L, e, what, 1, &c->a);
   uint32_t n_x = lw_extent(L, &c->a, 0, 0), nseg_x = lw_extent(L, &lens, 0, 0);
-  if (!sk_seg_offsets(L, e, what, &lens, n_x, &offs))
+  if (!sk_seg_offsets(L, e, what, &lens, n_x, &c->a, &offs))
     return false;
   lw_fresh(L, ir_node_get(m, e)->type, out);
   lw_alloc_arrays(L, out, &n_x, e);
@@ -298,7 +368,7 @@ static bool sc_segments(sc_ctx *c, lw_val *out) {
       lw_x_bin(L, PX_MAX, lw_x_const(L, 1),
                lw_x_bin(L, PX_MIN, nseg_x, lw_x_bin(L, PX_CHUNKS, n_x, lw_x_const(L, SC_GRAIN))));
   lw_launch(L, k, nseg_x, chunks);
-  sk_free(L, &offs);
+  sk_free_offsets(L, &offs);
   return M->st == AC_OK;
 }
 

@@ -479,8 +479,32 @@ static bool cse_same(const cse *S, uint32_t a, uint32_t b) {
   return true;
 }
 
+/* A term that costs nothing to repeat: a variable, a literal, a field of a
+ * variable, or a tuple of such terms (the shape `(n, m, k)` two
+ * backpermutes share: bound by a let it would only hide them from fuse). */
+static bool cse_trivial(const ac_module *m, ir_ref r, unsigned depth) {
+  const ir_node *n = ir_node_get(m, r);
+  switch ((ir_op)n->op) {
+  case IR_VAR:
+  case IR_LIT:
+    return true;
+  case IR_PROJ:
+    return cse_trivial(m, ir_kid(m, r, 0), depth);
+  case IR_TUPLE:
+    if (depth > 8)
+      return false;
+    for (uint32_t i = 0; i < n->nkids; i++)
+      if (!cse_trivial(m, ir_kid(m, r, i), depth + 1))
+        return false;
+    return true;
+  default:
+    return false;
+  }
+}
+
 /* Terms worth sharing: not a variable, literal, lambda, function name, unit,
- * field of a variable or delay; not a constant; of a type a let can bind. */
+ * field of a variable, tuple of such terms or delay; not a constant; of a
+ * type a let can bind. */
 static bool cse_candidate(const cse *S, uint32_t k) {
   const ac_module *m = S->m;
   ir_ref r = S->pos[k].ref;
@@ -506,18 +530,17 @@ static bool cse_candidate(const cse *S, uint32_t k) {
   case IR_DELAY:
     return false;
   case IR_TUPLE:
+    if (n->nkids == 0 || cse_trivial(m, r, 0))
+      return false;
+    break;
   case IR_ARRLIT: /* `[]` takes its type from its place */
     if (n->nkids == 0)
       return false;
     break;
-  case IR_PROJ: {
-    ir_ref x = r;
-    while (ir_node_get(m, x)->op == IR_PROJ)
-      x = ir_kid(m, x, 0);
-    if (ir_node_get(m, x)->op == IR_VAR)
+  case IR_PROJ:
+    if (cse_trivial(m, r, 0))
       return false;
     break;
-  }
   default:
     break;
   }

@@ -57,13 +57,65 @@
 
 enum { FU_FUSED, FU_HORIZONTAL, FU_DUPLICATED };
 
+/* What the walk knows of a variable in scope: it holds extent `dim` of the
+ * array variable bound at level `arr` (let (n, k) = shape(a)), or nothing
+ * (arr < 0). Levels count binders from the function's first parameter. */
+typedef struct fu_bind {
+  int64_t arr;
+  uint32_t dim;
+} fu_bind;
+
 typedef struct fu {
   ps_ctx *c;
   ac_module *m;
   uint8_t *ffail; /* per function: 0 unknown, 1 cannot fail, 2 may fail or loop */
   bool lets;      /* move let-bound producers to their uses */
   bool oom;
+  fu_bind *env; /* one entry per binder in scope, innermost last */
+  size_t nenv, capenv;
+  /* Pairs of levels of array variables known to have one extent where
+   * the walk is (a map that checked them was evaluated before, by a let
+   * whose body this is); dropped with the let. */
+  struct fu_fact {
+    int64_t a, b;
+  } *facts;
+  size_t nfacts, capfacts;
 } fu;
+
+static void fu_fact(fu *F, int64_t a, int64_t b) {
+  if (a < 0 || b < 0 || a == b)
+    return;
+  if (!ac_grow(F->m->ctx, (void **)&F->facts, &F->capfacts, F->nfacts + 1, sizeof *F->facts)) {
+    F->oom = true;
+    return;
+  }
+  F->facts[F->nfacts++] = (struct fu_fact){a, b};
+}
+
+static void fu_push(fu *F, int64_t arr, uint32_t dim) {
+  if (!ac_grow(F->m->ctx, (void **)&F->env, &F->capenv, F->nenv + 1, sizeof *F->env)) {
+    F->oom = true;
+    return;
+  }
+  F->env[F->nenv++] = (fu_bind){arr, dim};
+}
+
+static void fu_push_unknown(fu *F, uint32_t n) {
+  for (uint32_t i = 0; i < n && !F->oom; i++)
+    fu_push(F, -1, 0);
+}
+
+static void fu_pop(fu *F, uint32_t n) {
+  F->nenv = n <= F->nenv ? F->nenv - n : 0;
+}
+
+/* The level of variable r (a VAR in the current scope), or -1. */
+static int64_t fu_level(fu *F, ir_ref r) {
+  const ir_node *n = ir_node_get(F->m, r);
+  if (n->op != IR_VAR || n->attr < 0 || (uint64_t)n->attr >= F->nenv)
+    return -1;
+  return (int64_t)F->nenv - 1 - n->attr;
+}
 
 /* ---- what can fail ---- */
 
@@ -279,6 +331,63 @@ static bool fu_index_only(fu *F, ir_ref p, unsigned depth) {
   return true;
 }
 
+/* x (in the current scope) is extent d of array variable src: a variable
+ * bound to it (fu_bind), shape(src).d, or len(src) for d = 0. */
+static bool fu_is_extent(fu *F, ir_ref x, ir_ref src, uint32_t d) {
+  ac_module *m = F->m;
+  int64_t sl = fu_level(F, src);
+  if (sl < 0)
+    return false;
+  const ir_node *n = ir_node_get(m, x);
+  switch ((ir_op)n->op) {
+  case IR_VAR: {
+    int64_t l = fu_level(F, x);
+    return l >= 0 && F->env[l].arr == sl && F->env[l].dim == d;
+  }
+  case IR_LEN:
+    return d == 0 && fu_level(F, ir_kid(m, x, 0)) == sl;
+  case IR_PROJ: {
+    ir_ref k = ir_kid(m, x, 0);
+    return n->attr == (int64_t)d && ir_node_get(m, k)->op == IR_SHAPE &&
+           fu_level(F, ir_kid(m, k, 0)) == sl;
+  }
+  default:
+    return false;
+  }
+}
+
+/* backpermute(shape, |i1..iq| (i_p1, .., i_pr), src) whose every index is
+ * in range: component d of the index is a parameter whose extent in
+ * `shape` is extent d of src (Accelerate's matrix multiply replicates
+ * a, n x k, to n x m x k by |i, j, l| (i, l) with the shape (n, m, k) of
+ * let (n, k) = shape(a)). Such a backpermute cannot fail. */
+static bool fu_bp_safe(fu *F, ir_ref p) {
+  ac_module *m = F->m;
+  ir_ref shape = ir_kid(m, p, 0), fn = ir_kid(m, p, 1), src = ir_kid(m, p, 2);
+  const ir_node *fnn = ir_node_get(m, fn);
+  ir_type elem;
+  uint32_t r = 0;
+  if (fnn->op != IR_LAM ||
+      !ir_ty_array_view(m->ctx, ir_node_get(m, src)->type, &elem, &r) || r == 0)
+    return false;
+  uint32_t q = (uint32_t)fnn->attr;
+  ir_ref body = ir_kid(m, fn, 0);
+  const ir_node *bn = ir_node_get(m, body), *sn = ir_node_get(m, shape);
+  if ((r > 1 && (bn->op != IR_TUPLE || bn->nkids != r)) ||
+      (q > 1 && (sn->op != IR_TUPLE || sn->nkids != q)))
+    return false;
+  for (uint32_t d = 0; d < r; d++) {
+    ir_ref c = r > 1 ? ir_kid(m, body, d) : body;
+    const ir_node *cn = ir_node_get(m, c);
+    if (cn->op != IR_VAR || cn->attr < 0 || (uint64_t)cn->attr >= q)
+      return false;
+    uint32_t par = q - 1 - (uint32_t)cn->attr;
+    if (!fu_is_extent(F, q > 1 ? ir_kid(m, shape, par) : shape, src, d))
+      return false;
+  }
+  return true;
+}
+
 /* Whether computing an element of producer p (with its delayed operands)
  * can fail or not end. */
 static bool fu_elem_fails(fu *F, ir_ref p, unsigned depth) {
@@ -296,8 +405,11 @@ static bool fu_elem_fails(fu *F, ir_ref p, unsigned depth) {
       return true;
     break;
   case IR_GATHER:
-  case IR_BACKPERMUTE:
     return true; /* the index check */
+  case IR_BACKPERMUTE:
+    if (!fu_bp_safe(F, p))
+      return true;
+    break;
   default:
     break;
   }
@@ -307,6 +419,139 @@ static bool fu_elem_fails(fu *F, ir_ref p, unsigned depth) {
       return true;
   }
   return false;
+}
+
+/* Classes of array expressions known to have equal extents: a small
+ * union-find whose terms are compared structurally (ir_equal), so the same
+ * variable is the same term. */
+#define FU_EQ_MAX 64u
+#define FU_EQ_FULL UINT32_MAX
+typedef struct fu_eq {
+  ir_ref t[FU_EQ_MAX];   /* a term that is not a variable */
+  int64_t lv[FU_EQ_MAX]; /* a variable: its level (else -1) */
+  uint32_t up[FU_EQ_MAX];
+  uint32_t n;
+  bool full; /* a term did not fit: nothing is proven */
+} fu_eq;
+
+static uint32_t eq_find(fu_eq *q, uint32_t i) {
+  while (q->up[i] != i)
+    i = q->up[i];
+  return i;
+}
+
+static uint32_t eq_add(fu_eq *q, ir_ref t, int64_t lv) {
+  if (q->n == FU_EQ_MAX) {
+    q->full = true;
+    return FU_EQ_FULL;
+  }
+  q->t[q->n] = t;
+  q->lv[q->n] = lv;
+  q->up[q->n] = q->n;
+  return q->n++;
+}
+
+static uint32_t eq_level(fu_eq *q, int64_t lv) {
+  for (uint32_t i = 0; i < q->n; i++)
+    if (q->lv[i] == lv)
+      return i;
+  return FU_EQ_FULL;
+}
+
+static uint32_t eq_term(fu *F, fu_eq *q, ir_ref e) {
+  int64_t lv = fu_level(F, e);
+  if (lv >= 0) {
+    uint32_t i = eq_level(q, lv);
+    return i != FU_EQ_FULL ? i : eq_add(q, IR_NONE, lv);
+  }
+  for (uint32_t i = 0; i < q->n; i++)
+    if (q->lv[i] < 0 && ir_equal(F->m, q->t[i], e))
+      return i;
+  return eq_add(q, e, -1);
+}
+
+static void eq_union(fu_eq *q, uint32_t a, uint32_t b) {
+  if (a != FU_EQ_FULL && b != FU_EQ_FULL)
+    q->up[eq_find(q, a)] = eq_find(q, b);
+}
+
+static bool eq_same(fu_eq *q, uint32_t a, uint32_t b) {
+  return !q->full && a != FU_EQ_FULL && b != FU_EQ_FULL && eq_find(q, a) == eq_find(q, b);
+}
+
+/* Adds the walk's facts (fu_fact) about the variables among q's terms,
+ * and the variables they bring in, until nothing changes. */
+static void eq_close(fu *F, fu_eq *q) {
+  for (bool grew = true; grew && !q->full;) {
+    grew = false;
+    for (size_t i = 0; i < F->nfacts; i++) {
+      int64_t a = F->facts[i].a, b = F->facts[i].b;
+      if ((uint64_t)a >= F->nenv || (uint64_t)b >= F->nenv)
+        continue; /* about a binder not in scope here */
+      uint32_t ia = eq_level(q, a), ib = eq_level(q, b);
+      if (ia == FU_EQ_FULL && ib == FU_EQ_FULL)
+        continue;
+      if (ia == FU_EQ_FULL)
+        ia = eq_add(q, IR_NONE, a), grew = true;
+      if (ib == FU_EQ_FULL)
+        ib = eq_add(q, IR_NONE, b), grew = true;
+      eq_union(q, ia, ib);
+    }
+  }
+}
+
+/* The extent class of array operand e, with the facts its evaluation
+ * establishes when it succeeds: a map's (delayed or not) operands all have
+ * its extent, since it checks them; a backpermute or generate has the
+ * extents its shape expression gives. */
+static uint32_t eq_operand(fu *F, fu_eq *q, ir_ref e, unsigned depth) {
+  ac_module *m = F->m;
+  if (fu_is_delay(F, e))
+    e = ir_kid(m, e, 0);
+  uint32_t me = eq_term(F, q, e);
+  const ir_node *n = ir_node_get(m, e);
+  if (n->op == IR_MAP && depth < FU_MAX_DEPTH) {
+    uint32_t nk = n->nkids;
+    for (uint32_t i = 1; i < nk; i++)
+      eq_union(q, me, eq_operand(F, q, ir_kid(m, e, i), depth + 1));
+  } else if (n->op == IR_BACKPERMUTE || n->op == IR_GENERATE) {
+    eq_union(q, me, eq_term(F, q, ir_kid(m, e, 0))); /* its shape */
+  }
+  return me;
+}
+
+/* A map of several operands (kids[1..nk)) may take a producer whose
+ * elements can fail as operand k: the map computes them only after it has
+ * evaluated every operand and checked their shapes, so that check must be
+ * sure to pass (the operands are known to have one extent, fu_eq), no
+ * other operand may have elements that can fail, and nothing after
+ * operand k may fail while it is evaluated (Accelerate's matrix multiply:
+ * map(*, backpermute(sh, .., a), backpermute(sh, .., b))). */
+static bool fu_map_sure(fu *F, uint32_t nk, const ir_ref *kids, uint32_t k) {
+  ac_module *m = F->m;
+  fu_eq q;
+  q.n = 0;
+  q.full = false;
+  uint32_t c[FU_EQ_MAX];
+  if (nk - 1 > FU_EQ_MAX)
+    return false;
+  for (uint32_t i = 1; i < nk; i++) {
+    ir_ref o = kids[i];
+    if (i != k) {
+      bool del = fu_is_delay(F, o);
+      ir_ref po = del ? ir_kid(m, o, 0) : o;
+      if ((del || fu_producer((ir_op)ir_node_get(m, po)->op)) && fu_elem_fails(F, po, 0))
+        return false;
+      if (i > k && fu_fails(F, o))
+        return false;
+    }
+    c[i - 1] = eq_operand(F, &q, o, 0);
+  }
+  eq_close(F, &q);
+  for (uint32_t i = 2; i < nk; i++)
+    if (!eq_same(&q, c[i - 1], c[0]))
+      return false;
+  return true;
 }
 
 /* May producer p be delayed into operand k of consumer c (whose kids are
@@ -342,11 +587,17 @@ static bool fu_fusible(fu *F, ir_ref c, const ir_ref *kids, uint32_t k, ir_ref p
     return false;
   switch (op) {
   case IR_MAP:
-    return cn->nkids == 2 && !fu_lam_fails(F, kids[0]);
+    return !fu_lam_fails(F, kids[0]) && (cn->nkids == 2 || fu_map_sure(F, cn->nkids, kids, k));
   case IR_FOLD:
   case IR_SCAN_INCL:
   case IR_SCANR_INCL:
     return !fu_lam_fails(F, kids[0]);
+  case IR_FOLD_SEG:
+  case IR_SCAN_INCL_SEG:
+    /* the lengths are evaluated before p's elements are computed, and
+     * checked before they are read: lowering reports a failed check only
+     * after computing every element of p (sk_seg_offsets) */
+    return !fu_lam_fails(F, kids[0]) && !fu_fails(F, kids[op == IR_FOLD_SEG ? 3 : 2]);
   case IR_TRANSPOSE:
   case IR_REVERSE:
     return true;
@@ -579,6 +830,149 @@ static bool fu_one_may_fail(fu *F, const ir_ref *g, uint32_t k) {
   return nf <= 1;
 }
 
+/* ---- horizontal fusion over different operands ---- */
+
+/* How maps a and b over different operands may become one map
+ * (fu_combine_apart). */
+typedef enum fu_apart { FU_APART_NO, FU_APART_A_FIRST, FU_APART_B_FIRST } fu_apart;
+
+/* May maps a and b over different operands (b evaluated right after a,
+ * written in a's scope) become one map? The merged map computes a's and
+ * b's elements together after one shape check over all operands, and it
+ * must report what a then b would:
+ *   - at most one of them has elements that can fail (computed together,
+ *     the first failing element is then the same);
+ *   - A FIRST, map(|ya, ys..| .., delay(a), bs..): a's operands and a's own
+ *     check come first, as before; then b's operands, then the check. Once
+ *     a's checks, those made while evaluating b's operands and the walk's
+ *     facts (fu_fact) hold, every operand must be known to have a's extent
+ *     (fu_eq), so that neither b's own check nor the merged one can fail
+ *     where a and b would not; and when a's elements can fail, evaluating
+ *     b's operands must not (it now happens before them);
+ *   - B FIRST, map(|ys.., ya| .., bs.., delay(a)) at b's position, when
+ *     b's operands cannot fail (a variable each, say: evaluating them
+ *     early changes nothing) and a's elements cannot fail: the merged
+ *     check compares b's operands with each other first, which is b's own
+ *     check with its message, then with a, which must be sure to pass
+ *     given b's check, a's checks and the facts. A conjugate-gradient step:
+ *     x2 = map(.., x, p), r2 = map(.., r, ap) after a fold over
+ *     map(.., p, ap).
+ * Copperhead's preconditioner (A first): p_a, p_b and p_c are maps over
+ * indets and one of a, b, c each, and indets = map(det_inverse, a, b, c). */
+static fu_apart fu_side_by_side(fu *F, ir_ref a, ir_ref b) {
+  ac_module *m = F->m;
+  const ir_node *na = ir_node_get(m, a), *nb = ir_node_get(m, b);
+  if (na->op != IR_MAP || nb->op != IR_MAP)
+    return FU_APART_NO;
+  uint32_t nka = na->nkids, nkb = nb->nkids;
+  bool afail = fu_elem_fails(F, a, 0), bfail = fu_elem_fails(F, b, 0);
+  if ((afail && bfail) || nkb - 1 > FU_EQ_MAX)
+    return FU_APART_NO;
+  fu_eq q;
+  q.n = 0;
+  q.full = false;
+  uint32_t c = eq_operand(F, &q, ir_kid(m, a, 1), 0);
+  for (uint32_t i = 2; i < nka; i++)
+    eq_union(&q, c, eq_operand(F, &q, ir_kid(m, a, i), 0));
+  uint32_t cb[FU_EQ_MAX];
+  bool bquiet = true;
+  for (uint32_t j = 1; j < nkb; j++) {
+    cb[j - 1] = eq_operand(F, &q, ir_kid(m, b, j), 0);
+    bquiet = bquiet && !fu_fails(F, ir_kid(m, b, j));
+  }
+  eq_close(F, &q);
+  bool proven = true;
+  for (uint32_t j = 1; j < nkb; j++)
+    proven = proven && eq_same(&q, cb[j - 1], c);
+  if (proven && (!afail || bquiet))
+    return FU_APART_A_FIRST;
+  if (!bquiet || afail)
+    return FU_APART_NO;
+  for (uint32_t j = 2; j < nkb; j++) /* b's own check, made first */
+    eq_union(&q, cb[0], cb[j - 1]);
+  eq_close(F, &q);
+  return eq_same(&q, cb[0], c) ? FU_APART_B_FIRST : FU_APART_NO;
+}
+
+/* The merged map of fu_side_by_side: map(|ya, ys..| (ya, fb(ys..)),
+ * delay(a), bs..) (A first) or map(|ys.., ya| (ya, fb(ys..)), bs..,
+ * delay(a)) at b's position (B first). a, delayed, is evaluated as an
+ * operand (its operands, its own check) and its elements are computed
+ * where the merged map reads them. fields as fu_combine's: a or b may be a
+ * merged map whose tuple is spliced in (ya.0, ya.1, ..). */
+static ir_ref fu_combine_apart(fu *F, ir_ref a, uint32_t fields_a, ir_ref b, uint32_t fields_b,
+                               fu_apart how) {
+  ac_module *m = F->m;
+  bool bfirst = how == FU_APART_B_FIRST;
+  ir_node nb = *ir_node_get(m, b); /* a copy: the node array may move */
+  ir_loc loc = bfirst ? nb.loc : ir_node_get(m, a)->loc;
+  ir_ref fb = ir_kid(m, b, 0);
+  uint32_t qb = fu_arity(F, fb);
+  ir_ref *parts = ac_alloc(m->ctx, (fields_a + fields_b) * sizeof *parts);
+  ir_ref *kids = ac_alloc(m->ctx, (nb.nkids + 1) * sizeof *kids);
+  ir_sym *names = ac_alloc(m->ctx, (qb + 1) * sizeof *names);
+  ir_ref r = IR_NONE;
+  if (!parts || !kids || !names)
+    goto done;
+  /* b's body under 1 + qb parameters: A first, its own stay innermost and
+   * what it uses from outside moves past ya; B first, ya is innermost and
+   * everything moves by one */
+  ir_ref bb = fu_fn_body(F, fb, qb);
+  bb = bb ? ir_shift(m, bb, 1, bfirst ? 0 : qb) : IR_NONE;
+  if (!bb)
+    goto done;
+  uint32_t np = 0;
+  for (uint32_t f = 0; f < fields_a; f++) {
+    ir_ref ya = ir_var(m, loc, bfirst ? 0 : qb);
+    if (ya && fields_a > 1) {
+      ya = ir_node_new(m, IR_PROJ, loc, 1, &ya);
+      if (ya)
+        ir_node_get(m, ya)->attr = f;
+    }
+    if (!ya)
+      goto done;
+    parts[np++] = ya;
+  }
+  if (fields_b == 1)
+    parts[np++] = bb;
+  else
+    for (uint32_t f = 0; f < fields_b; f++)
+      parts[np++] = ir_kid(m, bb, f);
+  ir_ref tup = ir_node_new(m, IR_TUPLE, loc, np, parts);
+  ir_ref lam = tup ? ir_node_new(m, IR_LAM, loc, 1, &tup) : IR_NONE;
+  ir_ref da = lam ? ir_node_new(m, IR_DELAY, loc, 1, &a) : IR_NONE;
+  if (!da)
+    goto done;
+  fb = ir_kid(m, b, 0);
+  bool named = false;
+  uint32_t o = bfirst ? 0 : 1; /* where b's names go; ya is unnamed */
+  names[bfirst ? qb : 0] = IR_SYM_NONE;
+  for (uint32_t j = 0; j < qb; j++)
+    named |= (names[o + j] = ir_node_get(m, fb)->op == IR_LAM ? ir_binder_name(m, fb, 0, j)
+                                                              : IR_SYM_NONE) != IR_SYM_NONE;
+  uint32_t off = named ? ir_syms_push(m, 1 + qb, names) : 0;
+  if (m->oom)
+    goto done;
+  ir_node_get(m, lam)->attr = 1 + qb;
+  ir_node_get(m, lam)->names = off;
+  uint32_t k = 0;
+  kids[k++] = lam;
+  if (!bfirst)
+    kids[k++] = da;
+  for (uint32_t i = 1; i < nb.nkids; i++)
+    kids[k++] = ir_kid(m, b, i);
+  if (bfirst)
+    kids[k++] = da;
+  r = ir_node_new(m, IR_MAP, loc, k, kids);
+done:
+  ac_free(m->ctx, parts);
+  ac_free(m->ctx, kids);
+  ac_free(m->ctx, names);
+  if (!r)
+    F->oom = true;
+  return r;
+}
+
 /* let v = a; <let or destructuring let of b>; rest  with a and b maps over
  * the same operands becomes  let (v, ..) = map(|x| (fa, fb..), ops); rest. */
 static ir_ref fu_merge_lets(fu *F, ir_ref let1, ir_ref rhs1, ir_ref body) {
@@ -592,13 +986,18 @@ static ir_ref fu_merge_lets(fu *F, ir_ref let1, ir_ref rhs1, ir_ref body) {
   if (n1->op != n2->op || n1->nkids != n2->nkids || ir_occurs(m, rhs2, 0)) /* b uses a */
     return IR_NONE;
   ir_ref b = ir_shift(m, rhs2, -1, 0);
-  if (!b || !fu_same_space(F, rhs1, b))
+  if (!b)
     return IR_NONE;
   ir_ref g[2] = {rhs1, b};
   uint32_t fields[2] = {1, k2};
-  if (!fu_one_may_fail(F, g, 2))
+  ir_ref comb;
+  fu_apart how;
+  if (fu_same_space(F, rhs1, b) && fu_one_may_fail(F, g, 2))
+    comb = fu_combine(F, g, fields, 2);
+  else if ((how = fu_side_by_side(F, rhs1, b)) != FU_APART_NO)
+    comb = fu_combine_apart(F, rhs1, 1, b, k2, how);
+  else
     return IR_NONE;
-  ir_ref comb = fu_combine(F, g, fields, 2);
   ir_sym *names = ac_alloc(m->ctx, (k2 + 1) * sizeof *names);
   if (!comb || !names) {
     ac_free(m->ctx, names);
@@ -621,6 +1020,8 @@ static ir_ref fu_merge_lets(fu *F, ir_ref let1, ir_ref rhs1, ir_ref body) {
   F->c->counters[FU_HORIZONTAL]++;
   return r;
 }
+
+static ir_ref fu_merge_tuple_apart(fu *F, ir_ref t);
 
 /* (.., map(f, ops), .., map(g, ops), ..) becomes
  * let (h0, h1) = map(|x| (f(x), g(x)), ops); (.., h0, .., h1, ..) for
@@ -708,7 +1109,61 @@ done:
   ac_free(m->ctx, pos);
   ac_free(m->ctx, fields);
   ac_free(m->ctx, kids);
-  return r ? r : t;
+  return r ? r : F->oom ? t : fu_merge_tuple_apart(F, t);
+}
+
+/* (.., a, b, c, .., z) with a run of maps a, b, c side by side
+ * (fu_side_by_side, left to right) becomes
+ * let (ha, hb, hc) = map(|..| (fa, fb, fc), ops..); (.., ha, hb, hc, .., z)
+ * when nothing before the run can fail (the run is now evaluated first);
+ * a tuple that is one run is the merged map itself. The first run only:
+ * a tuple of several runs keeps the others apart. */
+static ir_ref fu_merge_tuple_apart(fu *F, ir_ref t) {
+  ac_module *m = F->m;
+  uint32_t nk = ir_node_get(m, t)->nkids;
+  ir_loc loc = ir_node_get(m, t)->loc;
+  for (uint32_t i = 0; i + 1 < nk && !F->oom; i++) {
+    ir_ref comb = ir_kid(m, t, i);
+    uint32_t j = i + 1;
+    for (fu_apart how; j < nk && (how = fu_side_by_side(F, comb, ir_kid(m, t, j))) != FU_APART_NO;
+         j++) {
+      comb = fu_combine_apart(F, comb, j - i, ir_kid(m, t, j), 1, how);
+      if (!comb)
+        return t;
+    }
+    uint32_t k = j - i;
+    if (k < 2) {
+      if (fu_fails(F, ir_kid(m, t, i)))
+        return t; /* the run would move before it */
+      continue;
+    }
+    F->c->counters[FU_HORIZONTAL] += k - 1;
+    if (k == nk) /* the whole tuple: the merged map's value (§2.4) */
+      return comb;
+    ir_ref *kids = ac_alloc(m->ctx, nk * sizeof *kids);
+    if (!kids) {
+      F->oom = true;
+      return t;
+    }
+    for (uint32_t q = 0; q < nk; q++) {
+      kids[q] = q >= i && q < j ? ir_var(m, ir_node_get(m, ir_kid(m, t, q))->loc, j - 1 - q)
+                                : ir_shift(m, ir_kid(m, t, q), (int32_t)k, 0);
+      if (!kids[q])
+        F->oom = true;
+    }
+    ir_ref body = F->oom ? IR_NONE : ps_rebuild(m, t, nk, kids);
+    ac_free(m->ctx, kids);
+    ir_ref lk[2] = {comb, body};
+    ir_ref r = body ? ir_node_new(m, IR_LETTUP, loc, 2, lk) : IR_NONE;
+    if (!r) {
+      F->oom = true;
+      return t;
+    }
+    ir_node_get(m, r)->attr = k;
+    ir_node_get(m, r)->names = 0;
+    return r;
+  }
+  return t;
 }
 
 /* ---- the walk ---- */
@@ -717,6 +1172,87 @@ static ir_ref fu_expr(fu *F, ir_ref e, unsigned depth);
 
 /* let v = rhs; body: the producer moved to its uses, or merged with the
  * next let's map, or the two parts rewritten. */
+/* Records the facts (fu_fact) that evaluating e establishes when it
+ * succeeds: the array variables a map (delayed or not) checks have one
+ * extent. Only what is always evaluated counts (not lambdas' bodies, not
+ * the branches of an if, not the right operand of && or ||). Returns the
+ * level of a variable known to have e's extent when e is such a map, a
+ * sized array of rank 1 or a variable, else -1. */
+static int64_t fu_facts_of(fu *F, ir_ref e, unsigned depth) {
+  ac_module *m = F->m;
+  const ir_node *n = ir_node_get(m, e);
+  if (depth > 64)
+    return -1;
+  switch ((ir_op)n->op) {
+  case IR_VAR:
+    return fu_level(F, e);
+  case IR_DELAY:
+    return fu_facts_of(F, ir_kid(m, e, 0), depth + 1);
+  case IR_MAP: {
+    int64_t rep = -1;
+    for (uint32_t i = 1; i < n->nkids; i++) {
+      int64_t l = fu_facts_of(F, ir_kid(m, e, i), depth + 1);
+      if (rep < 0)
+        rep = l;
+      else
+        fu_fact(F, rep, l);
+    }
+    return rep;
+  }
+  case IR_SIZED: {
+    int64_t r = fu_facts_of(F, ir_kid(m, e, 0), depth + 1);
+    ir_ref sh = ir_kid(m, e, 1);
+    ir_type elem;
+    uint32_t rank = 0;
+    if (ir_node_get(m, sh)->op == IR_LEN &&
+        ir_ty_array_view(m->ctx, n->type, &elem, &rank) && rank == 1) {
+      int64_t l = fu_level(F, ir_kid(m, sh, 0));
+      fu_fact(F, r, l);
+      return r >= 0 ? r : l;
+    }
+    return r;
+  }
+  case IR_IF:
+  case IR_LAND:
+  case IR_LOR:
+    fu_facts_of(F, ir_kid(m, e, 0), depth + 1);
+    return -1;
+  default:
+    for (uint32_t i = 0; i < n->nkids; i++)
+      if (ir_binders(m, e, i) == 0)
+        fu_facts_of(F, ir_kid(m, e, i), depth + 1);
+    return -1;
+  }
+}
+
+/* The binders of let e (of value rhs) entered: what they hold when it is
+ * an extent of an array variable (fu_bind). Returns their number. */
+static uint32_t fu_push_let(fu *F, ir_ref e, ir_ref rhs) {
+  ac_module *m = F->m;
+  const ir_node *n = ir_node_get(m, e), *rn = ir_node_get(m, rhs);
+  uint32_t nb = n->op == IR_LET ? 1 : (uint32_t)n->attr;
+  if (n->op == IR_LETTUP && rn->op == IR_SHAPE) {
+    int64_t arr = fu_level(F, ir_kid(m, rhs, 0));
+    for (uint32_t i = 0; i < nb; i++)
+      fu_push(F, arr, i);
+    return nb;
+  }
+  if (n->op == IR_LET) {
+    ir_ref a = IR_NONE;
+    uint32_t d = 0;
+    if (rn->op == IR_LEN) {
+      a = ir_kid(m, rhs, 0);
+    } else if (rn->op == IR_PROJ && ir_node_get(m, ir_kid(m, rhs, 0))->op == IR_SHAPE) {
+      a = ir_kid(m, ir_kid(m, rhs, 0), 0);
+      d = (uint32_t)rn->attr;
+    }
+    fu_push(F, a ? fu_level(F, a) : -1, d);
+    return 1;
+  }
+  fu_push_unknown(F, nb);
+  return nb;
+}
+
 static ir_ref fu_let(fu *F, ir_ref e, unsigned depth) {
   ac_module *m = F->m;
   ir_ref rhs = fu_expr(F, ir_kid(m, e, 0), depth + 1);
@@ -734,7 +1270,19 @@ static ir_ref fu_let(fu *F, ir_ref e, unsigned depth) {
       F->oom = true;
     }
   }
+  size_t nf = F->nfacts;
+  int64_t rep = fu_facts_of(F, rhs, 0);
+  uint32_t nb = fu_push_let(F, e, rhs);
+  /* the bound array, or each field of a merged map's tuple */
+  ir_ref core = rhs;
+  while (ir_node_get(m, core)->op == IR_SIZED || ir_node_get(m, core)->op == IR_DELAY)
+    core = ir_kid(m, core, 0);
+  if (rep >= 0 && (ir_node_get(m, e)->op == IR_LET || ir_node_get(m, core)->op == IR_MAP))
+    for (uint32_t i = 0; i < nb; i++)
+      fu_fact(F, (int64_t)F->nenv - 1 - i, rep);
   body = fu_expr(F, body, depth + 1);
+  fu_pop(F, nb);
+  F->nfacts = nf;
   ir_ref kids[2] = {rhs, body};
   ir_ref r = ps_rebuild_if_changed(m, e, kids);
   if (r && ir_node_get(m, r)->op == IR_LET) {
@@ -760,8 +1308,12 @@ static ir_ref fu_expr(fu *F, ir_ref e, unsigned depth) {
     F->oom = true;
     return e;
   }
-  for (uint32_t i = 0; i < nk; i++)
+  for (uint32_t i = 0; i < nk; i++) {
+    uint32_t nb = ir_binders(m, e, i);
+    fu_push_unknown(F, nb);
     kids[i] = fu_expr(F, ir_kid(m, e, i), depth + 1);
+    fu_pop(F, nb);
+  }
   ir_op op = (ir_op)ir_node_get(m, e)->op;
   for (uint32_t i = 0; i < nk && !F->oom; i++)
     if (fu_position(op, i) != FU_NONE && fu_fusible(F, e, kids, i, kids[i]))
@@ -782,7 +1334,7 @@ static ir_ref fu_expr(fu *F, ir_ref e, unsigned depth) {
 ac_status ps_fuse(ps_ctx *c);
 ac_status ps_fuse(ps_ctx *c) {
   ac_module *m = c->m;
-  fu F = {c, m, NULL, false, false};
+  fu F = {c, m, NULL, false, false, NULL, 0, 0, NULL, 0, 0};
   F.ffail = ac_alloc(m->ctx, m->nfuncs ? m->nfuncs : 1);
   if (!F.ffail)
     return ir_report(c->err, ir_error(c->ctx, AC_ERR_NOMEM, m, (ir_loc){0, 0}, "out of memory"),
@@ -801,6 +1353,9 @@ ac_status ps_fuse(ps_ctx *c) {
     for (int attempt = 0; attempt < 2 && !F.oom && !m->oom; attempt++) {
       F.lets = attempt == 0;
       memcpy(c->counters, saved, sizeof saved);
+      F.nenv = 0;
+      F.nfacts = 0;
+      fu_push_unknown(&F, f->nparams); /* the parameters: levels 0 .. */
       b = fu_expr(&F, f->body, 0);
       if (b == f->body || ps_printable(m, b))
         break;
@@ -813,6 +1368,8 @@ ac_status ps_fuse(ps_ctx *c) {
     m->funcs[i].body = b;
   }
   ac_free(m->ctx, F.ffail);
+  ac_free(m->ctx, F.env);
+  ac_free(m->ctx, F.facts);
   if (F.oom || m->oom)
     return ir_report(c->err, ir_error(c->ctx, AC_ERR_NOMEM, m, (ir_loc){0, 0}, "out of memory"),
                      AC_ERR_NOMEM);
