@@ -6,9 +6,10 @@
  * + .. + len[s-1] and offs[nseg] = the total; the interpreter also checks
  * that no length is negative (reporting the first negative one in order)
  * and that the lengths sum to the array's length (a sum that saturates at
- * INT64_MAX: only the message sees it). The CPU skeleton does this in three
- * launches of which one is a single sequential pass over the piece sums;
- * through the chunk adapter a GPU thread would walk 16K lengths alone. Here
+ * INT64_MAX: only the message sees it). The CPU skeleton chains its pieces,
+ * which needs chunks that run in claim order; through the chunk adapter a
+ * GPU thread would walk 16K lengths alone, and blocks do not run in order
+ * without a ticket. Here
  * it is ONE single-pass scan kernel (the decoupled look-back of
  * gskel_lookback.c, Merrill & Garland 2016) over the operator
  *     (s1, n1) (+) (s2, n2) = (min(INT64_MAX, s1 + s2), n1 != 0 ? n1 : n2)
@@ -22,7 +23,12 @@
  * gives it its exclusive prefix. The launch has exactly one block per tile
  * (at least one: an empty lens still gets offs[0] = 0 and the total check).
  * The kernels that read the offsets run after it and leave at once if the
- * checks failed (lw_gpu_guard), so garbage offsets are never used.
+ * checks failed (lw_gpu_guard), so garbage offsets are never used. With a
+ * delayed operand whose elements can fail (`replay`), the last tile's
+ * block computes all of them before the checks, which it then makes only
+ * if no element failed (the interpreter computes the operand first). The
+ * "ahead" form (lw_hoist_offsets) makes no check: thread 0 of the last
+ * tile stores the pair (first negative length, total) in two words.
  */
 #include "lower/gskel_scan.h"
 #include "lower/skel_red.h"

@@ -23,11 +23,13 @@
  * by reassociation.
  *
  * fold_seg(f, z, a, lens) first turns the segment lengths into offsets
- * (sk_seg_offsets: a three-phase prefix sum that also makes the
- * interpreter's checks: no negative length, lengths summing to len(a), the
- * first offender in order reported; on GPU targets one scan kernel instead,
- * gskel_segoffs.c), then folds the segments in parallel, each one
- * sequentially from z.
+ * (sk_seg_offsets: one launch, a chained scan over pieces of the lengths,
+ * that also makes the interpreter's checks: no negative length, lengths
+ * summing to len(a), the first offender in order reported; deferred past
+ * the elements of a fused operand that can fail, and computed once ahead
+ * of a plan loop whose step uses lengths bound outside it; on GPU targets
+ * a look-back scan kernel instead, gskel_segoffs.c), then folds the
+ * segments in parallel, each one sequentially from z.
  * The host side of both (operands, checks, result arrays: sk_fold_operands,
  * sk_fold_seg_operands, sk_fold_result) is shared with the GPU skeletons
  * (gskel_fold.c), which replace only the kernels.
