@@ -423,6 +423,45 @@ static void co_part_shfl(cg_fn *f, simt_shfl_mode mode, const co_part *p, LLVMVa
   *valid = simt_shfl(f, mode, co_valid(f, p), arg);
 }
 
+/* A pass of the group over m elements of a row in chunks of its size
+ * (cg_coop_scan_row, cg_coop_filter_row): co_pass_begin leaves the group
+ * mode for the per-thread code (kept in `mode`); co_pass_loop opens the
+ * loop over chunks, thread t taking position j = c * g + t (`has`: j < m);
+ * co_pass_end closes it, makes the group meet (what it wrote may be read
+ * by every thread) and restores the group mode. */
+typedef struct co_pass {
+  uint8_t mode;
+  ir_type elem;        /* lam's first parameter */
+  LLVMValueRef t, g;   /* the thread's rank in the group, the group's size */
+  LLVMValueRef lane;
+  cg_loop l;
+  LLVMValueRef j, has; /* inside the loop */
+} co_pass;
+
+static void co_pass_begin(cg_fn *f, ir_ref lam, co_pass *p) {
+  p->mode = f->coop;
+  f->coop = CG_COOP_NONE;
+  p->elem = cg_seq_param(f->M, lam, 0);
+  cg_coop_rank(f, p->mode, &p->t, &p->g);
+  p->lane = simt_lane(f);
+}
+
+static void co_pass_loop(cg_fn *f, co_pass *p, LLVMValueRef m) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  LLVMValueRef cnt = LLVMBuildUDiv(
+      B, LLVMBuildAdd(B, m, LLVMBuildSub(B, p->g, cg_i64(M, 1), ""), ""), p->g, "");
+  LLVMValueRef c = cg_loop_begin(f, &p->l, cg_i64(M, 0), cnt);
+  p->j = LLVMBuildAdd(B, LLVMBuildMul(B, c, p->g, ""), p->t, "");
+  p->has = LLVMBuildICmp(B, LLVMIntSLT, p->j, m, "");
+}
+
+static void co_pass_end(cg_fn *f, co_pass *p) {
+  cg_loop_end(f, &p->l);
+  cg_coop_sync(f, p->mode);
+  f->coop = p->mode;
+}
+
 /* Position j of the scan order as an index of the row: j, or n - 1 - j for
  * a right scan. */
 static LLVMValueRef co_pos(cg_fn *f, bool right, LLVMValueRef n, LLVMValueRef j) {
@@ -434,12 +473,11 @@ void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, bool right, const cg_val 
                       const seq_arr *o, LLVMValueRef n) {
   cg_module *M = f->M;
   LLVMBuilderRef B = M->b;
-  uint8_t mode = f->coop;
-  f->coop = CG_COOP_NONE;
-  ir_type elem = cg_seq_param(M, lam, 0);
-  LLVMValueRef t, g, zero = cg_i64(M, 0), one = cg_i64(M, 1);
-  cg_coop_rank(f, mode, &t, &g);
-  LLVMValueRef lane = simt_lane(f);
+  co_pass ps;
+  co_pass_begin(f, lam, &ps);
+  uint8_t mode = ps.mode;
+  ir_type elem = ps.elem;
+  LLVMValueRef t = ps.t, g = ps.g, lane = ps.lane, zero = cg_i64(M, 0), one = cg_i64(M, 1);
   n = cg_seq_smax(f, n, zero);
   /* a right scan is a left scan of the row read backwards whose operator
    * takes its arguments swapped (f(x, acc)): what comes earlier in the
@@ -462,11 +500,8 @@ void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, bool right, const cg_val 
     cg_seq_store(f, o, LLVMBuildAdd(B, r->lin0, co_pos(f, right, n, zero), ""), z);
     cg_seq_endif(f, after);
   }
-  LLVMValueRef cnt = LLVMBuildUDiv(B, LLVMBuildAdd(B, m, LLVMBuildSub(B, g, one, ""), ""), g, "");
-  cg_loop l;
-  LLVMValueRef c = cg_loop_begin(f, &l, zero, cnt);
-  LLVMValueRef j = LLVMBuildAdd(B, LLVMBuildMul(B, c, g, ""), t, "");
-  LLVMValueRef has = LLVMBuildICmp(B, LLVMIntSLT, j, m, "");
+  co_pass_loop(f, &ps, m);
+  LLVMValueRef j = ps.j, has = ps.has;
   co_part x;
   co_part_new(f, elem, &x);
   LLVMBasicBlockRef after = cg_seq_if(f, has);
@@ -534,9 +569,7 @@ void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, bool right, const cg_val 
   cg_val tot;
   co_part_get(f, &total, &tot);
   take(f, lam, &carry, co_valid(f, &total), &tot);
-  cg_loop_end(f, &l);
-  cg_coop_sync(f, mode); /* the row is written: every thread may read it */
-  f->coop = mode;
+  co_pass_end(f, &ps); /* the row is written: every thread may read it */
 }
 
 /* filter(p, a) by the group: chunks of its size, each thread testing one
@@ -549,12 +582,11 @@ LLVMValueRef cg_coop_filter_row(cg_fn *f, ir_ref lam, const seq_arr *a, const se
                                 LLVMValueRef n) {
   cg_module *M = f->M;
   LLVMBuilderRef B = M->b;
-  uint8_t mode = f->coop;
-  f->coop = CG_COOP_NONE;
-  ir_type elem = cg_seq_param(M, lam, 0);
-  LLVMValueRef t, g, zero = cg_i64(M, 0), one = cg_i64(M, 1);
-  cg_coop_rank(f, mode, &t, &g);
-  LLVMValueRef lane = simt_lane(f);
+  co_pass ps;
+  co_pass_begin(f, lam, &ps);
+  uint8_t mode = ps.mode;
+  ir_type elem = ps.elem;
+  LLVMValueRef g = ps.g, lane = ps.lane, zero = cg_i64(M, 0);
   LLVMValueRef count = cg_alloca(f, M->t_i64), keepv = cg_alloca(f, M->t_i1);
   LLVMBuildStore(B, zero, count);
   cg_var el;
@@ -564,12 +596,10 @@ LLVMValueRef cg_coop_filter_row(cg_fn *f, ir_ref lam, const seq_arr *a, const se
       mode == CG_COOP_BLOCK ? simt_shared(f, M->t_i32, 1024 / SIMT_WARP, "fcnt") : NULL;
   LLVMValueRef lt = LLVMBuildSub(B, LLVMBuildShl(B, LLVMConstInt(M->t_i32, 1, 0), lane, ""),
                                  LLVMConstInt(M->t_i32, 1, 0), "");
-  LLVMValueRef cnt = LLVMBuildUDiv(B, LLVMBuildAdd(B, n, LLVMBuildSub(B, g, one, ""), ""), g, "");
-  cg_loop l;
-  LLVMValueRef c = cg_loop_begin(f, &l, zero, cnt);
-  LLVMValueRef j = LLVMBuildAdd(B, LLVMBuildMul(B, c, g, ""), t, "");
+  co_pass_loop(f, &ps, n);
+  LLVMValueRef j = ps.j;
   LLVMBuildStore(B, LLVMConstInt(M->t_i1, 0, 0), keepv);
-  LLVMBasicBlockRef after = cg_seq_if(f, LLVMBuildICmp(B, LLVMIntSLT, j, n, ""));
+  LLVMBasicBlockRef after = cg_seq_if(f, ps.has);
   cg_val v, keep;
   cg_seq_load(f, a, &j, j, elem, &v);
   cg_var_store(f, &el, &v);
@@ -618,8 +648,6 @@ LLVMValueRef cg_coop_filter_row(cg_fn *f, ir_ref lam, const seq_arr *a, const se
   cg_seq_store(f, o, LLVMBuildAdd(B, base, before, ""), &x);
   cg_seq_endif(f, after);
   LLVMBuildStore(B, LLVMBuildAdd(B, base, total, ""), count);
-  cg_loop_end(f, &l);
-  cg_coop_sync(f, mode); /* the kept elements are written: every thread may read them */
-  f->coop = mode;
+  co_pass_end(f, &ps); /* the kept elements are written: every thread may read them */
   return LLVMBuildLoad2(B, M->t_i64, count, "");
 }

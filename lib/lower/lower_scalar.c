@@ -159,6 +159,22 @@ LLVMValueRef lw_x_in_kernel(lw *L, cg_fn *f, uint32_t kernel, uint32_t x) {
 
 /* ---- integers ---- */
 
+/* x, an exact i64 result of arithmetic on values of kind sc, wrapped to
+ * sc's range as the language's arithmetic wraps (docs/language.md §6.1):
+ * modulo 2^bits, signed kinds then centred (a bool as the byte it
+ * lives in). i64 wraps by itself. */
+static uint32_t sz_wrap(lw *L, uint32_t x, ac_scalar sc) {
+  if (sc == AC_I64)
+    return x;
+  int64_t bits = 8 * (int64_t)ac_scalar_size(sc), mod = (int64_t)1 << bits;
+  uint32_t km = lw_x_const(L, mod);
+  uint32_t u = lw_x_bin(L, PX_REM, lw_x_bin(L, PX_ADD, lw_x_bin(L, PX_REM, x, km), km), km);
+  if (sc == AC_U8 || sc == AC_U16 || sc == AC_U32 || sc == AC_BOOL)
+    return u;
+  uint32_t high = lw_x_bin(L, PX_LE, lw_x_const(L, mod / 2), u);
+  return lw_x_bin(L, PX_SUB, u, lw_x_bin(L, PX_MUL, high, km));
+}
+
 /* The conversion of lw_word_int as an expression (not materialised). With
  * `wrap`, a u64 is taken as its bits (the cast i64(x)) instead of
  * saturating. */
@@ -172,14 +188,8 @@ static uint32_t word_int_x(lw *L, uint32_t word, ac_scalar sc, bool wrap) {
     return lw_x_bin(L, PX_ADD, x, lw_x_bin(L, PX_MUL, neg, gap));
   }
   /* Narrower kinds live in the word's low bytes; the others are
-   * unspecified (rt.h): take the value modulo 2^bits, then sign it. */
-  int64_t bits = 8 * (int64_t)ac_scalar_size(sc), mod = (int64_t)1 << bits;
-  uint32_t km = lw_x_const(L, mod);
-  uint32_t u = lw_x_bin(L, PX_REM, lw_x_bin(L, PX_ADD, lw_x_bin(L, PX_REM, x, km), km), km);
-  if (sc == AC_U8 || sc == AC_U16 || sc == AC_U32 || sc == AC_BOOL)
-    return u;
-  uint32_t high = lw_x_bin(L, PX_LE, lw_x_const(L, mod / 2), u);
-  return lw_x_bin(L, PX_SUB, u, lw_x_bin(L, PX_MUL, high, km));
+   * unspecified (rt.h): the value modulo 2^bits, then signed */
+  return sz_wrap(L, x, sc);
 }
 
 /* Conversions are computed once, into a word, rather than repeated in
@@ -206,21 +216,6 @@ static bool is_word(lw *L, ir_ref e) {
 static bool sz_kind(lw *L, ir_ref e, ac_scalar *sc) {
   return ir_ty_is_scalar(L->ctx, ir_node_get(L->m, e)->type, sc) && *sc != AC_U64 &&
          *sc != AC_F32 && *sc != AC_F64;
-}
-
-/* x, an exact i64 result of arithmetic on values of kind sc, wrapped to
- * sc's range as the language's arithmetic wraps (docs/language.md §6.1):
- * modulo 2^bits, signed kinds then centred. i64 wraps by itself. */
-static uint32_t sz_wrap(lw *L, uint32_t x, ac_scalar sc) {
-  if (sc == AC_I64)
-    return x;
-  int64_t bits = 8 * (int64_t)ac_scalar_size(sc), mod = (int64_t)1 << bits;
-  uint32_t km = lw_x_const(L, mod);
-  uint32_t u = lw_x_bin(L, PX_REM, lw_x_bin(L, PX_ADD, lw_x_bin(L, PX_REM, x, km), km), km);
-  if (sc == AC_U8 || sc == AC_U16 || sc == AC_U32)
-    return u;
-  uint32_t high = lw_x_bin(L, PX_LE, lw_x_const(L, mod / 2), u);
-  return lw_x_bin(L, PX_SUB, u, lw_x_bin(L, PX_MUL, high, km));
 }
 
 static bool sz_arith(ir_op op) {

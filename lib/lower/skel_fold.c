@@ -413,24 +413,37 @@ void sk_free_offsets(lw *L, const lw_val *offs) {
 }
 
 /* The offsets of lens with no check: the pair's words *neg and *sum. */
-static void seg_offsets_ahead(lw *L, ir_ref at, const lw_val *lens, lw_val *offs, uint32_t *neg,
-                              uint32_t *sum) {
-  lw_val run[3];
-  for (int i = 0; i < 3; i++)
-    sk_word(L, lw_x_const(L, 0), &run[i]);
-  *sum = run[0].words[0];
-  *neg = run[1].words[0];
-  if (L->gpu) {
-    lw_gpu_seg_offsets_ahead(L, at, lens, offs, *neg, *sum);
-    return;
-  }
+/* The CPU's offsets: the words run[3] (the pair and the turn), the
+ * scratch *offs and one launch of seg_offsets_kernel (checks against n_x
+ * unless `defer`). */
+static void seg_offsets_cpu(lw *L, ir_ref at, const char *what, const lw_val *lens, uint32_t n_x,
+                            bool defer, lw_val *offs, lw_val *run) {
   uint32_t nseg_x = lw_extent(L, lens, 0, 0);
   lw_val Cw, nw;
   sk_word(L, sk_pieces(L, lw_x_const(L, 1), nseg_x, FD_GRAIN), &Cw);
-  sk_word(L, lw_x_const(L, 0), &nw); /* unused: no check */
+  sk_word(L, n_x, &nw);
+  for (int i = 0; i < 3; i++)
+    sk_word(L, lw_x_const(L, 0), &run[i]);
   sk_scratch(L, sk_ty_i64(L), lw_x_bin(L, PX_ADD, nseg_x, lw_x_const(L, 1)), at, offs);
-  uint32_t k = seg_offsets_kernel(L, at, "", lens, offs, &Cw, &nw, run, true);
+  uint32_t k = seg_offsets_kernel(L, at, what, lens, offs, &Cw, &nw, run, defer);
   lw_launch(L, k, sk_xw(L, &Cw), sk_xw(L, &Cw));
+}
+
+static void seg_offsets_ahead(lw *L, ir_ref at, const lw_val *lens, lw_val *offs, uint32_t *neg,
+                              uint32_t *sum) {
+  if (L->gpu) {
+    lw_val w[2];
+    for (int i = 0; i < 2; i++)
+      sk_word(L, lw_x_const(L, 0), &w[i]);
+    *neg = w[0].words[0];
+    *sum = w[1].words[0];
+    lw_gpu_seg_offsets_ahead(L, at, lens, offs, *neg, *sum);
+    return;
+  }
+  lw_val run[3];
+  seg_offsets_cpu(L, at, "", lens, lw_x_const(L, 0), true, offs, run); /* n_x unused */
+  *sum = run[0].words[0];
+  *neg = run[1].words[0];
 }
 
 /* The lengths operand of a segmented operation, or 0. */
@@ -500,15 +513,8 @@ bool sk_seg_offsets(lw *L, ir_ref at, const char *what, const lw_val *lens, uint
   bool defer = data && lw_delayed_may_fail(L, data);
   if (L->gpu) /* one decoupled look-back scan kernel instead (gskel_segoffs.c) */
     return lw_gpu_seg_offsets(L, at, what, lens, n_x, defer ? data : NULL, offs);
-  uint32_t nseg_x = lw_extent(L, lens, 0, 0);
-  lw_val Cw, nw, run[3];
-  sk_word(L, sk_pieces(L, lw_x_const(L, 1), nseg_x, FD_GRAIN), &Cw);
-  sk_word(L, n_x, &nw);
-  for (int i = 0; i < 3; i++)
-    sk_word(L, lw_x_const(L, 0), &run[i]);
-  sk_scratch(L, sk_ty_i64(L), lw_x_bin(L, PX_ADD, nseg_x, lw_x_const(L, 1)), at, offs);
-  uint32_t k = seg_offsets_kernel(L, at, what, lens, offs, &Cw, &nw, run, defer);
-  lw_launch(L, k, sk_xw(L, &Cw), sk_xw(L, &Cw));
+  lw_val run[3];
+  seg_offsets_cpu(L, at, what, lens, n_x, defer, offs, run);
   if (defer)
     seg_deferred_checks(L, at, what, data, n_x, sk_xw(L, &run[1]), sk_xw(L, &run[0]));
   return L->M->st == AC_OK;

@@ -58,6 +58,20 @@ static LLVMValueRef sc_pos(cg_fn *f, const sc_ctx *c, LLVMValueRef t, LLVMValueR
   return LLVMBuildSub(b, LLVMBuildSub(b, n, cg_i64(f->M, 1), ""), t, "");
 }
 
+/* acc = the reduction of positions [lo, hi) (lo < hi) of the row r is at,
+ * in position order: a piece's partial. */
+static void sc_reduce(cg_fn *f, const sc_ctx *c, sk_row *r, LLVMValueRef lo, LLVMValueRef hi,
+                      cg_var *acc) {
+  cg_val x;
+  sk_row_read(f, r, sc_pos(f, c, lo, r->n), c->e, &x);
+  cg_var_store(f, acc, &x);
+  cg_loop tl;
+  LLVMValueRef t = cg_loop_begin(f, &tl, LLVMBuildAdd(f->M->b, lo, cg_i64(f->M, 1), ""), hi);
+  sk_row_read(f, r, sc_pos(f, c, t, r->n), c->e, &x);
+  sc_combine(f, c, acc, &x);
+  cg_loop_end(f, &tl);
+}
+
 /* The scan of positions [lo, hi) of the row r is at, written to ov at the
  * same positions. Without a carry the run starts from z (exclusive) or its
  * first element (inclusive); when `hascarry` holds, from the carry at index
@@ -119,19 +133,14 @@ static uint32_t sc_partial_kernel(const sc_ctx *c) {
   sk_row_init(f, &av, c->elem, c->rank, &r);
   cg_var acc;
   cg_var_new(f, c->elem, &acc);
-  cg_loop il, tl;
+  cg_loop il;
   LLVMValueRef i = cg_loop_begin(f, &il, f->lo, f->hi);
   LLVMValueRef p = LLVMBuildURem(M->b, i, C, "");
   LLVMValueRef p1 = LLVMBuildAdd(M->b, p, one, "");
   LLVMBasicBlockRef skip = sk_if(f, LLVMBuildICmp(M->b, LLVMIntULT, p1, C, ""));
   sk_row_at(f, &r, LLVMBuildUDiv(M->b, i, C, ""));
   LLVMValueRef lo = sk_piece_start(f, p, r.n, C), hi = sk_piece_start(f, p1, r.n, C);
-  sk_row_read(f, &r, sc_pos(f, c, lo, r.n), c->e, &x);
-  cg_var_store(f, &acc, &x);
-  LLVMValueRef t = cg_loop_begin(f, &tl, LLVMBuildAdd(M->b, lo, one, ""), hi);
-  sk_row_read(f, &r, sc_pos(f, c, t, r.n), c->e, &x);
-  sc_combine(f, c, &acc, &x);
-  cg_loop_end(f, &tl);
+  sc_reduce(f, c, &r, lo, hi, &acc);
   cg_var_load(f, &acc, &x);
   sk_store(f, &pv, i, &x);
   sk_endif(f, skip);
@@ -205,7 +214,7 @@ static uint32_t sc_scan_kernel(const sc_ctx *c, const lw_val *turn, bool chained
   sk_row_init(f, &av, c->elem, c->rank, &r);
   cg_var acc;
   cg_var_new(f, c->elem, &acc);
-  cg_loop il, tl;
+  cg_loop il;
   LLVMValueRef i = cg_loop_begin(f, &il, f->lo, f->hi);
   LLVMValueRef p = LLVMBuildURem(B, i, C, "");
   LLVMValueRef p1 = LLVMBuildAdd(B, p, one, "");
@@ -224,12 +233,7 @@ static uint32_t sc_scan_kernel(const sc_ctx *c, const lw_val *turn, bool chained
   LLVMValueRef carries = LLVMBuildICmp(B, LLVMIntULT, p1, C, "");
   /* the piece's partial, when a carry leaves it */
   LLVMBasicBlockRef red = sk_if(f, carries);
-  sk_row_read(f, &r, sc_pos(f, c, lo, r.n), c->e, &x);
-  cg_var_store(f, &acc, &x);
-  LLVMValueRef t = cg_loop_begin(f, &tl, LLVMBuildAdd(B, lo, one, ""), hi);
-  sk_row_read(f, &r, sc_pos(f, c, t, r.n), c->e, &x);
-  sc_combine(f, c, &acc, &x);
-  cg_loop_end(f, &tl);
+  sc_reduce(f, c, &r, lo, hi, &acc);
   sk_endif(f, red);
   sk_wait_turn(f, done_p, i);
   LLVMBasicBlockRef out = sk_if(f, carries);

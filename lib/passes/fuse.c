@@ -331,29 +331,42 @@ static bool fu_index_only(fu *F, ir_ref p, unsigned depth) {
   return true;
 }
 
-/* x (in the current scope) is extent d of array variable src: a variable
- * bound to it (fu_bind), shape(src).d, or len(src) for d = 0. */
-static bool fu_is_extent(fu *F, ir_ref x, ir_ref src, uint32_t d) {
+/* Whether x (in the current scope) is an extent of an array variable: a
+ * variable bound to one (fu_bind), len(a) (extent 0) or shape(a).d; *arr
+ * gets that array's level and *dim the dimension. */
+static bool fu_extent_of(fu *F, ir_ref x, int64_t *arr, uint32_t *dim) {
   ac_module *m = F->m;
-  int64_t sl = fu_level(F, src);
-  if (sl < 0)
-    return false;
   const ir_node *n = ir_node_get(m, x);
+  int64_t l = -1;
   switch ((ir_op)n->op) {
-  case IR_VAR: {
-    int64_t l = fu_level(F, x);
-    return l >= 0 && F->env[l].arr == sl && F->env[l].dim == d;
-  }
+  case IR_VAR:
+    if ((l = fu_level(F, x)) < 0)
+      return false;
+    *arr = F->env[l].arr;
+    *dim = F->env[l].dim;
+    return *arr >= 0;
   case IR_LEN:
-    return d == 0 && fu_level(F, ir_kid(m, x, 0)) == sl;
+    *arr = fu_level(F, ir_kid(m, x, 0));
+    *dim = 0;
+    return *arr >= 0;
   case IR_PROJ: {
     ir_ref k = ir_kid(m, x, 0);
-    return n->attr == (int64_t)d && ir_node_get(m, k)->op == IR_SHAPE &&
-           fu_level(F, ir_kid(m, k, 0)) == sl;
+    if (ir_node_get(m, k)->op != IR_SHAPE)
+      return false;
+    *arr = fu_level(F, ir_kid(m, k, 0));
+    *dim = (uint32_t)n->attr;
+    return *arr >= 0;
   }
   default:
     return false;
   }
+}
+
+/* x (in the current scope) is extent d of array variable src. */
+static bool fu_is_extent(fu *F, ir_ref x, ir_ref src, uint32_t d) {
+  int64_t arr, sl = fu_level(F, src);
+  uint32_t dim;
+  return sl >= 0 && fu_extent_of(F, x, &arr, &dim) && arr == sl && dim == d;
 }
 
 /* backpermute(shape, |i1..iq| (i_p1, .., i_pr), src) whose every index is
@@ -1238,15 +1251,11 @@ static uint32_t fu_push_let(fu *F, ir_ref e, ir_ref rhs) {
     return nb;
   }
   if (n->op == IR_LET) {
-    ir_ref a = IR_NONE;
+    int64_t arr = -1;
     uint32_t d = 0;
-    if (rn->op == IR_LEN) {
-      a = ir_kid(m, rhs, 0);
-    } else if (rn->op == IR_PROJ && ir_node_get(m, ir_kid(m, rhs, 0))->op == IR_SHAPE) {
-      a = ir_kid(m, ir_kid(m, rhs, 0), 0);
-      d = (uint32_t)rn->attr;
-    }
-    fu_push(F, a ? fu_level(F, a) : -1, d);
+    if (rn->op == IR_VAR || !fu_extent_of(F, rhs, &arr, &d))
+      arr = -1; /* (a variable's own knowledge is not passed on) */
+    fu_push(F, arr, d);
     return 1;
   }
   fu_push_unknown(F, nb);
