@@ -19,7 +19,8 @@
  * producer itself (cg_delayed.nenv entries; deeper ones are set aside and
  * put back). The element checks of gather and backpermute fail at the
  * producer's site with the interpreter's message; out of range nothing is
- * read (zero instead). An element read at the index just computed, in the
+ * read (zero instead). A backpermute that only picks its parameters
+ * (ir_bp_projection) is checked once where it is prepared instead. An element read at the index just computed, in the
  * same block, is reused: the leaves of a tuple-valued map cost one
  * application of its function, not one per leaf.
  *
@@ -174,6 +175,13 @@ static void dl_elem(cg_fn *f, cg_delayed *d, LLVMValueRef *idx, cg_val *out) {
     return;
   }
   case IR_BACKPERMUTE: {
+    /* a projection was checked where it was prepared (dl_projection) */
+    uint32_t *par = cg_new(M, (r + 1) * sizeof *par);
+    if (ir_bp_projection(M->m, p, r, par)) {
+      for (uint32_t j = 0; j < r; j++)
+        pos[j] = idx[par[j]];
+      break;
+    }
     ir_ref lam = ir_kid(M->m, p, 1);
     cg_val *args = cg_new(M, (q + 1) * sizeof *args), res;
     cg_seq_index_args(f, lam, q, idx, args);
@@ -307,6 +315,32 @@ static void dl_size_check(cg_fn *f, ir_ref at, uint32_t rank, LLVMValueRef *ext)
     ext[d] = LLVMBuildSelect(B, big, zero, ext[d], "");
 }
 
+/* A backpermute that only picks its parameters (ir_bp_projection) is
+ * checked here, once, as lib/lower/delay.c does at plan level (the
+ * same message); after a failure the extents are 0, so nothing is read. */
+static void dl_projection(cg_fn *f, ir_ref p, uint32_t q, LLVMValueRef *ext, const seq_arr *src) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  uint32_t r = src->rank, *par = cg_new(M, (r + 1) * sizeof *par);
+  if (!ir_bp_projection(M->m, p, r, par))
+    return;
+  LLVMValueRef zero = cg_i64(M, 0), anyzero = LLVMConstInt(M->t_i1, 0, 0), bad = anyzero;
+  for (uint32_t k = 0; k < q; k++)
+    anyzero = LLVMBuildOr(B, anyzero, LLVMBuildICmp(B, LLVMIntEQ, ext[k], zero, ""), "");
+  for (uint32_t k = 0; k < r; k++) {
+    char fmt[128];
+    snprintf(fmt, sizeof fmt, "backpermute: index %%lld out of bounds for dimension %u of extent %%lld",
+             k);
+    LLVMValueRef ok = LLVMBuildOr(
+        B, anyzero, LLVMBuildICmp(B, LLVMIntSLE, ext[par[k]], src->ext[k], ""), "");
+    /* only the first failing dimension reports (cg_check: the first wins) */
+    cg_check(f, LLVMBuildOr(B, ok, bad, ""), cg_site(M, p, fmt), src->ext[k], src->ext[k]);
+    bad = LLVMBuildOr(B, bad, LLVMBuildNot(B, ok, ""), "");
+  }
+  for (uint32_t k = 0; k < q; k++)
+    ext[k] = LLVMBuildSelect(B, bad, zero, ext[k], "");
+}
+
 /* The array operand in kid k of p as one view (checked as the sequential
  * producer checks it, message prefixed with p's name). */
 static void dl_operand(cg_fn *f, cg_delayed *d, uint32_t i, ir_ref p, uint32_t k, seq_arr *view) {
@@ -364,6 +398,8 @@ static bool dl_prepare(cg_fn *f, cg_delayed *d, ir_ref p) {
   case IR_BACKPERMUTE:
     cg_seq_shape(f, p, ir_kid(M->m, p, 0), q, d->ext);
     dl_operand(f, d, 0, p, 2, &A);
+    if (M->st == AC_OK)
+      dl_projection(f, p, q, d->ext, &A);
     break;
   case IR_SLICE:
     alloc = false;

@@ -226,3 +226,25 @@ bool ir_window_reach(const ac_module *m, ir_ref body, uint32_t rank, ir_window *
     return false;
   return window_scan(m, body, 0, w, 0);
 }
+
+bool ir_bp_projection(const ac_module *m, ir_ref bp, uint32_t r, uint32_t *par) {
+  const ir_node *n = ir_node_get(m, bp);
+  if (n->op != IR_BACKPERMUTE || n->nkids != 3 || r == 0)
+    return false;
+  ir_ref fn = ir_kid(m, bp, 1);
+  const ir_node *fnn = ir_node_get(m, fn);
+  if (fnn->op != IR_LAM || fnn->attr <= 0)
+    return false;
+  uint32_t q = (uint32_t)fnn->attr;
+  ir_ref body = ir_kid(m, fn, 0);
+  const ir_node *bn = ir_node_get(m, body);
+  if (r > 1 && (bn->op != IR_TUPLE || bn->nkids != r))
+    return false;
+  for (uint32_t d = 0; d < r; d++) {
+    const ir_node *cn = ir_node_get(m, r > 1 ? ir_kid(m, body, d) : body);
+    if (cn->op != IR_VAR || cn->attr < 0 || (uint64_t)cn->attr >= q)
+      return false;
+    par[d] = q - 1 - (uint32_t)cn->attr;
+  }
+  return true;
+}

@@ -338,6 +338,18 @@ typedef struct ir_window {
 } ir_window;
 bool ir_window_reach(const ac_module *m, ir_ref body, uint32_t rank, ir_window *w);
 
+/* A backpermute(shape, |i1..iq| (i_p1, .., i_pr), src) whose index
+ * function only picks its own parameters (Accelerate's replicate and
+ * transposes: |i, j, l| (i, l)): component d of every source position is
+ * parameter par[d] (0-based, par has room for r entries), so the source
+ * position is in range for every element exactly when, with no extent of
+ * `shape` zero, extent par[d] of `shape` is at most extent d of src for
+ * every d. Such a backpermute's checks need not be made per element: the
+ * delayed forms make them once, where the producer is evaluated
+ * (lib/lower/delay.c, lib/codegen/seq_delay.c; docs/language.md §7.15).
+ * r is src's rank; false for any other index function. */
+bool ir_bp_projection(const ac_module *m, ir_ref bp, uint32_t r, uint32_t *par);
+
 /* ---- errors (diag.c) ---- */
 struct ac_error {
   ac_status status;

@@ -16,7 +16,8 @@
  * instead and hands the consumer CL_FUNC leaves whose reader computes p's
  * element at the index read (cg_delayed). So the consumer's kernel does
  * p's work, and p's element errors (gather's and backpermute's index
- * checks) are raised there, at p's site.
+ * checks) are raised there, at p's site; a backpermute that only picks
+ * its parameters is checked here instead, once (dl_projection_check).
  *
  * A delay(p) that is not an operand of a consuming skeleton, or whose p is
  * not a producer (cg_delay_producer), is p: lw_expr lowers p (lower.c),
@@ -132,6 +133,32 @@ static bool dl_source(lw *L, lw_delayed *d, uint32_t i, ir_ref p, uint32_t k) {
   return L->M->st == AC_OK;
 }
 
+/* A backpermute that only picks its parameters (ir_bp_projection) is
+ * checked here, once, instead of per element: the interpreter computes
+ * every element, so it fails exactly when, with no extent of the shape
+ * zero, some source dimension d is picked by a parameter whose extent
+ * exceeds it. The first such d is reported with the smallest index out of
+ * range (its extent): the interpreter's message for an element that fails
+ * there (every earlier dimension is in range for it). */
+static void dl_projection_check(lw *L, ir_ref p, uint32_t q, const uint32_t *ext,
+                                const lw_val *src) {
+  uint32_t r = dl_rank(L, src->type);
+  uint32_t *par = cg_new(L->M, (r + 1) * sizeof *par);
+  if (!ir_bp_projection(L->m, p, r, par))
+    return;
+  uint32_t zero = lw_x_const(L, 0), anyzero = zero;
+  for (uint32_t k = 0; k < q; k++)
+    anyzero = lw_x_bin(L, PX_MAX, anyzero, lw_x_bin(L, PX_EQ, ext[k], zero));
+  for (uint32_t k = 0; k < r && L->M->st == AC_OK; k++) {
+    uint32_t e = lw_extent(L, src, 0, k);
+    char mid[96];
+    snprintf(mid, sizeof mid, " out of bounds for dimension %u of extent ", k);
+    lw_piece pc[4] = {LW_TEXT("backpermute: index "), LW_VAL(e), LW_TEXT(mid), LW_VAL(e)};
+    lw_check(L, lw_x_bin(L, PX_MAX, anyzero, lw_x_bin(L, PX_LE, ext[par[k]], e)), p, 4, pc, 0,
+             NULL);
+  }
+}
+
 /* p's host side, as its skeleton in skel_map.c: operands, checks, and the
  * result's extents into ext (plan expressions). */
 static bool dl_prepare(lw *L, lw_delayed *d, ir_ref p, uint32_t *ext) {
@@ -176,6 +203,7 @@ static bool dl_prepare(lw *L, lw_delayed *d, ir_ref p, uint32_t *ext) {
     lw_shape(L, ir_kid(L->m, p, 0), q, ext, p, true);
     if (!dl_source(L, d, 0, p, 2))
       return false;
+    dl_projection_check(L, p, q, ext, &d->ops[0]);
     break;
   case IR_SLICE:
     alloc = false; /* no larger than its source */
@@ -404,8 +432,16 @@ static bool dl_elem_fails(lw *L, ir_ref p, unsigned depth) {
   ir_ref fn = 0;
   switch ((ir_op)n->op) {
   case IR_GATHER:
-  case IR_BACKPERMUTE:
     return true;
+  case IR_BACKPERMUTE: { /* a projection is checked before its elements */
+    ir_type elem;
+    uint32_t r = 0, par[IR_WINDOW_MAX_RANK];
+    if (!ir_ty_array_view(m->ctx, ir_node_get(m, ir_kid(m, p, 2))->type, &elem, &r) ||
+        r > IR_WINDOW_MAX_RANK || !ir_bp_projection(m, p, r, par))
+      return true;
+    fn = ir_kid(m, p, 1);
+    break;
+  }
   case IR_MAP:
     fn = ir_kid(m, p, 0);
     break;

@@ -57,22 +57,14 @@
 
 enum { FU_FUSED, FU_HORIZONTAL, FU_DUPLICATED };
 
-/* What the walk knows of a variable in scope: it holds extent `dim` of the
- * array variable bound at level `arr` (let (n, k) = shape(a)), or nothing
- * (arr < 0). Levels count binders from the function's first parameter. */
-typedef struct fu_bind {
-  int64_t arr;
-  uint32_t dim;
-} fu_bind;
-
 typedef struct fu {
   ps_ctx *c;
   ac_module *m;
   uint8_t *ffail; /* per function: 0 unknown, 1 cannot fail, 2 may fail or loop */
   bool lets;      /* move let-bound producers to their uses */
   bool oom;
-  fu_bind *env; /* one entry per binder in scope, innermost last */
-  size_t nenv, capenv;
+  size_t nenv; /* binders in scope: levels count them from the function's
+                 first parameter */
   /* Pairs of levels of array variables known to have one extent where
    * the walk is (a map that checked them was evaluated before, by a let
    * whose body this is); dropped with the let. */
@@ -92,17 +84,8 @@ static void fu_fact(fu *F, int64_t a, int64_t b) {
   F->facts[F->nfacts++] = (struct fu_fact){a, b};
 }
 
-static void fu_push(fu *F, int64_t arr, uint32_t dim) {
-  if (!ac_grow(F->m->ctx, (void **)&F->env, &F->capenv, F->nenv + 1, sizeof *F->env)) {
-    F->oom = true;
-    return;
-  }
-  F->env[F->nenv++] = (fu_bind){arr, dim};
-}
-
-static void fu_push_unknown(fu *F, uint32_t n) {
-  for (uint32_t i = 0; i < n && !F->oom; i++)
-    fu_push(F, -1, 0);
+static void fu_push(fu *F, uint32_t n) {
+  F->nenv += n;
 }
 
 static void fu_pop(fu *F, uint32_t n) {
@@ -331,76 +314,6 @@ static bool fu_index_only(fu *F, ir_ref p, unsigned depth) {
   return true;
 }
 
-/* Whether x (in the current scope) is an extent of an array variable: a
- * variable bound to one (fu_bind), len(a) (extent 0) or shape(a).d; *arr
- * gets that array's level and *dim the dimension. */
-static bool fu_extent_of(fu *F, ir_ref x, int64_t *arr, uint32_t *dim) {
-  ac_module *m = F->m;
-  const ir_node *n = ir_node_get(m, x);
-  int64_t l = -1;
-  switch ((ir_op)n->op) {
-  case IR_VAR:
-    if ((l = fu_level(F, x)) < 0)
-      return false;
-    *arr = F->env[l].arr;
-    *dim = F->env[l].dim;
-    return *arr >= 0;
-  case IR_LEN:
-    *arr = fu_level(F, ir_kid(m, x, 0));
-    *dim = 0;
-    return *arr >= 0;
-  case IR_PROJ: {
-    ir_ref k = ir_kid(m, x, 0);
-    if (ir_node_get(m, k)->op != IR_SHAPE)
-      return false;
-    *arr = fu_level(F, ir_kid(m, k, 0));
-    *dim = (uint32_t)n->attr;
-    return *arr >= 0;
-  }
-  default:
-    return false;
-  }
-}
-
-/* x (in the current scope) is extent d of array variable src. */
-static bool fu_is_extent(fu *F, ir_ref x, ir_ref src, uint32_t d) {
-  int64_t arr, sl = fu_level(F, src);
-  uint32_t dim;
-  return sl >= 0 && fu_extent_of(F, x, &arr, &dim) && arr == sl && dim == d;
-}
-
-/* backpermute(shape, |i1..iq| (i_p1, .., i_pr), src) whose every index is
- * in range: component d of the index is a parameter whose extent in
- * `shape` is extent d of src (Accelerate's matrix multiply replicates
- * a, n x k, to n x m x k by |i, j, l| (i, l) with the shape (n, m, k) of
- * let (n, k) = shape(a)). Such a backpermute cannot fail. */
-static bool fu_bp_safe(fu *F, ir_ref p) {
-  ac_module *m = F->m;
-  ir_ref shape = ir_kid(m, p, 0), fn = ir_kid(m, p, 1), src = ir_kid(m, p, 2);
-  const ir_node *fnn = ir_node_get(m, fn);
-  ir_type elem;
-  uint32_t r = 0;
-  if (fnn->op != IR_LAM ||
-      !ir_ty_array_view(m->ctx, ir_node_get(m, src)->type, &elem, &r) || r == 0)
-    return false;
-  uint32_t q = (uint32_t)fnn->attr;
-  ir_ref body = ir_kid(m, fn, 0);
-  const ir_node *bn = ir_node_get(m, body), *sn = ir_node_get(m, shape);
-  if ((r > 1 && (bn->op != IR_TUPLE || bn->nkids != r)) ||
-      (q > 1 && (sn->op != IR_TUPLE || sn->nkids != q)))
-    return false;
-  for (uint32_t d = 0; d < r; d++) {
-    ir_ref c = r > 1 ? ir_kid(m, body, d) : body;
-    const ir_node *cn = ir_node_get(m, c);
-    if (cn->op != IR_VAR || cn->attr < 0 || (uint64_t)cn->attr >= q)
-      return false;
-    uint32_t par = q - 1 - (uint32_t)cn->attr;
-    if (!fu_is_extent(F, q > 1 ? ir_kid(m, shape, par) : shape, src, d))
-      return false;
-  }
-  return true;
-}
-
 /* Whether computing an element of producer p (with its delayed operands)
  * can fail or not end. */
 static bool fu_elem_fails(fu *F, ir_ref p, unsigned depth) {
@@ -419,10 +332,14 @@ static bool fu_elem_fails(fu *F, ir_ref p, unsigned depth) {
     break;
   case IR_GATHER:
     return true; /* the index check */
-  case IR_BACKPERMUTE:
-    if (!fu_bp_safe(F, p))
+  case IR_BACKPERMUTE: { /* a projection is checked before its elements */
+    ir_type elem;
+    uint32_t r = 0, par[IR_WINDOW_MAX_RANK];
+    if (!ir_ty_array_view(m->ctx, ir_node_get(m, ir_kid(m, p, 2))->type, &elem, &r) ||
+        r > IR_WINDOW_MAX_RANK || !ir_bp_projection(m, p, r, par))
       return true;
     break;
+  }
   default:
     break;
   }
@@ -516,7 +433,7 @@ static void eq_close(fu *F, fu_eq *q) {
 /* The extent class of array operand e, with the facts its evaluation
  * establishes when it succeeds: a map's (delayed or not) operands all have
  * its extent, since it checks them; a backpermute or generate has the
- * extents its shape expression gives. */
+ * extents its shape expression gives, a gather those of its indices. */
 static uint32_t eq_operand(fu *F, fu_eq *q, ir_ref e, unsigned depth) {
   ac_module *m = F->m;
   if (fu_is_delay(F, e))
@@ -529,6 +446,8 @@ static uint32_t eq_operand(fu *F, fu_eq *q, ir_ref e, unsigned depth) {
       eq_union(q, me, eq_operand(F, q, ir_kid(m, e, i), depth + 1));
   } else if (n->op == IR_BACKPERMUTE || n->op == IR_GENERATE) {
     eq_union(q, me, eq_term(F, q, ir_kid(m, e, 0))); /* its shape */
+  } else if (n->op == IR_GATHER && depth < FU_MAX_DEPTH) {
+    eq_union(q, me, eq_operand(F, q, ir_kid(m, e, 0), depth + 1)); /* its indices' */
   }
   return me;
 }
@@ -537,9 +456,11 @@ static uint32_t eq_operand(fu *F, fu_eq *q, ir_ref e, unsigned depth) {
  * elements can fail as operand k: the map computes them only after it has
  * evaluated every operand and checked their shapes, so that check must be
  * sure to pass (the operands are known to have one extent, fu_eq), no
- * other operand may have elements that can fail, and nothing after
- * operand k may fail while it is evaluated (Accelerate's matrix multiply:
- * map(*, backpermute(sh, .., a), backpermute(sh, .., b))). */
+ * other delayed operand may have elements that can fail, and nothing after
+ * operand k may fail while it is evaluated. An Accelerate-style matrix
+ * multiply, map(*, backpermute(sh, .., a), backpermute(sh, .., b)), needs
+ * none of this: its backpermutes are projections, checked where they are
+ * evaluated (ir_bp_projection). */
 static bool fu_map_sure(fu *F, uint32_t nk, const ir_ref *kids, uint32_t k) {
   ac_module *m = F->m;
   fu_eq q;
@@ -550,10 +471,12 @@ static bool fu_map_sure(fu *F, uint32_t nk, const ir_ref *kids, uint32_t k) {
     return false;
   for (uint32_t i = 1; i < nk; i++) {
     ir_ref o = kids[i];
+    /* the operands before k are decided (fu_expr delays in order): one
+     * left manifest is evaluated, with its errors, before the map as
+     * before; one after k stays manifest if it can fail at all (its
+     * evaluation would move before k's elements) */
     if (i != k) {
-      bool del = fu_is_delay(F, o);
-      ir_ref po = del ? ir_kid(m, o, 0) : o;
-      if ((del || fu_producer((ir_op)ir_node_get(m, po)->op)) && fu_elem_fails(F, po, 0))
+      if (fu_is_delay(F, o) && fu_elem_fails(F, ir_kid(m, o, 0), 0))
         return false;
       if (i > k && fu_fails(F, o))
         return false;
@@ -1238,28 +1161,10 @@ static int64_t fu_facts_of(fu *F, ir_ref e, unsigned depth) {
   }
 }
 
-/* The binders of let e (of value rhs) entered: what they hold when it is
- * an extent of an array variable (fu_bind). Returns their number. */
-static uint32_t fu_push_let(fu *F, ir_ref e, ir_ref rhs) {
-  ac_module *m = F->m;
-  const ir_node *n = ir_node_get(m, e), *rn = ir_node_get(m, rhs);
-  uint32_t nb = n->op == IR_LET ? 1 : (uint32_t)n->attr;
-  if (n->op == IR_LETTUP && rn->op == IR_SHAPE) {
-    int64_t arr = fu_level(F, ir_kid(m, rhs, 0));
-    for (uint32_t i = 0; i < nb; i++)
-      fu_push(F, arr, i);
-    return nb;
-  }
-  if (n->op == IR_LET) {
-    int64_t arr = -1;
-    uint32_t d = 0;
-    if (rn->op == IR_VAR || !fu_extent_of(F, rhs, &arr, &d))
-      arr = -1; /* (a variable's own knowledge is not passed on) */
-    fu_push(F, arr, d);
-    return 1;
-  }
-  fu_push_unknown(F, nb);
-  return nb;
+/* The number of binders let e introduces. */
+static uint32_t fu_let_binders(fu *F, ir_ref e) {
+  const ir_node *n = ir_node_get(F->m, e);
+  return n->op == IR_LET ? 1 : (uint32_t)n->attr;
 }
 
 static ir_ref fu_let(fu *F, ir_ref e, unsigned depth) {
@@ -1281,7 +1186,8 @@ static ir_ref fu_let(fu *F, ir_ref e, unsigned depth) {
   }
   size_t nf = F->nfacts;
   int64_t rep = fu_facts_of(F, rhs, 0);
-  uint32_t nb = fu_push_let(F, e, rhs);
+  uint32_t nb = fu_let_binders(F, e);
+  fu_push(F, nb);
   /* the bound array, or each field of a merged map's tuple */
   ir_ref core = rhs;
   while (ir_node_get(m, core)->op == IR_SIZED || ir_node_get(m, core)->op == IR_DELAY)
@@ -1319,7 +1225,7 @@ static ir_ref fu_expr(fu *F, ir_ref e, unsigned depth) {
   }
   for (uint32_t i = 0; i < nk; i++) {
     uint32_t nb = ir_binders(m, e, i);
-    fu_push_unknown(F, nb);
+    fu_push(F, nb);
     kids[i] = fu_expr(F, ir_kid(m, e, i), depth + 1);
     fu_pop(F, nb);
   }
@@ -1343,7 +1249,7 @@ static ir_ref fu_expr(fu *F, ir_ref e, unsigned depth) {
 ac_status ps_fuse(ps_ctx *c);
 ac_status ps_fuse(ps_ctx *c) {
   ac_module *m = c->m;
-  fu F = {c, m, NULL, false, false, NULL, 0, 0, NULL, 0, 0};
+  fu F = {c, m, NULL, false, false, 0, NULL, 0, 0};
   F.ffail = ac_alloc(m->ctx, m->nfuncs ? m->nfuncs : 1);
   if (!F.ffail)
     return ir_report(c->err, ir_error(c->ctx, AC_ERR_NOMEM, m, (ir_loc){0, 0}, "out of memory"),
@@ -1364,7 +1270,7 @@ ac_status ps_fuse(ps_ctx *c) {
       memcpy(c->counters, saved, sizeof saved);
       F.nenv = 0;
       F.nfacts = 0;
-      fu_push_unknown(&F, f->nparams); /* the parameters: levels 0 .. */
+      fu_push(&F, f->nparams); /* the parameters: levels 0 .. */
       b = fu_expr(&F, f->body, 0);
       if (b == f->body || ps_printable(m, b))
         break;
@@ -1377,7 +1283,6 @@ ac_status ps_fuse(ps_ctx *c) {
     m->funcs[i].body = b;
   }
   ac_free(m->ctx, F.ffail);
-  ac_free(m->ctx, F.env);
   ac_free(m->ctx, F.facts);
   if (F.oom || m->oom)
     return ir_report(c->err, ir_error(c->ctx, AC_ERR_NOMEM, m, (ir_loc){0, 0}, "out of memory"),
