@@ -527,10 +527,17 @@ static bool gp_narrow_wanted(void) {
  * the largest element count among the arrays the kernel reads (the CSR's
  * values, the matrix) divided by the number of elements, as the GPU fold
  * chooses by its row length: below GP_COOP_WARP_MIN a thread per element,
- * below GP_COOP_BLOCK_MIN a warp, else a block. */
+ * below GP_COOP_BLOCK_MIN a warp, else a block. A fold over a computed
+ * row (ps_coop_code_rows) is estimated by that row's extent instead,
+ * while the elements are few (GP_COOP_FILL). */
 #define GP_COOP_BLOCK 128u
 #define GP_COOP_WARP_MIN 16
 #define GP_COOP_BLOCK_MIN 1024
+/* Computed rows (no array read: generate(m, |j| f(i, j))) gain nothing in
+ * coalescing from a group, only parallelism: they take a group only while
+ * the elements are fewer than this (a quarter of an H100's resident
+ * threads), and then by their extent as above. */
+#define GP_COOP_FILL 65536
 
 /* ARRAYC_GPU_NESTED (read when a function is compiled for a GPU; docs/
  * runtime.md §10): "thread", "warp" or "block" makes the plan launch only
@@ -644,12 +651,26 @@ static void gp_thread_launch(lw *L, uint32_t total, uint32_t k32, uint32_t k64, 
   pl_end(L->p);
 }
 
+/* The estimate of a computed row's extent (ps_coop_code_rows: ext under
+ * `base` binders of the element code), or 0: the extent, computed by the
+ * plan, while the elements are fewer than GP_COOP_FILL, since a thread
+ * per element fills the device beyond that and needs no reduction. */
+static uint32_t gp_computed_estimate(lw *L, ir_ref ext, uint32_t base, uint32_t total) {
+  uint32_t m;
+  if (!ext || !lw_int_under(L, ext, base, &m))
+    return lw_x_const(L, 0);
+  return lw_x_bin(L, PX_MUL, m, lw_x_bin(L, PX_LT, total, lw_x_const(L, GP_COOP_FILL)));
+}
+
 bool lw_gpu_elementwise(lw *L, lw_ew *w, const lw_val *out, uint32_t total) {
   uint32_t k32, k64, fits = 0;
   gp_nested want = gp_nested_wanted();
   ir_op op = (ir_op)ir_node_get(L->m, w->at)->op;
+  ir_ref rows = IR_NONE;
+  uint32_t rows_base = 0;
   bool coop = (op == IR_MAP || op == IR_GENERATE) && !w->split && w->code &&
-              ps_coop_code(L->m, w->code, op == IR_GENERATE) && want != GP_NESTED_THREAD;
+              ps_coop_code_rows(L->m, w->code, op == IR_GENERATE, &rows, &rows_base) &&
+              want != GP_NESTED_THREAD;
   gp_thread_kernels(L, w, out, total, &k32, &k64, &fits);
   if (!coop) {
     gp_thread_launch(L, total, k32, k64, fits);
@@ -666,6 +687,8 @@ bool lw_gpu_elementwise(lw *L, lw_ew *w, const lw_val *out, uint32_t total) {
   } else if (want == GP_NESTED_BLOCK) {
     pl_launch(L->p, kb, nb, PL_AUTO);
   } else {
+    if (rows)
+      est = lw_x_bin(L, PX_MAX, est, gp_computed_estimate(L, rows, rows_base, total));
     est = lw_x_word(L, lw_x_to_word(L, est)); /* computed once */
     pl_if(L->p, lw_x_to_word(L, lw_x_bin(L, PX_LT, est, lw_x_const(L, GP_COOP_WARP_MIN))));
     gp_thread_launch(L, total, k32, k64, fits);

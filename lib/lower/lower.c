@@ -470,7 +470,7 @@ static bool lower_while(lw *L, ir_ref e, lw_val *out) {
 /* ---- the walk ---- */
 
 static bool lower_var(lw *L, ir_ref e, lw_val *out) {
-  int64_t j = ir_node_get(L->m, e)->attr;
+  int64_t j = ir_node_get(L->m, e)->attr - (int64_t)L->vshift;
   if (j < 0 || (uint64_t)j >= L->nenv) {
     cg_error(L->M, AC_ERR_INTERNAL, e, "lowering: unbound variable %lld", (long long)j);
     return false;

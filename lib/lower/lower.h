@@ -60,6 +60,10 @@ typedef struct lw {
   ac_context *ctx;
   lw_val *env; /* de Bruijn environment at plan level, innermost last */
   uint32_t nenv, capenv;
+  /* Binders above env that an expression being lowered is written under
+   * but does not use (lw_int_under): its variables are read `vshift`
+   * lower. */
+  uint32_t vshift;
   uint32_t depth; /* recursion guard (calls inlined at plan level) */
   /* lower.c's memo of "contains plan-level work" per node and per function
    * (0 unknown, 1 no, 2 yes); owned by lw_function. */

@@ -343,6 +343,19 @@ static uint32_t sz_emit(lw *L, ir_ref e) {
 
 static bool scalar_kernel(lw *L, ir_ref e, bool to_i64, lw_val *out);
 
+bool lw_int_under(lw *L, ir_ref e, uint32_t nb, uint32_t *out) {
+  if (!sz_ok(L, e, 0))
+    return false;
+  for (uint32_t j = 0; j < nb; j++)
+    if (ir_occurs(L->m, e, j))
+      return false;
+  uint32_t saved = L->vshift;
+  L->vshift = nb;
+  *out = sz_emit(L, e);
+  L->vshift = saved;
+  return true;
+}
+
 uint32_t lw_int(lw *L, ir_ref e) {
   if (sz_ok(L, e, 0))
     return sz_emit(L, e);

@@ -72,6 +72,11 @@ LLVMValueRef lw_x_in_kernel(lw *L, cg_fn *f, uint32_t kernel, uint32_t x);
  * (integer arithmetic over lengths and i64 words) become plan expressions
  * without any kernel. */
 uint32_t lw_int(lw *L, ir_ref e);
+/* Size expression e (the plan computes it alone: no kernel, no code),
+ * written under nb binders above the current environment that it does
+ * not use (element code's parameters: an inner extent the same for every
+ * element), as lw_int gives it; false if e is not one. */
+bool lw_int_under(lw *L, ir_ref e, uint32_t nb, uint32_t *out);
 /* n integers from e: an integer (n == 1) or a tuple of n integers. */
 void lw_ints(lw *L, ir_ref e, uint32_t n, uint32_t *out);
 /* The int64 value of a frame word holding an integer of type sc. */

@@ -28,7 +28,10 @@
  *     source is read where they say), reshape, transpose and reverse their
  *     operand.
  * A fold is the group's when its operand has ROW reads and no ACROSS
- * reads. ps_coop_code accepts element code with such a fold, unless it
+ * reads, or reads nothing at all: a computed row (generate(m, |j| f(i, j))
+ * with m independent of the element), where a group gains no coalescing
+ * but parallelism, which the plan wants only while the elements are few
+ * (lib/lower/gpu.c estimates such a row by its extent). ps_coop_code accepts element code with such a fold, unless it
  * also has an array operation that every thread of the group would
  * compute in full (a recurrence, a scatter): besides folds
  * and views, only the operations that the group computes together into
@@ -169,12 +172,82 @@ static unsigned ns_walk(const ac_module *m, ir_ref r, uint32_t base, int64_t ex,
   }
 }
 
+/* Whether r computes its elements from their indices and scalars alone:
+ * no read of an array, no call, no array operation in its functions
+ * (a generate, an iota, maps of such). */
+static bool ns_pure(const ac_module *m, ir_ref r, uint32_t depth) {
+  if (depth > NS_MAX_DEPTH)
+    return false;
+  const ir_node *n = ir_node_get(m, r);
+  if (n->op == IR_INDEX || n->op == IR_CALL || n->op == IR_FNREF || ps_is_array_op(m, r))
+    return false;
+  for (uint32_t i = 0; i < n->nkids; i++) {
+    ir_ref k = ir_kid(m, r, i);
+    if (k && !ns_pure(m, k, depth + 1))
+      return false;
+  }
+  return true;
+}
+
+/* A computed row: rank-1 array expression r under `base` element binders
+ * whose elements come from their index alone (ns_pure functions), and
+ * whose extent neither depends on the element nor can fail, so the plan
+ * can compute it before the launch (lib/lower/gpu.c's estimate). Returns
+ * that extent expression (under the same binders), or IR_NONE. */
+static ir_ref ns_computed(const ac_module *m, ir_ref r, uint32_t base, uint32_t depth) {
+  if (depth > NS_MAX_DEPTH)
+    return IR_NONE;
+  const ir_node *n = ir_node_get(m, r);
+  ir_typeinfo t = ir_ty_info(m->ctx, n->type);
+  if (t.kind == TK_TUPLE && t.n > 0) /* a tuple of arrays: its first leaf's */
+    t = ir_ty_info(m->ctx, t.fields[0]);
+  if (t.kind != TK_ARRAY || t.rank != 1)
+    return IR_NONE;
+  ir_ref ext = IR_NONE;
+  switch ((ir_op)n->op) {
+  case IR_DELAY:
+    return n->nkids == 1 ? ns_computed(m, ir_kid(m, r, 0), base, depth + 1) : IR_NONE;
+  case IR_IOTA:
+    ext = n->nkids == 1 ? ir_kid(m, r, 0) : IR_NONE;
+    break;
+  case IR_GENERATE:
+    if (n->nkids == 2 && ir_node_get(m, ir_kid(m, r, 1))->op == IR_LAM &&
+        ns_pure(m, ir_kid(m, ir_kid(m, r, 1), 0), depth + 1))
+      ext = ir_kid(m, r, 0);
+    break;
+  case IR_MAP:
+    if (n->nkids < 2 || ir_node_get(m, ir_kid(m, r, 0))->op != IR_LAM ||
+        !ns_pure(m, ir_kid(m, ir_kid(m, r, 0), 0), depth + 1))
+      return IR_NONE;
+    for (uint32_t i = 1; i < n->nkids; i++) {
+      ir_ref e = ns_computed(m, ir_kid(m, r, i), base, depth + 1);
+      if (!e)
+        return IR_NONE;
+      ext = ext ? ext : e; /* the map checks the others against it */
+    }
+    return ext;
+  default:
+    return IR_NONE;
+  }
+  if (!ext || ns_refs(m, ext, 0, base, depth + 1) || ps_may_fail(m, ext))
+    return IR_NONE;
+  return ext;
+}
+
+/* The operand kid of fold-like node r, or UINT32_MAX. */
+static uint32_t ns_row_kid(const ir_node *n) {
+  return n->op == IR_FOLD || n->op == IR_SCAN || n->op == IR_SCANR ? 2
+         : n->op == IR_SCAN_INCL || n->op == IR_SCANR_INCL || n->op == IR_FILTER ? 1
+                                                                                : UINT32_MAX;
+}
+
 bool ps_coop_row(const ac_module *m, ir_ref r, uint32_t base, int64_t ex) {
   const ir_node *n = ir_node_get(m, r);
-  uint32_t k = n->op == IR_FOLD || n->op == IR_SCAN || n->op == IR_SCANR ? 2
-               : n->op == IR_SCAN_INCL || n->op == IR_SCANR_INCL || n->op == IR_FILTER ? 1
-                                                                                      : UINT32_MAX;
-  return k < n->nkids && ns_walk(m, ir_kid(m, r, k), base, ex, 0) == NS_ROW;
+  uint32_t k = ns_row_kid(n);
+  if (k >= n->nkids)
+    return false;
+  ir_ref row = ir_kid(m, r, k);
+  return ns_walk(m, row, base, ex, 0) == NS_ROW || ns_computed(m, row, base, 0) != IR_NONE;
 }
 
 /* Whether r (or a function it calls) has an array operation. */
@@ -226,18 +299,29 @@ bool ps_coop_array_op(const ac_module *m, ir_ref r) {
  * of a function that has one. The functions of array operations, and
  * their delayed operands, are each thread's own work (`lane`): nothing
  * there is redundant, and no fold there is the group's. */
+/* The computed rows ns_find met: the extent of the first, and the
+ * element binders above it. */
+typedef struct ns_rows {
+  ir_ref ext;
+  uint32_t base;
+} ns_rows;
+
 static ns_found ns_find(const ac_module *m, ir_ref r, uint32_t base, int64_t ex, bool lane,
-                        uint32_t depth) {
+                        uint32_t depth, ns_rows *rows) {
   if (depth > NS_MAX_DEPTH)
     return NS_HEAVY;
   const ir_node *n = ir_node_get(m, r);
   bool arrop = ps_is_array_op(m, r);
   if (!lane && ps_coop_row(m, r, base, ex)) {
+    ir_ref ext = ns_computed(m, ir_kid(m, r, ns_row_kid(n)), base, 0);
+    if (ext && rows && !rows->ext)
+      *rows = (ns_rows){ext, base};
     /* the start value (a fold's, an exclusive scan's) is uniform code */
     bool z = n->op != IR_SCAN_INCL && n->op != IR_SCANR_INCL && n->op != IR_FILTER &&
              n->nkids > 1;
-    return z && ns_find(m, ir_kid(m, r, 1), base, ex, false, depth + 1) == NS_HEAVY ? NS_HEAVY
-                                                                                  : NS_FOLD;
+    return z && ns_find(m, ir_kid(m, r, 1), base, ex, false, depth + 1, rows) == NS_HEAVY
+               ? NS_HEAVY
+               : NS_FOLD;
   }
   if (!lane && arrop && n->op != IR_FOLD && n->op != IR_RESHAPE && n->op != IR_DELAY &&
       !ps_coop_array_op(m, r) &&
@@ -259,13 +343,21 @@ static ns_found ns_find(const ac_module *m, ir_ref r, uint32_t base, int64_t ex,
     /* functions, and delayed operands (computed element by element) */
     bool in_lane = lane || (arrop && (kop == IR_LAM || kop == IR_FNREF || kop == IR_DELAY));
     uint32_t b = ir_binders(m, r, i);
-    ns_found in = ns_find(m, k, base + b, ex < 0 ? ex : ex + b, in_lane, depth + 1);
+    ns_found in = ns_find(m, k, base + b, ex < 0 ? ex : ex + b, in_lane, depth + 1, rows);
     found = in > found ? in : found;
   }
   return found;
 }
 
 bool ps_coop_code(const ac_module *m, ir_ref code, bool indexed) {
+  return ps_coop_code_rows(m, code, indexed, NULL, NULL);
+}
+
+bool ps_coop_code_rows(const ac_module *m, ir_ref code, bool indexed, ir_ref *ext,
+                       uint32_t *base) {
+  ns_rows rows = {IR_NONE, 0};
+  if (ext)
+    *ext = IR_NONE;
   if (code == IR_NONE || code >= m->nnodes)
     return false;
   const ir_node *n = ir_node_get(m, code);
@@ -280,5 +372,11 @@ bool ps_coop_code(const ac_module *m, ir_ref code, bool indexed) {
     np = m->funcs[n->attr].nparams;
   }
   /* a generate's last parameter is its innermost index: de Bruijn 0 */
-  return body && ns_find(m, body, np, indexed && np > 0 ? 0 : -1, false, 0) == NS_FOLD;
+  if (!body || ns_find(m, body, np, indexed && np > 0 ? 0 : -1, false, 0, &rows) != NS_FOLD)
+    return false;
+  if (ext) {
+    *ext = rows.ext;
+    *base = rows.base;
+  }
+  return true;
 }

@@ -166,6 +166,13 @@ bool ps_is_array_op(const ac_module *m, ir_ref r);
  * full. */
 bool ps_coop_row(const ac_module *m, ir_ref r, uint32_t base, int64_t ex);
 bool ps_coop_code(const ac_module *m, ir_ref code, bool indexed);
+/* ps_coop_code, and when its first group fold is over a computed row (a
+ * generate or iota of the row's index alone, whose extent does not depend
+ * on the element: generate(n, |i| fold(+, 0, generate(m, |j| f(i, j))))),
+ * that extent in *ext, an expression under *base binders of the code
+ * (its parameters and the lets above the fold); else *ext = IR_NONE. */
+bool ps_coop_code_rows(const ac_module *m, ir_ref code, bool indexed, ir_ref *ext,
+                       uint32_t *base);
 /* The array operations that such a group computes together into one
  * array in such element code (the element-wise ones, each thread its share
  * of the elements; left scans, by warp scans). */
