@@ -377,8 +377,8 @@ static bool pl_do_alloc(pl_exec *X, const pl_inst *in) {
       return true;
     if (st == AC_ERR_RUNTIME)
       return pl_fail_at(X, st, in->k, "array too large");
-    if (st != AC_OK)
-      return pl_fail_at(X, st, PL_AUTO, "out of memory");
+    if (st != AC_OK) /* at the operation's position, as the interpreter reports it */
+      return pl_fail_at(X, st, in->k, "out of memory");
     data = (uintptr_t)a->data;
   }
   pl_own(X, in->a, a);

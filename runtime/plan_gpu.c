@@ -609,6 +609,11 @@ bool pl_gpu_alloc(pl_exec *X, const pl_inst *in, const int64_t *ext, ac_array **
     ac_error_destroy(e);
     return false;
   }
+  if (st == AC_ERR_NOMEM) { /* at the operation's position, as on the CPU */
+    pl_fail_at(X, st, in->k, "%s", e ? ac_error_message(e) : "out of device memory");
+    ac_error_destroy(e);
+    return false;
+  }
   if (st != AC_OK)
     return pg_err(X, st, e);
   st = rt_resid_wrap(X->p->ctx, g, (ac_scalar)in->sc, in->rank, ext, *d, out, &e);
