@@ -248,3 +248,12 @@ bool ir_bp_projection(const ac_module *m, ir_ref bp, uint32_t r, uint32_t *par) 
   }
   return true;
 }
+
+bool ir_bp_is_projection(const ac_module *m, ir_ref bp) {
+  ir_type elem;
+  uint32_t r = 0, par[IR_WINDOW_MAX_RANK];
+  const ir_node *n = ir_node_get(m, bp);
+  return n->op == IR_BACKPERMUTE && n->nkids == 3 &&
+         ir_ty_array_view(m->ctx, ir_node_get(m, ir_kid(m, bp, 2))->type, &elem, &r) &&
+         r <= IR_WINDOW_MAX_RANK && ir_bp_projection(m, bp, r, par);
+}

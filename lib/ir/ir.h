@@ -349,6 +349,9 @@ bool ir_window_reach(const ac_module *m, ir_ref body, uint32_t rank, ir_window *
  * (lib/lower/delay.c, lib/codegen/seq_delay.c; docs/language.md §7.15).
  * r is src's rank; false for any other index function. */
 bool ir_bp_projection(const ac_module *m, ir_ref bp, uint32_t r, uint32_t *par);
+/* Whether bp is such a backpermute (its source's rank taken from its type):
+ * then its elements cannot fail (fuse's and lowering's question). */
+bool ir_bp_is_projection(const ac_module *m, ir_ref bp);
 
 /* ---- errors (diag.c) ---- */
 struct ac_error {

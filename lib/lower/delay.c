@@ -433,15 +433,11 @@ static bool dl_elem_fails(lw *L, ir_ref p, unsigned depth) {
   switch ((ir_op)n->op) {
   case IR_GATHER:
     return true;
-  case IR_BACKPERMUTE: { /* a projection is checked before its elements */
-    ir_type elem;
-    uint32_t r = 0, par[IR_WINDOW_MAX_RANK];
-    if (!ir_ty_array_view(m->ctx, ir_node_get(m, ir_kid(m, p, 2))->type, &elem, &r) ||
-        r > IR_WINDOW_MAX_RANK || !ir_bp_projection(m, p, r, par))
+  case IR_BACKPERMUTE: /* a projection is checked before its elements */
+    if (!ir_bp_is_projection(m, p))
       return true;
     fn = ir_kid(m, p, 1);
     break;
-  }
   case IR_MAP:
     fn = ir_kid(m, p, 0);
     break;

@@ -652,12 +652,12 @@ static void gp_thread_launch(lw *L, uint32_t total, uint32_t k32, uint32_t k64, 
 }
 
 /* The estimate of a computed row's extent (ps_coop_code_rows: ext under
- * `base` binders of the element code), or 0: the extent, computed by the
+ * `base` binders of the element code): the extent, computed by the
  * plan, while the elements are fewer than GP_COOP_FILL, since a thread
  * per element fills the device beyond that and needs no reduction. */
 static uint32_t gp_computed_estimate(lw *L, ir_ref ext, uint32_t base, uint32_t total) {
   uint32_t m;
-  if (!ext || !lw_int_under(L, ext, base, &m))
+  if (!lw_int_under(L, ext, base, &m))
     return lw_x_const(L, 0);
   return lw_x_bin(L, PX_MUL, m, lw_x_bin(L, PX_LT, total, lw_x_const(L, GP_COOP_FILL)));
 }

@@ -332,14 +332,10 @@ static bool fu_elem_fails(fu *F, ir_ref p, unsigned depth) {
     break;
   case IR_GATHER:
     return true; /* the index check */
-  case IR_BACKPERMUTE: { /* a projection is checked before its elements */
-    ir_type elem;
-    uint32_t r = 0, par[IR_WINDOW_MAX_RANK];
-    if (!ir_ty_array_view(m->ctx, ir_node_get(m, ir_kid(m, p, 2))->type, &elem, &r) ||
-        r > IR_WINDOW_MAX_RANK || !ir_bp_projection(m, p, r, par))
+  case IR_BACKPERMUTE: /* a projection is checked before its elements */
+    if (!ir_bp_is_projection(m, p))
       return true;
     break;
-  }
   default:
     break;
   }

@@ -241,13 +241,24 @@ static uint32_t ns_row_kid(const ir_node *n) {
                                                                                 : UINT32_MAX;
 }
 
-bool ps_coop_row(const ac_module *m, ir_ref r, uint32_t base, int64_t ex) {
+/* ps_coop_row; *ext gets a computed row's extent (ns_computed), else
+ * IR_NONE. */
+static bool ns_coop_row(const ac_module *m, ir_ref r, uint32_t base, int64_t ex, ir_ref *ext) {
   const ir_node *n = ir_node_get(m, r);
   uint32_t k = ns_row_kid(n);
+  *ext = IR_NONE;
   if (k >= n->nkids)
     return false;
   ir_ref row = ir_kid(m, r, k);
-  return ns_walk(m, row, base, ex, 0) == NS_ROW || ns_computed(m, row, base, 0) != IR_NONE;
+  if (ns_walk(m, row, base, ex, 0) == NS_ROW)
+    return true;
+  *ext = ns_computed(m, row, base, 0);
+  return *ext != IR_NONE;
+}
+
+bool ps_coop_row(const ac_module *m, ir_ref r, uint32_t base, int64_t ex) {
+  ir_ref ext;
+  return ns_coop_row(m, r, base, ex, &ext);
 }
 
 /* Whether r (or a function it calls) has an array operation. */
@@ -312,8 +323,8 @@ static ns_found ns_find(const ac_module *m, ir_ref r, uint32_t base, int64_t ex,
     return NS_HEAVY;
   const ir_node *n = ir_node_get(m, r);
   bool arrop = ps_is_array_op(m, r);
-  if (!lane && ps_coop_row(m, r, base, ex)) {
-    ir_ref ext = ns_computed(m, ir_kid(m, r, ns_row_kid(n)), base, 0);
+  ir_ref ext;
+  if (!lane && ns_coop_row(m, r, base, ex, &ext)) {
     if (ext && rows && !rows->ext)
       *rows = (ns_rows){ext, base};
     /* the start value (a fold's, an exclusive scan's) is uniform code */
