@@ -271,6 +271,15 @@ typedef struct lw_rec {
    * check (lw_rec_read), ascending. */
   ir_ref *ordered;
   uint32_t nordered;
+  /* Every read of the array in the body is ordered and has the form
+   * i_k + c_k in every dimension (c_k an i64 literal, offmin/offmax their
+   * range per dimension): the CPU may tile the index space (skel_rec.c). */
+  bool uniform;
+  int64_t *offmin, *offmax;
+  /* The uniform reads d[i_1, .., i_n + 1] and d[i_1, .., i_n - 1] (the
+   * neighbours in the innermost dimension), ascending. */
+  ir_ref *next, *prev;
+  uint32_t nnext, nprev;
 } lw_rec;
 /* Evaluates the bounds with the interpreter's checks in its order,
  * allocates the result (*out, also c->out) and checks that a . x cannot
@@ -284,6 +293,12 @@ typedef struct lw_rec_kern {
   LLVMValueRef *lo, *ext; /* per dimension: the logical lower bound (a constant when the
                            * program writes a literal), the extent */
   LLVMValueRef tcur;      /* alloca: a . x of the point being computed */
+  uint64_t proven;        /* dimensions in which every read is known to be inside (bit d) */
+  /* CPU tiles: the point computed last, read by the reads in `carried`
+   * (the innermost neighbour in the walking order; NULL: none) */
+  cg_var *carry;
+  const ir_ref *carried;
+  uint32_t ncarried;
   char fmt_out[200], fmt_early[200]; /* the read errors' formats */
 } lw_rec_kern;
 /* A leaf of the array inside the body: env of its CL_FUNC leaf. */

@@ -88,6 +88,12 @@ typedef struct rc_walk {
    * it is a let, else 0; depth binders are open at a node */
   ir_ref *bind;
   uint32_t nbind;
+  /* uses of the array (any), and ordered reads with an offset in every
+   * dimension, whose ranges are offmin/offmax */
+  uint32_t uses, exact;
+  int64_t *offmin, *offmax;
+  ir_ref *next, *prev; /* lw_rec's */
+  uint32_t nnext, nprev, capnext, capprev;
 } rc_walk;
 
 /* e (under *depth binders of the body) with let-bound variables replaced
@@ -157,6 +163,36 @@ static bool rc_is_ordered(const rc_walk *w, ir_ref r, uint64_t depth) {
   return key < 0;
 }
 
+/* An ordered read r: when every index is i_k + c_k, counts it as exact
+ * and widens the offsets' ranges. */
+static void rc_note_offsets(rc_walk *w, ir_ref r, uint64_t depth) {
+  const lw_rec *c = w->c;
+  int64_t off[64];
+  if (c->n > 64)
+    return;
+  for (uint32_t k = 0; k < c->n; k++)
+    if (!rc_offset(w, ir_kid(w->m, r, k + 1), k, depth, &off[k]))
+      return;
+  bool inner = true;
+  for (uint32_t k = 0; k + 1 < c->n; k++)
+    inner = inner && off[k] == 0;
+  if (inner && off[c->n - 1] == 1) {
+    cg_grow(c->L->M, (void **)&w->next, w->nnext, &w->capnext, sizeof *w->next, 4);
+    w->next[w->nnext++] = r;
+  }
+  if (inner && off[c->n - 1] == -1) {
+    cg_grow(c->L->M, (void **)&w->prev, w->nprev, &w->capprev, sizeof *w->prev, 4);
+    w->prev[w->nprev++] = r;
+  }
+  for (uint32_t k = 0; k < c->n; k++) {
+    if (w->exact == 0 || off[k] < w->offmin[k])
+      w->offmin[k] = off[k];
+    if (w->exact == 0 || off[k] > w->offmax[k])
+      w->offmax[k] = off[k];
+  }
+  w->exact++;
+}
+
 static void rc_walk_node(rc_walk *w, ir_ref r, uint64_t depth) {
   if (w->budget == 0)
     return;
@@ -168,8 +204,11 @@ static void rc_walk_node(rc_walk *w, ir_ref r, uint64_t depth) {
     if (an->op == IR_VAR && (uint64_t)an->attr == depth + w->c->n && rc_is_ordered(w, r, depth)) {
       cg_grow(w->c->L->M, (void **)&w->v, w->n, &w->cap, sizeof *w->v, 8);
       w->v[w->n++] = r;
+      rc_note_offsets(w, r, depth);
     }
   }
+  if (nd->op == IR_VAR && (uint64_t)nd->attr == depth + w->c->n)
+    w->uses++;
   for (uint32_t i = 0; i < nd->nkids; i++) {
     if (!ir_kid(m, r, i))
       continue;
@@ -195,12 +234,28 @@ static int rc_ref_cmp(const void *a, const void *b) {
 }
 
 static void rc_find_ordered(lw_rec *c) {
+  cg_module *M = c->L->M;
   rc_walk w = {.c = c, .m = c->L->m, .budget = 1u << 16};
+  w.offmin = cg_new(M, c->n * sizeof *w.offmin);
+  w.offmax = cg_new(M, c->n * sizeof *w.offmax);
   rc_walk_node(&w, c->body, 0);
   if (w.n)
     qsort(w.v, w.n, sizeof *w.v, rc_ref_cmp);
   c->ordered = w.v;
   c->nordered = w.n;
+  /* every use of the array is the array of a counted read (a walk cut
+   * short by its budget proves nothing) */
+  c->uniform = w.budget > 0 && w.uses == w.exact;
+  c->offmin = w.offmin;
+  c->offmax = w.offmax;
+  if (w.nnext)
+    qsort(w.next, w.nnext, sizeof *w.next, rc_ref_cmp);
+  if (w.nprev)
+    qsort(w.prev, w.nprev, sizeof *w.prev, rc_ref_cmp);
+  c->next = w.next;
+  c->nnext = w.nnext;
+  c->prev = w.prev;
+  c->nprev = w.nprev;
 }
 
 /* The lower bound of dimension d as an i64 constant when the program
@@ -226,9 +281,11 @@ LLVMValueRef lw_rec_read(cg_fn *f, const lw_rec_kern *k, LLVMValueRef *idx, ir_r
   LLVMValueRef inside = LLVMConstInt(M->t_i1, 1, 0), key = cg_i64(M, 0);
   for (uint32_t d = 0; d < c->n; d++) {
     kd[d] = LLVMBuildSub(M->b, idx[d], k->lo[d], "");
-    LLVMValueRef in = LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, idx[d], k->lo[d], ""),
-                                   LLVMBuildICmp(M->b, LLVMIntULT, kd[d], k->ext[d], ""), "");
-    inside = LLVMBuildAnd(M->b, inside, in, "");
+    if (!ordered || d >= 64 || !((k->proven >> d) & 1)) {
+      LLVMValueRef in = LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, idx[d], k->lo[d], ""),
+                                     LLVMBuildICmp(M->b, LLVMIntULT, kd[d], k->ext[d], ""), "");
+      inside = LLVMBuildAnd(M->b, inside, in, "");
+    }
     if (c->a[d] && !ordered)
       key = LLVMBuildAdd(M->b, key, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), kd[d], ""), "");
   }
@@ -251,6 +308,11 @@ static LLVMValueRef rc_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_re
   const rc_kernel *k = le->k;
   LLVMValueRef *kd = cg_new(M, k->c->n * sizeof *kd), lin = cg_i64(M, 0);
   LLVMValueRef ok = lw_rec_read(f, k, idx, at, kd);
+  if (k->carry && bsearch(&at, k->carried, k->ncarried, sizeof at, rc_ref_cmp)) {
+    cg_val v;
+    cg_var_load(f, k->carry, &v);
+    return v.l[le->leaf].v;
+  }
   for (uint32_t d = 0; d < k->c->n; d++)
     lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, k->ext[d], ""), kd[d], "");
   lin = LLVMBuildSelect(M->b, ok, lin, cg_i64(M, 0), "");
@@ -299,6 +361,7 @@ void lw_rec_kern_setup(const lw_rec *c, cg_fn *f, uint32_t kernel, lw_rec_kern *
                        cg_read_fn read, cg_val *self) {
   lw *L = c->L;
   cg_module *M = L->M;
+  memset(k, 0, sizeof *k);
   k->c = c;
   rc_formats(c, k->fmt_out, k->fmt_early, sizeof k->fmt_out);
   lw_load(L, f, kernel, &c->out, &k->out);
@@ -427,6 +490,134 @@ static uint32_t rc_front_kernel(const rc_ctx *c) {
   return kern;
 }
 
+/* ---- tiles ----
+ * When every read is uniform (c->uniform) and the offsets of each dimension
+ * have one sign, walking dimension k upwards (sigma_k = +1, offsets <= 0)
+ * or downwards (sigma_k = -1, offsets >= 0) computes every read before its
+ * reader: in the walking coordinates y_k (x_k or ext_k - 1 - x_k) every
+ * read lies at y + o with o <= 0 componentwise and o != 0, so it is
+ * lexicographically earlier. The first two dimensions are cut into tiles
+ * of RC_TILE x RC_TILE (the others stay whole); tile (I, J) reads only
+ * tiles (I', J') with I' <= I and J' <= J, so the tiles of one tile
+ * wavefront I + J are independent: one launch per tile wavefront, each
+ * tile one task computing its points row by row in y order (rows of the
+ * row-major table: every read is a recent cache line). A tile whose first
+ * y_k is at least the largest |o_k| (k = 0, 1) reads inside the domain in
+ * those dimensions whatever the point, so its body is generated a second
+ * time without those checks (interior tiles, almost all of them). */
+
+/* Tile edge: 128 x 128 points for rank 2 (64 KiB of i32, the previous row
+ * in L1), 16 x 16 for higher ranks, whose tiles hold the inner dimensions
+ * whole. */
+static int64_t rc_tile(const lw_rec *c) {
+  return c->n == 2 ? 128 : 16;
+}
+
+/* The direction of dimension k: +1 (offsets <= 0), -1 (offsets >= 0; +1
+ * wins when all are 0) or 0 (both signs: no tiling). */
+static int rc_sigma(const lw_rec *c, uint32_t k) {
+  return c->offmax[k] <= 0 ? 1 : c->offmin[k] >= 0 ? -1 : 0;
+}
+
+static bool rc_tileable(const lw_rec *c) {
+  if (!c->uniform || c->n < 2 || c->n > 64)
+    return false;
+  for (uint32_t k = 0; k < c->n; k++)
+    if (rc_sigma(c, k) == 0)
+      return false;
+  return true;
+}
+
+/* The points of the tile whose first walking coordinates are b[0], b[1]
+ * (ends e[0], e[1]), in y order; the reads' checks are left out in the
+ * dimensions of k->proven. */
+static void rc_tile_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRef *b,
+                           LLVMValueRef *e) {
+  cg_module *M = f->M;
+  const lw_rec *c = k->c;
+  cg_loop *loops = cg_new(M, c->n * sizeof *loops);
+  LLVMValueRef *x = cg_new(M, c->n * sizeof *x), t = cg_i64(M, 0);
+  uint32_t last = c->n - 1;
+  for (uint32_t d = 0; d < c->n; d++) {
+    if (d == last && k->carry && last < 2) {
+      /* the point before the row's first: in the tile before, if any */
+      LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntSGT, b[d], cg_i64(M, 0), ""));
+      LLVMValueRef yp = LLVMBuildSub(M->b, b[d], cg_i64(M, 1), "");
+      x[d] = rc_sigma(c, d) > 0
+                 ? yp
+                 : LLVMBuildSub(M->b, LLVMBuildSub(M->b, k->ext[d], cg_i64(M, 1), ""), yp, "");
+      cg_val pv;
+      sk_load(f, &k->out, ir_node_get(c->L->m, c->body)->type, cg_linear(f, c->n, k->ext, x), &pv);
+      cg_var_store(f, k->carry, &pv);
+      sk_endif(f, join);
+    }
+    LLVMValueRef y = d < 2 ? cg_loop_begin(f, &loops[d], b[d], e[d])
+                           : cg_loop_begin(f, &loops[d], cg_i64(M, 0), k->ext[d]);
+    x[d] = rc_sigma(c, d) > 0
+               ? y
+               : LLVMBuildSub(M->b, LLVMBuildSub(M->b, k->ext[d], cg_i64(M, 1), ""), y, "");
+    t = LLVMBuildAdd(M->b, t, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), x[d], ""), "");
+  }
+  LLVMValueRef mark;
+  LLVMValueRef lin = lw_rec_point_begin(f, k, self, x, t, &mark);
+  cg_val v;
+  cg_expr(f, c->body, &v);
+  sk_store(f, &k->out, lin, &v);
+  if (k->carry)
+    cg_var_store(f, k->carry, &v);
+  lw_rec_point_end(f, k, mark);
+  for (uint32_t d = c->n; d-- > 0;)
+    cg_loop_end(f, &loops[d]);
+}
+
+/* "rec.tile": tile i of the tile wavefront w is (ilo + i, w - ilo - i). */
+static uint32_t rc_tile_kernel(const rc_ctx *c) {
+  lw *L = c->L;
+  cg_module *M = L->M;
+  uint32_t kern;
+  rc_kernel k;
+  cg_val self;
+  cg_fn *f = rc_kernel_begin(c, "rec.tile", 1, &kern, &k, &self);
+  LLVMValueRef w = sk_ld(L, f, kern, &c->t), ilo = sk_ld(L, f, kern, &c->kulo);
+  LLVMValueRef tile = cg_i64(M, rc_tile(c)), b[2], e[2], interior = LLVMConstInt(M->t_i1, 1, 0);
+  cg_loop il;
+  LLVMValueRef i = cg_loop_begin(f, &il, f->lo, f->hi);
+  LLVMValueRef ti = LLVMBuildAdd(M->b, ilo, i, "");
+  LLVMValueRef tj = LLVMBuildSub(M->b, w, ti, "");
+  for (uint32_t d = 0; d < 2; d++) {
+    b[d] = LLVMBuildMul(M->b, d == 0 ? ti : tj, tile, "");
+    e[d] = LLVMBuildAdd(M->b, b[d], tile, "");
+    e[d] = LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, e[d], k.ext[d], ""), e[d],
+                           k.ext[d], "");
+    int64_t reach = rc_sigma(c, d) > 0 ? -c->offmin[d] : c->offmax[d];
+    interior = LLVMBuildAnd(
+        M->b, interior, LLVMBuildICmp(M->b, LLVMIntSGE, b[d], cg_i64(M, reach), ""), "");
+  }
+  /* the inner dimensions are proven where no read moves along them */
+  uint64_t inner = 0;
+  for (uint32_t d = 2; d < c->n; d++)
+    if (c->offmin[d] == 0 && c->offmax[d] == 0)
+      inner |= (uint64_t)1 << d;
+  /* the innermost neighbour before in the walking order: the last point */
+  if (rc_sigma(c, c->n - 1) > 0 ? c->nprev : c->nnext) {
+    k.carry = cg_new(M, sizeof *k.carry);
+    cg_var_new(f, ir_node_get(L->m, c->body)->type, k.carry);
+    k.carried = rc_sigma(c, c->n - 1) > 0 ? c->prev : c->next;
+    k.ncarried = rc_sigma(c, c->n - 1) > 0 ? c->nprev : c->nnext;
+  }
+  LLVMBasicBlockRef join = sk_if(f, interior);
+  k.proven = inner | 3;
+  rc_tile_points(f, &k, &self, b, e);
+  sk_endif(f, join);
+  join = sk_if(f, LLVMBuildNot(M->b, interior, ""));
+  k.proven = inner;
+  rc_tile_points(f, &k, &self, b, e);
+  sk_endif(f, join);
+  cg_loop_end(f, &il);
+  lw_kernel_end(L, f);
+  return kern;
+}
+
 /* ---- the plan ---- */
 
 /* floor(x / q) for a constant q > 0 in plan arithmetic (which truncates). */
@@ -538,6 +729,38 @@ void lw_rec_fronts(lw_rec *c, uint32_t kf) {
   pl_end(L->p);
 }
 
+/* The tile wavefronts: w from 0 to nt0 + nt1 - 2, the tiles (I, w - I)
+ * with I from max(0, w - nt1 + 1) to min(nt0 - 1, w). */
+static void rc_tiles(rc_ctx *c) {
+  lw *L = c->L;
+  lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->t);
+  lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->kulo);
+  uint32_t kern = rc_tile_kernel(c);
+  uint32_t size = lw_x_const(L, 1), nt[2];
+  for (uint32_t d = 0; d < c->n; d++)
+    size = lw_x_bin(L, PX_MUL, size, sk_xw(L, &c->ext[d]));
+  lw_val nonempty;
+  sk_word(L, lw_x_bin(L, PX_NE, size, lw_x_const(L, 0)), &nonempty);
+  pl_if(L->p, nonempty.words[0]);
+  uint32_t one = lw_x_const(L, 1);
+  for (uint32_t d = 0; d < 2; d++)
+    nt[d] = rc_hoist(L, lw_x_bin(L, PX_DIV,
+                                 lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]),
+                                          lw_x_const(L, rc_tile(c) - 1)),
+                                 lw_x_const(L, rc_tile(c))));
+  pl_for(L->p, c->t.words[0], lw_x_const(L, 0),
+         lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_ADD, nt[0], nt[1]), one));
+  uint32_t w = sk_xw(L, &c->t);
+  uint32_t from = lw_x_bin(L, PX_MAX, lw_x_const(L, 0),
+                           lw_x_bin(L, PX_ADD, lw_x_bin(L, PX_SUB, w, nt[1]), one));
+  uint32_t to = lw_x_bin(L, PX_MIN, lw_x_bin(L, PX_SUB, nt[0], one), w);
+  pl_set(L->p, c->kulo.words[0], from);
+  lw_launch(L, kern, lw_x_bin(L, PX_ADD, lw_x_bin(L, PX_SUB, to, sk_xw(L, &c->kulo)), one),
+            PL_AUTO);
+  pl_end(L->p);
+  pl_end(L->p);
+}
+
 /* The wavefront loop (rank >= 2, a not all zero). */
 static void rc_wavefronts(rc_ctx *c) {
   lw_rec_fronts_setup(c);
@@ -638,6 +861,8 @@ bool lw_skel_rec(lw *L, ir_ref e, lw_val *out) {
     lw_launch(L, rc_all_kernel(&c), size, PL_AUTO);
   } else if (n == 1) {
     sk_launch1(L, rc_seq_kernel(&c));
+  } else if (rc_tileable(&c)) {
+    rc_tiles(&c);
   } else {
     rc_wavefronts(&c);
   }
