@@ -84,7 +84,7 @@ static uint32_t *dl_words(lw *L, uint32_t n, const uint32_t *x) {
  * alone or, with no extent zero, the product exceeds the limit of the
  * largest element leaf. `like`, when not NULL, is an operand with the
  * result's extents (map's first, gather's indices). */
-static void dl_size_check(lw *L, ir_ref p, uint32_t q, const uint32_t *ext, const lw_val *like) {
+void lw_size_check(lw *L, ir_ref p, uint32_t q, const uint32_t *ext, const lw_val *like) {
   const lw_leaf *lv;
   uint32_t n = lw_leaves(L, ir_node_get(L->m, p)->type, &lv);
   int64_t elsize = 1;
@@ -256,7 +256,7 @@ static bool dl_prepare(lw *L, lw_delayed *d, ir_ref p, uint32_t *ext) {
     return false;
   }
   if (alloc && L->M->st == AC_OK)
-    dl_size_check(L, p, q, ext, op == IR_MAP || op == IR_GATHER ? &d->ops[0] : NULL);
+    lw_size_check(L, p, q, ext, op == IR_MAP || op == IR_GATHER ? &d->ops[0] : NULL);
   return L->M->st == AC_OK;
 }
 

@@ -343,6 +343,8 @@ static uint32_t sz_emit(lw *L, ir_ref e) {
 
 static bool scalar_kernel(lw *L, ir_ref e, bool to_i64, lw_val *out);
 
+bool lw_is_size(lw *L, ir_ref e) { return sz_ok(L, e, 0); }
+
 bool lw_int_under(lw *L, ir_ref e, uint32_t nb, uint32_t *out) {
   if (!sz_ok(L, e, 0))
     return false;

@@ -77,6 +77,14 @@ uint32_t lw_int(lw *L, ir_ref e);
  * not use (element code's parameters: an inner extent the same for every
  * element), as lw_int gives it; false if e is not one. */
 bool lw_int_under(lw *L, ir_ref e, uint32_t nb, uint32_t *out);
+/* True if e is a size expression (lw_int computes it in the plan alone;
+ * it cannot fail). */
+bool lw_is_size(lw *L, ir_ref e);
+/* The interpreter's size check of the array of node p's type with the q
+ * extents ext (plan expressions, each >= 0) where it would allocate it:
+ * "array too large" at p. `like`, when not NULL, is a value with the same
+ * extents and elements at least as large (nothing to check). (delay.c) */
+void lw_size_check(lw *L, ir_ref p, uint32_t q, const uint32_t *ext, const lw_val *like);
 /* n integers from e: an integer (n == 1) or a tuple of n integers. */
 void lw_ints(lw *L, ir_ref e, uint32_t n, uint32_t *out);
 /* The int64 value of a frame word holding an integer of type sc. */
@@ -299,6 +307,12 @@ typedef struct lw_rec_kern {
   cg_var *carry;
   const ir_ref *carried;
   uint32_t ncarried;
+  /* CPU windows: `out` is the scratch of the tile row, where the point of
+   * walking coordinates (y0, y1) of the tile starting at wb is element
+   * wbase + (y0 - wb[0] + wdr) * wsw + y1 - wb[1] + wdc */
+  bool window;
+  LLVMValueRef wbase, wb[2];
+  int64_t wdr, wdc, wsw;
   char fmt_out[200], fmt_early[200]; /* the read errors' formats */
 } lw_rec_kern;
 /* A leaf of the array inside the body: env of its CL_FUNC leaf. */
@@ -334,6 +348,12 @@ void lw_rec_point_end(cg_fn *f, const lw_rec_kern *k, LLVMValueRef mark);
  * the plan loop over t that sets those words and launches that kernel. */
 void lw_rec_fronts_setup(lw_rec *c);
 void lw_rec_fronts(lw_rec *c, uint32_t kernel);
+/* One element of a recurrence, (rec ...)[p, q], on the CPU: when the
+ * recurrence is tiled (rank 2) and p and q are size expressions, only a
+ * window of it is kept (skel_rec.c). lw_rec_at_ok says whether e is such
+ * a read; it emits nothing. */
+bool lw_rec_at_ok(lw *L, ir_ref e);
+bool lw_skel_rec_at(lw *L, ir_ref e, lw_val *out);
 /* gskel_rec.c: the GPU skeleton. */
 bool lw_gskel_rec(lw *L, ir_ref e, lw_val *out);
 

@@ -301,6 +301,25 @@ LLVMValueRef lw_rec_read(cg_fn *f, const lw_rec_kern *k, LLVMValueRef *idx, ir_r
   return ok;
 }
 
+static int rc_sigma(const lw_rec *c, uint32_t k);
+
+/* The walking coordinate of 0-based coordinate x in dimension d (tiles). */
+static LLVMValueRef rc_walking(cg_fn *f, const rc_kernel *k, uint32_t d, LLVMValueRef x) {
+  cg_module *M = f->M;
+  if (rc_sigma(k->c, d) > 0)
+    return x;
+  return LLVMBuildSub(M->b, LLVMBuildSub(M->b, k->ext[d], cg_i64(M, 1), ""), x, "");
+}
+
+/* Windows: the scratch element of walking coordinates (y0, y1). */
+static LLVMValueRef rc_local(cg_fn *f, const rc_kernel *k, LLVMValueRef y0, LLVMValueRef y1) {
+  cg_module *M = f->M;
+  LLVMValueRef r = LLVMBuildAdd(M->b, LLVMBuildSub(M->b, y0, k->wb[0], ""), cg_i64(M, k->wdr), "");
+  LLVMValueRef c = LLVMBuildAdd(M->b, LLVMBuildSub(M->b, y1, k->wb[1], ""), cg_i64(M, k->wdc), "");
+  return LLVMBuildAdd(M->b, k->wbase,
+                      LLVMBuildAdd(M->b, LLVMBuildMul(M->b, r, cg_i64(M, k->wsw), ""), c, ""), "");
+}
+
 /* d[idx] for leaf l of the array being defined (see the header). */
 static LLVMValueRef rc_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_ref at) {
   cg_module *M = f->M;
@@ -312,6 +331,11 @@ static LLVMValueRef rc_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_re
     cg_val v;
     cg_var_load(f, k->carry, &v);
     return v.l[le->leaf].v;
+  }
+  if (k->window) {
+    lin = rc_local(f, k, rc_walking(f, k, 0, kd[0]), rc_walking(f, k, 1, kd[1]));
+    lin = LLVMBuildSelect(M->b, ok, lin, k->wbase, "");
+    return cg_load_elem(f, &k->out.l[le->leaf], lin);
   }
   for (uint32_t d = 0; d < k->c->n; d++)
     lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, k->ext[d], ""), kd[d], "");
@@ -537,29 +561,29 @@ static void rc_tile_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValue
   const lw_rec *c = k->c;
   cg_loop *loops = cg_new(M, c->n * sizeof *loops);
   LLVMValueRef *x = cg_new(M, c->n * sizeof *x), t = cg_i64(M, 0);
+  LLVMValueRef *y = cg_new(M, c->n * sizeof *y);
   uint32_t last = c->n - 1;
   for (uint32_t d = 0; d < c->n; d++) {
     if (d == last && k->carry && last < 2) {
       /* the point before the row's first: in the tile before, if any */
       LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntSGT, b[d], cg_i64(M, 0), ""));
       LLVMValueRef yp = LLVMBuildSub(M->b, b[d], cg_i64(M, 1), "");
-      x[d] = rc_sigma(c, d) > 0
-                 ? yp
-                 : LLVMBuildSub(M->b, LLVMBuildSub(M->b, k->ext[d], cg_i64(M, 1), ""), yp, "");
+      x[d] = rc_walking(f, k, d, yp);
       cg_val pv;
-      sk_load(f, &k->out, ir_node_get(c->L->m, c->body)->type, cg_linear(f, c->n, k->ext, x), &pv);
+      sk_load(f, &k->out, ir_node_get(c->L->m, c->body)->type,
+              k->window ? rc_local(f, k, y[0], yp) : cg_linear(f, c->n, k->ext, x), &pv);
       cg_var_store(f, k->carry, &pv);
       sk_endif(f, join);
     }
-    LLVMValueRef y = d < 2 ? cg_loop_begin(f, &loops[d], b[d], e[d])
-                           : cg_loop_begin(f, &loops[d], cg_i64(M, 0), k->ext[d]);
-    x[d] = rc_sigma(c, d) > 0
-               ? y
-               : LLVMBuildSub(M->b, LLVMBuildSub(M->b, k->ext[d], cg_i64(M, 1), ""), y, "");
+    y[d] = d < 2 ? cg_loop_begin(f, &loops[d], b[d], e[d])
+                 : cg_loop_begin(f, &loops[d], cg_i64(M, 0), k->ext[d]);
+    x[d] = rc_walking(f, k, d, y[d]);
     t = LLVMBuildAdd(M->b, t, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), x[d], ""), "");
   }
   LLVMValueRef mark;
   LLVMValueRef lin = lw_rec_point_begin(f, k, self, x, t, &mark);
+  if (k->window)
+    lin = rc_local(f, k, y[0], y[1]);
   cg_val v;
   cg_expr(f, c->body, &v);
   sk_store(f, &k->out, lin, &v);
@@ -570,16 +594,58 @@ static void rc_tile_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValue
     cg_loop_end(f, &loops[d]);
 }
 
-/* "rec.tile": tile i of the tile wavefront w is (ilo + i, w - ilo - i). */
-static uint32_t rc_tile_kernel(const rc_ctx *c) {
+/* A window (lw_skel_rec_at): instead of the table, each tile row I has a
+ * scratch of (dr + T) x (dc + T) points, rows and columns in walking order,
+ * dr and dc the reaches of the reads in dimensions 0 and 1: the tile
+ * (I, J) at local (dr, dc), its halo above and to the left. The halo comes
+ * from the tile before in the row (the last dc columns of the same
+ * scratch, shifted left: they include the corner) and from `h`, dr rows of
+ * the whole width holding the last rows of the tile row above, which each
+ * tile overwrites with its own last rows once computed. Tile (I, J) is the
+ * only one of its tile wavefront to touch scratch I and columns J of h. */
+typedef struct rc_window {
+  lw_val scratch, h;
+  int64_t dr, dc;
+  lw_val at[2]; /* the point wanted, in walking coordinates (words) */
+  lw_val out;   /* its value (words written by the tile holding it) */
+} rc_window;
+
+/* dst[i] = src[i] for the scratch (or h) elements of the rows r in [0, nr)
+ * and columns q in [0, nq): element r * stride + q + off of each. */
+static void rc_copy(cg_fn *f, ir_type elem, const cg_val *dst, LLVMValueRef dbase,
+                    LLVMValueRef dstride, const cg_val *src, LLVMValueRef sbase,
+                    LLVMValueRef sstride, LLVMValueRef nr, LLVMValueRef nq) {
+  cg_module *M = f->M;
+  cg_loop rl, ql;
+  LLVMValueRef r = cg_loop_begin(f, &rl, cg_i64(M, 0), nr);
+  LLVMValueRef q = cg_loop_begin(f, &ql, cg_i64(M, 0), nq);
+  cg_val v;
+  sk_load(f, src, elem, LLVMBuildAdd(M->b, sbase, LLVMBuildAdd(M->b, LLVMBuildMul(M->b, r, sstride, ""), q, ""), ""), &v);
+  sk_store(f, dst, LLVMBuildAdd(M->b, dbase, LLVMBuildAdd(M->b, LLVMBuildMul(M->b, r, dstride, ""), q, ""), ""), &v);
+  cg_loop_end(f, &ql);
+  cg_loop_end(f, &rl);
+}
+
+/* "rec.tile" (or "rec.window" with a window): tile i of the tile
+ * wavefront w is (ilo + i, w - ilo - i). */
+static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
   lw *L = c->L;
   cg_module *M = L->M;
   uint32_t kern;
   rc_kernel k;
   cg_val self;
-  cg_fn *f = rc_kernel_begin(c, "rec.tile", 1, &kern, &k, &self);
+  cg_fn *f = rc_kernel_begin(c, win ? "rec.window" : "rec.tile", 1, &kern, &k, &self);
   LLVMValueRef w = sk_ld(L, f, kern, &c->t), ilo = sk_ld(L, f, kern, &c->kulo);
-  LLVMValueRef tile = cg_i64(M, rc_tile(c)), b[2], e[2], interior = LLVMConstInt(M->t_i1, 1, 0);
+  int64_t T = rc_tile(c);
+  LLVMValueRef tile = cg_i64(M, T), b[2], e[2], interior = LLVMConstInt(M->t_i1, 1, 0);
+  ir_type elem = ir_node_get(L->m, c->body)->type;
+  cg_val hv;
+  LLVMValueRef at[2] = {NULL, NULL};
+  if (win) {
+    lw_load(L, f, kern, &win->h, &hv);
+    for (uint32_t d = 0; d < 2; d++)
+      at[d] = sk_ld(L, f, kern, &win->at[d]);
+  }
   cg_loop il;
   LLVMValueRef i = cg_loop_begin(f, &il, f->lo, f->hi);
   LLVMValueRef ti = LLVMBuildAdd(M->b, ilo, i, "");
@@ -593,6 +659,31 @@ static uint32_t rc_tile_kernel(const rc_ctx *c) {
     interior = LLVMBuildAnd(
         M->b, interior, LLVMBuildICmp(M->b, LLVMIntSGE, b[d], cg_i64(M, reach), ""), "");
   }
+  LLVMValueRef rows = LLVMBuildSub(M->b, e[0], b[0], ""), cols = LLVMBuildSub(M->b, e[1], b[1], "");
+  if (win) {
+    k.window = true;
+    k.wdr = win->dr;
+    k.wdc = win->dc;
+    k.wsw = win->dc + T;
+    k.wb[0] = b[0];
+    k.wb[1] = b[1];
+    k.wbase = LLVMBuildMul(M->b, ti, cg_i64(M, (win->dr + T) * k.wsw), "");
+    LLVMValueRef sw = cg_i64(M, k.wsw);
+    /* the halo: the tile before's last columns (with the corner), then
+     * the tile above's last rows */
+    if (win->dc) {
+      LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntSGT, tj, cg_i64(M, 0), ""));
+      rc_copy(f, elem, &k.out, k.wbase, sw, &k.out, LLVMBuildAdd(M->b, k.wbase, tile, ""), sw,
+              LLVMBuildAdd(M->b, rows, cg_i64(M, win->dr), ""), cg_i64(M, win->dc));
+      sk_endif(f, join);
+    }
+    if (win->dr) {
+      LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntSGT, ti, cg_i64(M, 0), ""));
+      rc_copy(f, elem, &k.out, LLVMBuildAdd(M->b, k.wbase, cg_i64(M, win->dc), ""), sw, &hv,
+              b[1], k.ext[1], cg_i64(M, win->dr), cols);
+      sk_endif(f, join);
+    }
+  }
   /* the inner dimensions are proven where no read moves along them */
   uint64_t inner = 0;
   for (uint32_t d = 2; d < c->n; d++)
@@ -601,7 +692,7 @@ static uint32_t rc_tile_kernel(const rc_ctx *c) {
   /* the innermost neighbour before in the walking order: the last point */
   if (rc_sigma(c, c->n - 1) > 0 ? c->nprev : c->nnext) {
     k.carry = cg_new(M, sizeof *k.carry);
-    cg_var_new(f, ir_node_get(L->m, c->body)->type, k.carry);
+    cg_var_new(f, elem, k.carry);
     k.carried = rc_sigma(c, c->n - 1) > 0 ? c->prev : c->next;
     k.ncarried = rc_sigma(c, c->n - 1) > 0 ? c->nprev : c->nnext;
   }
@@ -613,6 +704,25 @@ static uint32_t rc_tile_kernel(const rc_ctx *c) {
   k.proven = inner;
   rc_tile_points(f, &k, &self, b, e);
   sk_endif(f, join);
+  if (win) {
+    LLVMValueRef sw = cg_i64(M, k.wsw);
+    if (win->dr) /* this tile's last rows, for the tile below */
+      rc_copy(f, elem, &hv, b[1], k.ext[1], &k.out,
+              LLVMBuildAdd(M->b, k.wbase,
+                           LLVMBuildAdd(M->b, LLVMBuildMul(M->b, rows, sw, ""),
+                                        cg_i64(M, win->dc), ""), ""),
+              sw, cg_i64(M, win->dr), cols);
+    LLVMValueRef in = LLVMConstInt(M->t_i1, 1, 0);
+    for (uint32_t d = 0; d < 2; d++)
+      in = LLVMBuildAnd(M->b, in,
+                        LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, at[d], b[d], ""),
+                                     LLVMBuildICmp(M->b, LLVMIntSLT, at[d], e[d], ""), ""), "");
+    LLVMBasicBlockRef j2 = sk_if(f, in);
+    cg_val v;
+    sk_load(f, &k.out, elem, rc_local(f, &k, at[0], at[1]), &v);
+    lw_store(L, f, kern, &win->out, &v);
+    sk_endif(f, j2);
+  }
   cg_loop_end(f, &il);
   lw_kernel_end(L, f);
   return kern;
@@ -729,13 +839,19 @@ void lw_rec_fronts(lw_rec *c, uint32_t kf) {
   pl_end(L->p);
 }
 
-/* The tile wavefronts: w from 0 to nt0 + nt1 - 2, the tiles (I, w - I)
- * with I from max(0, w - nt1 + 1) to min(nt0 - 1, w). */
-static void rc_tiles(rc_ctx *c) {
+/* The number of tiles along dimension d (0 or 1), ceil(ext_d / T). */
+static uint32_t rc_tiles_of(const rc_ctx *c, uint32_t d) {
   lw *L = c->L;
-  lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->t);
-  lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->kulo);
-  uint32_t kern = rc_tile_kernel(c);
+  return lw_x_bin(L, PX_DIV,
+                  lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]), lw_x_const(L, rc_tile(c) - 1)),
+                  lw_x_const(L, rc_tile(c)));
+}
+
+/* The tile wavefronts: w from 0 to nt0 + nt1 - 2, the tiles (I, w - I)
+ * with I from max(0, w - nt1 + 1) to min(nt0 - 1, w), computed by kernel
+ * `kern` (c->t holds w, c->kulo the first I). */
+static void rc_tile_loop(rc_ctx *c, uint32_t kern) {
+  lw *L = c->L;
   uint32_t size = lw_x_const(L, 1), nt[2];
   for (uint32_t d = 0; d < c->n; d++)
     size = lw_x_bin(L, PX_MUL, size, sk_xw(L, &c->ext[d]));
@@ -744,10 +860,7 @@ static void rc_tiles(rc_ctx *c) {
   pl_if(L->p, nonempty.words[0]);
   uint32_t one = lw_x_const(L, 1);
   for (uint32_t d = 0; d < 2; d++)
-    nt[d] = rc_hoist(L, lw_x_bin(L, PX_DIV,
-                                 lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]),
-                                          lw_x_const(L, rc_tile(c) - 1)),
-                                 lw_x_const(L, rc_tile(c))));
+    nt[d] = rc_hoist(L, rc_tiles_of(c, d));
   pl_for(L->p, c->t.words[0], lw_x_const(L, 0),
          lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_ADD, nt[0], nt[1]), one));
   uint32_t w = sk_xw(L, &c->t);
@@ -759,6 +872,13 @@ static void rc_tiles(rc_ctx *c) {
             PL_AUTO);
   pl_end(L->p);
   pl_end(L->p);
+}
+
+static void rc_tiles(rc_ctx *c) {
+  lw *L = c->L;
+  lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->t);
+  lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->kulo);
+  rc_tile_loop(c, rc_tile_kernel(c, NULL));
 }
 
 /* The wavefront loop (rank >= 2, a not all zero). */
@@ -811,14 +931,14 @@ static uint32_t rc_fits(const rc_ctx *c) {
   return fits;
 }
 
-bool lw_rec_begin(lw *L, ir_ref e, lw_rec *c, lw_val *out) {
-  cg_module *M = L->M;
+/* *c for rec node e, its reads classified; nothing emitted. */
+static bool rc_init(lw *L, ir_ref e, lw_rec *c) {
   ac_module *m = L->m;
   const ir_node *nd = ir_node_get(m, e);
   uint32_t n = (uint32_t)nd->attr;
-  if (nd->attr < 1 || nd->nkids != 2 * (uint64_t)n + 1 || nd->aux == 0 ||
+  if (nd->op != IR_REC || nd->attr < 1 || nd->nkids != 2 * (uint64_t)n + 1 || nd->aux == 0 ||
       nd->aux + (uint64_t)n > m->nints) {
-    cg_error(M, AC_ERR_INTERNAL, e, "rec without bounds or schedule");
+    cg_error(L->M, AC_ERR_INTERNAL, e, "rec without bounds or schedule");
     return false;
   }
   *c = (lw_rec){.L = L, .e = e, .n = n, .a = &m->ints[nd->aux], .body = ir_kid(m, e, 2 * n)};
@@ -826,6 +946,17 @@ bool lw_rec_begin(lw *L, ir_ref e, lw_rec *c, lw_val *out) {
   c->name = name ? ir_sym_str(L->ctx, name) : "rec";
   c->tmp = cg_needs_tmp(m, c->body);
   rc_find_ordered(c);
+  return true;
+}
+
+/* The bounds and extents (step 1 of the header); *ext gets the extents'
+ * plan expressions. */
+static bool rc_bounds(lw_rec *c, uint32_t **ext_out) {
+  lw *L = c->L;
+  cg_module *M = L->M;
+  ac_module *m = L->m;
+  ir_ref e = c->e;
+  uint32_t n = c->n;
   c->lo = cg_new(M, n * sizeof *c->lo);
   c->ext = cg_new(M, n * sizeof *c->ext);
   uint32_t *ext = cg_new(M, n * sizeof *ext);
@@ -837,12 +968,24 @@ bool lw_rec_begin(lw *L, ir_ref e, lw_rec *c, lw_val *out) {
     sk_word(L, rc_extent(c, d, lo, hi), &c->ext[d]);
     ext[d] = sk_xw(L, &c->ext[d]);
   }
-  lw_fresh(L, nd->type, out);
+  *ext_out = ext;
+  return M->st == AC_OK;
+}
+
+static void rc_fits_check(const lw_rec *c) {
+  lw_piece over[1] = {LW_TEXT("rec: the schedule overflows on a domain this large")};
+  lw_check(c->L, rc_fits(c), c->e, 1, over, 0, NULL);
+}
+
+bool lw_rec_begin(lw *L, ir_ref e, lw_rec *c, lw_val *out) {
+  uint32_t *ext;
+  if (!rc_init(L, e, c) || !rc_bounds(c, &ext))
+    return false;
+  lw_fresh(L, ir_node_get(L->m, e)->type, out);
   lw_alloc_arrays(L, out, ext, e);
   c->out = *out;
-  lw_piece over[1] = {LW_TEXT("rec: the schedule overflows on a domain this large")};
-  lw_check(L, rc_fits(c), e, 1, over, 0, NULL);
-  return M->st == AC_OK;
+  rc_fits_check(c);
+  return L->M->st == AC_OK;
 }
 
 bool lw_skel_rec(lw *L, ir_ref e, lw_val *out) {
@@ -866,5 +1009,76 @@ bool lw_skel_rec(lw *L, ir_ref e, lw_val *out) {
   } else {
     rc_wavefronts(&c);
   }
+  return M->st == AC_OK;
+}
+
+/* ---- one element of a recurrence: (rec ...)[p, q] with a window ---- */
+
+bool lw_rec_at_ok(lw *L, ir_ref e) {
+  ac_module *m = L->m;
+  const ir_node *nd = ir_node_get(m, e);
+  if (L->gpu || nd->op != IR_INDEX || nd->nkids != 3)
+    return false;
+  ir_ref r = ir_kid(m, e, 0);
+  const ir_node *rn = ir_node_get(m, r);
+  if (rn->op != IR_REC || rn->attr != 2 || rn->nkids != 5 || rn->aux == 0 ||
+      rn->aux + 2 > m->nints)
+    return false;
+  for (uint32_t d = 0; d < 2; d++)
+    if (!lw_is_size(L, ir_kid(m, e, 1 + d)))
+      return false;
+  lw_rec c;
+  return rc_init(L, r, &c) && rc_tileable(&c);
+}
+
+bool lw_skel_rec_at(lw *L, ir_ref e, lw_val *out) {
+  cg_module *M = L->M;
+  ac_module *m = L->m;
+  ir_ref r = ir_kid(m, e, 0);
+  rc_ctx c;
+  uint32_t *ext;
+  if (!rc_init(L, r, &c) || !rc_bounds(&c, &ext))
+    return false;
+  /* the table the interpreter allocates, never allocated here */
+  lw_size_check(L, r, c.n, ext, NULL);
+  rc_fits_check(&c);
+  int64_t T = rc_tile(&c);
+  rc_window win;
+  memset(&win, 0, sizeof win);
+  win.dr = rc_sigma(&c, 0) > 0 ? -c.offmin[0] : c.offmax[0];
+  win.dc = rc_sigma(&c, 1) > 0 ? -c.offmin[1] : c.offmax[1];
+  /* the indices: size expressions, which cannot fail, so evaluating them
+   * before the recurrence rather than after is not observable */
+  uint32_t p[2], one = lw_x_const(L, 1);
+  for (uint32_t d = 0; d < 2; d++) {
+    p[d] = rc_hoist(L, lw_int(L, ir_kid(m, e, 1 + d)));
+    uint32_t y = rc_sigma(&c, d) > 0
+                     ? p[d]
+                     : lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_SUB, ext[d], one), p[d]);
+    sk_word(L, y, &win.at[d]);
+  }
+  ir_type elem = ir_node_get(m, c.body)->type, row = ir_ty_array(L->ctx, elem, 1);
+  uint32_t n = lw_x_bin(L, PX_MUL, rc_tiles_of(&c, 0), lw_x_const(L, (win.dr + T) * (win.dc + T)));
+  lw_fresh(L, row, &win.scratch);
+  lw_alloc_arrays(L, &win.scratch, &n, r);
+  n = lw_x_bin(L, PX_MUL, lw_x_const(L, win.dr), ext[1]);
+  lw_fresh(L, row, &win.h);
+  lw_alloc_arrays(L, &win.h, &n, r);
+  lw_fresh(L, elem, &win.out);
+  c.out = win.scratch;
+  lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c.t);
+  lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c.kulo);
+  rc_tile_loop(&c, rc_tile_kernel(&c, &win));
+  /* the read's checks, as cg_read makes them (the first dimension out of
+   * range is the one reported) */
+  uint32_t zero = lw_x_const(L, 0);
+  for (uint32_t d = 0; d < 2; d++) {
+    char text[64];
+    snprintf(text, sizeof text, " out of bounds for dimension %u of extent ", d);
+    lw_piece pc[4] = {LW_TEXT("index "), LW_VAL(p[d]), LW_TEXT(text), LW_VAL(ext[d])};
+    uint32_t in = lw_x_bin(L, PX_MIN, lw_x_bin(L, PX_LE, zero, p[d]), lw_x_bin(L, PX_LT, p[d], ext[d]));
+    lw_check(L, in, e, 4, pc, 0, NULL);
+  }
+  *out = win.out;
   return M->st == AC_OK;
 }
