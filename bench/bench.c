@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h> /* sysconf */
 
 #ifndef ARRAYC_BENCH_DIR
 #define ARRAYC_BENCH_DIR "bench"
@@ -967,6 +968,145 @@ static void compile_latency_ptx(void) {
   free(text);
 }
 
+static bool selected(const char *only, const char *name);
+
+/* ---- recurrences: cell updates per second against one C thread ---- */
+
+/* A field of /proc/self/status in kB, or -1. */
+static long proc_status_kb(const char *field) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f)
+    return -1;
+  char line[256];
+  long v = -1;
+  size_t len = strlen(field);
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, field, len) == 0 && line[len] == ':') {
+      v = strtol(line + len + 1, NULL, 10);
+      break;
+    }
+  fclose(f);
+  return v;
+}
+
+/* How far the process's peak resident set rose above its current size
+ * during run(ud), in bytes (Linux: VmHWM, reset through clear_refs), or a
+ * negative value when the system does not say. */
+static double peak_growth(void (*run)(void *), void *ud) {
+  long rss0 = proc_status_kb("VmRSS");
+  FILE *f = fopen("/proc/self/clear_refs", "w");
+  if (!f || rss0 < 0) {
+    if (f)
+      fclose(f);
+    run(ud);
+    return -1;
+  }
+  fputs("5", f);
+  fclose(f);
+  run(ud);
+  long hwm = proc_status_kb("VmHWM");
+  return hwm < 0 ? -1 : 1024.0 * (double)(hwm - rss0);
+}
+
+typedef struct rec_state {
+  int64_t n;
+  uint8_t *s, *t;
+  int32_t *prev, *cur, result, ref_result;
+  int32_t (*ref)(int64_t, const uint8_t *, int64_t, const uint8_t *, int32_t *, int32_t *);
+  ac_function *f;
+  ac_datum args[2];
+} rec_state;
+
+static void rec_ref(void *ud) {
+  rec_state *s = ud;
+  s->ref_result = s->ref(s->n, s->s, s->n, s->t, s->prev, s->cur);
+}
+
+static void rec_ac(void *ud) {
+  rec_state *s = ud;
+  ac_datum res;
+  call(s->f, s->args, 2, &res, 1);
+  s->result = (int32_t)res.s.i;
+  ac_datum_release(&res);
+}
+
+/* The pool's threads: ARRAYC_NUM_THREADS, else the online cores (as
+ * runtime/pool.c decides). */
+static long pool_threads(void) {
+  const char *env = getenv("ARRAYC_NUM_THREADS");
+  long n = env ? strtol(env, NULL, 10) : 0;
+  return n > 0 ? n : sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+static void bench_rec(bench_ctx *B, const char *name, int64_t n,
+                      int32_t (*ref)(int64_t, const uint8_t *, int64_t, const uint8_t *,
+                                     int32_t *, int32_t *)) {
+  rec_state s = {.n = n, .ref = ref};
+  s.s = xmalloc((size_t)n);
+  s.t = xmalloc((size_t)n);
+  for (int64_t i = 0; i < n; i++) {
+    s.s[i] = (uint8_t)"ACGT"[rnd() % 4];
+    s.t[i] = (uint8_t)"ACGT"[rnd() % 4];
+  }
+  s.prev = xmalloc((size_t)(n + 1) * 4);
+  s.cur = xmalloc((size_t)(n + 1) * 4);
+  ac_module *m;
+  s.f = compile(B, name, &m);
+  int64_t ext[1] = {n};
+  s.args[0] = arr(B, AC_U8, 1, ext, s.s);
+  s.args[1] = arr(B, AC_U8, 1, ext, s.t);
+  /* the first call, checked, measures the memory */
+  double peak = peak_growth(rec_ac, &s);
+  rec_ref(&s);
+  int repeat = B->repeat;
+  if (n > 8192 && B->repeat > 5)
+    B->repeat = 5;
+  timing t = time_both(B, (runner){rec_ref, rec_ac, &s});
+  B->repeat = repeat;
+  double cells = (double)(n + 1) * (double)(n + 1);
+  long threads = pool_threads();
+  char size[64], mem[64], check[96];
+  snprintf(size, sizeof size, "%lldx%lld", (long long)n, (long long)n);
+  if (peak < 0)
+    snprintf(mem, sizeof mem, "?");
+  else
+    snprintf(mem, sizeof mem, "%.1f (table %.0f)", peak / 1e6, 4.0 * cells / 1e6);
+  snprintf(check, sizeof check, "%s (%d)", s.result == s.ref_result ? "exact" : "DIFFERS",
+           (int)s.result);
+  printf("| %-14s | %-11s | %9.1f | %9.1f | %5.2f | %8.2f | %6.3f | %6.3f | %-18s | %s |\n", name,
+         size, 1e3 * t.ref, 1e3 * t.ac, t.ref / t.ac, t.ref / t.ac / (double)threads,
+         cells / t.ref / 1e9, cells / t.ac / 1e9, mem, check);
+  fflush(stdout);
+  release_all(s.args, 2);
+  ac_function_destroy(s.f);
+  ac_module_destroy(m);
+  free(s.s), free(s.t), free(s.prev), free(s.cur);
+}
+
+/* Edit distance and Smith-Waterman at 4096^2 and 16384^2 (their own table:
+ * cells, not bytes, are what they move). */
+static void bench_recurrences(bench_ctx *B, const char *only) {
+  static const char *const names[2] = {"edit_distance", "smith_waterman"};
+  bool any = false;
+  for (int i = 0; i < 2; i++)
+    any = any || selected(only, names[i]);
+  if (!any)
+    return;
+  printf("\nrecurrences: the reference is one thread of gcc -O3 -march=native walking the table "
+         "row by row in two rows; arrayc's pool has %ld threads (per core = ratio / threads); "
+         "GCUPS = (n + 1)^2 cells per second; peak MB = how far the process's peak resident set "
+         "rose during arrayc's first call (the table it would keep in parentheses)\n\n",
+         pool_threads());
+  printf("| benchmark      | size        |  ref ms   | arrayc ms | ratio | per core | ref GCUPS | ac GCUPS | ac peak MB | check |\n");
+  printf("|----------------|-------------|-----------|-----------|-------|----------|--------|--------|------------|-------|\n");
+  for (int i = 0; i < 2; i++) {
+    if (!selected(only, names[i]))
+      continue;
+    for (int64_t n = 4096; n <= 16384; n *= 4)
+      bench_rec(B, names[i], n, i == 0 ? ref_edit_distance : ref_smith_waterman);
+  }
+}
+
 /* Whether NAME is in the comma-separated list `only` (NULL: everything). */
 static bool selected(const char *only, const char *name) {
   if (!only)
@@ -1106,6 +1246,7 @@ int main(int argc, char **argv) {
   if (!isnan(B.rmse_time[0]))
     printf("\nfusion speedup (rmse, unfused / fused arrayc time): %.2fx\n",
            B.rmse_time[1] / B.rmse_time[0]);
+  bench_recurrences(&B, only);
   if (selected(only, "compile"))
     compile_latency(B.backend);
   if (selected(only, "compile-ptx"))

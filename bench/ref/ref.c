@@ -162,3 +162,48 @@ double ref_stream_triad(int64_t n, double *a, const double *b, const double *c) 
     a[i] = b[i] + 3.0 * c[i];
   return omp_get_wtime() - t0;
 }
+
+/* ---- recurrences: one thread, row by row over two rows, as a C
+ * programmer writes them (bench/programs/edit_distance.ac and
+ * smith_waterman.ac) ---- */
+
+int32_t ref_edit_distance(int64_t n, const uint8_t *s, int64_t m, const uint8_t *t,
+                          int32_t *prev, int32_t *cur) {
+  for (int64_t j = 0; j <= m; j++)
+    prev[j] = (int32_t)j;
+  for (int64_t i = 1; i <= n; i++) {
+    cur[0] = (int32_t)i;
+    for (int64_t j = 1; j <= m; j++) {
+      int32_t a = prev[j] + 1, b = cur[j - 1] + 1, c = prev[j - 1] + (s[i - 1] != t[j - 1]);
+      int32_t r = a < b ? a : b;
+      cur[j] = r < c ? r : c;
+    }
+    int32_t *x = prev;
+    prev = cur;
+    cur = x;
+  }
+  return prev[m];
+}
+
+int32_t ref_smith_waterman(int64_t n, const uint8_t *s, int64_t m, const uint8_t *t,
+                           int32_t *prev, int32_t *cur) {
+  int32_t best = 0;
+  for (int64_t j = 0; j <= m; j++)
+    prev[j] = 0;
+  for (int64_t i = 1; i <= n; i++) {
+    cur[0] = 0;
+    for (int64_t j = 1; j <= m; j++) {
+      int32_t d = prev[j - 1] + (s[i - 1] == t[j - 1] ? 3 : -3);
+      int32_t up = prev[j] - 2, left = cur[j - 1] - 2;
+      int32_t g = up > left ? up : left;
+      int32_t h = d > g ? d : g;
+      h = h > 0 ? h : 0;
+      cur[j] = h;
+      best = h > best ? h : best;
+    }
+    int32_t *x = prev;
+    prev = cur;
+    cur = x;
+  }
+  return best;
+}

@@ -23,6 +23,13 @@ void ref_ma15(int64_t n, const float *x, float *out);
 /* One 2-D Jacobi step over a rows x cols grid with a zero boundary:
  * out = 0.25 * (north + south + west + east). */
 void ref_jacobi2d(int64_t rows, int64_t cols, const float *g, float *out);
+/* Edit distance (unit costs) and the Smith-Waterman score (match 3,
+ * mismatch -3, linear gap 2) of s (n bytes) and t (m bytes), one thread,
+ * row by row in prev and cur (m + 1 elements each). */
+int32_t ref_edit_distance(int64_t n, const uint8_t *s, int64_t m, const uint8_t *t,
+                          int32_t *prev, int32_t *cur);
+int32_t ref_smith_waterman(int64_t n, const uint8_t *s, int64_t m, const uint8_t *t,
+                           int32_t *prev, int32_t *cur);
 /* STREAM triad a = b + 3c over n doubles (first touch done by the caller);
  * returns seconds. The harness's measure of memory bandwidth. */
 double ref_stream_triad(int64_t n, double *a, const double *b, const double *c);

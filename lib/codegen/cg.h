@@ -139,6 +139,14 @@ typedef struct cg_fn {
    * functions to be associative and chunking reorders them anyway, and the
    * flag is what lets LLVM vectorise the loop. */
   bool reassoc;
+  /* When set (ascending nodes): a chain of integer min, max, +, *, &, |
+   * or ^ is regrouped so that its operands containing one of these nodes
+   * are combined last (exact for these operations). The CPU's recurrence
+   * tiles name the reads of the point computed just before, whose value
+   * is carried from one point to the next: the chain that waits for it
+   * is then one operation long (skel_rec.c). */
+  const ir_ref *late;
+  uint32_t nlate;
   /* GPU kernels (cg_gpu.c, simt.c): the thread's temporary memory (an
    * alloca holding its bump offset, and its base address, made on first
    * use; NULL while the kernel uses none) and the static shared memory

@@ -30,6 +30,7 @@
  */
 #include "codegen/cg.h"
 
+#include <stdlib.h> /* bsearch */
 #include <stdio.h>
 #include <string.h>
 
@@ -696,11 +697,143 @@ static void ex_len_shape(cg_fn *f, ir_ref e, cg_val *out) {
   }
 }
 
+static int ex_ref_cmp(const void *a, const void *b) {
+  ir_ref x = *(const ir_ref *)a, y = *(const ir_ref *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Whether e contains one of f->late (*budget nodes looked at, at most). */
+static bool ex_has_late(const cg_fn *f, ir_ref e, int *budget) {
+  if (!e || --*budget < 0)
+    return *budget < 0;
+  if (bsearch(&e, f->late, f->nlate, sizeof e, ex_ref_cmp))
+    return true;
+  const ir_node *n = ir_node_get(f->M->m, e);
+  for (uint32_t i = 0; i < n->nkids; i++)
+    if (ex_has_late(f, ir_kid(f->M->m, e, i), budget))
+      return true;
+  return false;
+}
+
+/* Whether e is a chain of op (same op, same type), through lets. */
+static bool ex_is_chain(const cg_fn *f, ir_ref e, ir_op op, ir_type t) {
+  const ir_node *nd = ir_node_get(f->M->m, e);
+  if (nd->op == IR_LET && nd->type == t)
+    return ex_is_chain(f, ir_kid(f->M->m, e, 1), op, t);
+  return nd->op == op && nd->type == t && nd->nkids == 2;
+}
+
+/* A regrouped chain being generated: the early operands combined so far
+ * (acc), the late ones waiting (each with the number of lets open when
+ * it was met: it is generated under exactly those), the lets open. */
+typedef struct ex_group {
+  ir_op op;
+  ir_type t;
+  ac_scalar sc;
+  LLVMValueRef acc;
+  ir_ref late[16];
+  uint32_t late_depth[16], nlate, lets;
+} ex_group;
+
+static void ex_group_add(cg_fn *f, ex_group *g, ir_ref e) {
+  cg_val v;
+  cg_expr(f, e, &v);
+  LLVMValueRef x = ex_scalar(f, &v, e), two[3] = {g->acc, x, NULL};
+  g->acc = g->acc ? cg_scalar_op(f, g->op, g->sc, two) : x;
+}
+
+/* The late operands met under the lets open now, combined now. */
+static void ex_group_flush(cg_fn *f, ex_group *g) {
+  uint32_t keep = 0;
+  for (uint32_t i = 0; i < g->nlate; i++)
+    if (g->late_depth[i] == g->lets)
+      ex_group_add(f, g, g->late[i]);
+    else
+      g->late[keep++] = g->late[i], g->late_depth[keep - 1] = g->late_depth[i];
+  g->nlate = keep;
+}
+
+static void ex_group_walk(cg_fn *f, ex_group *g, ir_ref e, unsigned depth) {
+  const ir_node *nd = ir_node_get(f->M->m, e);
+  if (depth < 64 && nd->op == IR_LET && nd->type == g->t &&
+      ex_is_chain(f, ir_kid(f->M->m, e, 1), g->op, g->t)) {
+    /* the operands inside the let see its variable; those met inside
+     * and still waiting are combined before it goes out of scope */
+    cg_val v;
+    cg_expr(f, ir_kid(f->M->m, e, 0), &v);
+    cg_env_push(f, &v);
+    g->lets++;
+    ex_group_walk(f, g, ir_kid(f->M->m, e, 1), depth + 1);
+    ex_group_flush(f, g);
+    cg_env_pop(f, 1);
+    g->lets--;
+    return;
+  }
+  if (depth < 64 && nd->op == g->op && nd->type == g->t && nd->nkids == 2) {
+    ex_group_walk(f, g, ir_kid(f->M->m, e, 0), depth + 1);
+    ex_group_walk(f, g, ir_kid(f->M->m, e, 1), depth + 1);
+    return;
+  }
+  int budget = 256;
+  if (g->nlate < 16 && ex_has_late(f, e, &budget)) {
+    g->late[g->nlate] = e;
+    g->late_depth[g->nlate++] = g->lets;
+    return;
+  }
+  ex_group_add(f, g, e);
+}
+
+/* The chain at e regrouped with the operands containing f->late last
+ * (see cg_fn.late); false when e is not such a chain or nothing would
+ * move. */
+static bool ex_regroup(cg_fn *f, ir_ref e, cg_val *out) {
+  const ir_node *n = ex_node(f, e);
+  ir_op op = (ir_op)n->op;
+  ac_scalar sc;
+  if (!f->nlate || n->nkids != 2 ||
+      !(op == IR_MIN || op == IR_MAX || op == IR_ADD || op == IR_MUL || op == IR_BAND ||
+        op == IR_BOR || op == IR_BXOR) ||
+      !ir_ty_is_scalar(f->M->ctx, n->type, &sc) || sc == AC_BOOL || sc >= AC_F32)
+    return false;
+  /* a dry run: a late operand among three or more (two are combined in
+   * one operation whatever their order) */
+  ir_ref stack[64];
+  uint32_t top = 0, nops = 0;
+  bool seen_late = false;
+  stack[top++] = e;
+  while (top) {
+    ir_ref x = stack[--top];
+    const ir_node *xn = ir_node_get(f->M->m, x);
+    if (xn->op == IR_LET && xn->type == n->type && ex_is_chain(f, ir_kid(f->M->m, x, 1), op, n->type)) {
+      if (top < 64)
+        stack[top++] = ir_kid(f->M->m, x, 1);
+      continue;
+    }
+    if (xn->op == op && xn->type == n->type && xn->nkids == 2 && top + 2 <= 64) {
+      stack[top++] = ir_kid(f->M->m, x, 1); /* the left operand comes first */
+      stack[top++] = ir_kid(f->M->m, x, 0);
+      continue;
+    }
+    int budget = 256;
+    nops++;
+    seen_late = seen_late || ex_has_late(f, x, &budget);
+  }
+  if (!seen_late || nops < 3)
+    return false;
+  ex_group g = {.op = op, .t = n->type, .sc = sc};
+  ex_group_walk(f, &g, e, 0);
+  ex_group_flush(f, &g);
+  ex_one_scalar(f, n->type, sc, g.acc, out);
+  return true;
+}
+
 /* Unary operators, one-argument builtins, predicates; binary operators and
  * two-argument builtins; fma. The operand kind selects the code. */
 static void ex_op(cg_fn *f, ir_ref e, cg_val *out) {
   const ir_node *n = ex_node(f, e);
   uint32_t nk = n->nkids;
+  if (f->nlate && ex_regroup(f, e, out))
+    return;
   LLVMValueRef ops[3] = {NULL, NULL, NULL};
   if (nk < 1 || nk > 3) {
     cg_error(f->M, AC_ERR_INTERNAL, e, "scalar operation with %u operands", nk);

@@ -585,6 +585,10 @@ static bool lower_node(lw *L, ir_ref e, lw_val *out) {
     if (lw_rec_at_ok(L, e))
       return lw_skel_rec_at(L, e, out) && L->M->st == AC_OK;
     break;
+  case IR_FOLD: /* the rows' folds of a recurrence, with a window */
+    if (lw_rec_fold_ok(L, e))
+      return lw_skel_rec_fold(L, e, out) && L->M->st == AC_OK;
+    break;
   case IR_ITERATE:
     return loop_at_plan(L, e) ? lower_iterate(L, e, out) : lw_scalar(L, e, out);
   case IR_WHILE:

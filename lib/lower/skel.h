@@ -288,6 +288,7 @@ typedef struct lw_rec {
    * neighbours in the innermost dimension), ascending. */
   ir_ref *next, *prev;
   uint32_t nnext, nprev;
+  lw_val tile[2]; /* CPU tiles: their rows and columns (words, skel_rec.c) */
 } lw_rec;
 /* Evaluates the bounds with the interpreter's checks in its order,
  * allocates the result (*out, also c->out) and checks that a . x cannot
@@ -311,8 +312,14 @@ typedef struct lw_rec_kern {
    * walking coordinates (y0, y1) of the tile starting at wb is element
    * wbase + (y0 - wb[0] + wdr) * wsw + y1 - wb[1] + wdc */
   bool window;
-  LLVMValueRef wbase, wb[2];
-  int64_t wdr, wdc, wsw;
+  LLVMValueRef wbase, wb[2], wsw;
+  int64_t wdr, wdc;
+  /* CPU windows that fold the rows: the function, z, the rows' results
+   * and whether the tile is its rows' first (i1) */
+  ir_ref fold_fn;
+  bool fold_tmp;
+  const cg_val *fold_z, *fold_rows;
+  LLVMValueRef fold_first;
   char fmt_out[200], fmt_early[200]; /* the read errors' formats */
 } lw_rec_kern;
 /* A leaf of the array inside the body: env of its CL_FUNC leaf. */
@@ -354,6 +361,11 @@ void lw_rec_fronts(lw_rec *c, uint32_t kernel);
  * a read; it emits nothing. */
 bool lw_rec_at_ok(lw *L, ir_ref e);
 bool lw_skel_rec_at(lw *L, ir_ref e, lw_val *out);
+/* The rows' folds of a recurrence, fold(f, z, rec ...), on the CPU: the
+ * tiles fold their rows as they go, with a window of the table, when f
+ * cannot fail (and is commutative if the rows are walked backwards). */
+bool lw_rec_fold_ok(lw *L, ir_ref e);
+bool lw_skel_rec_fold(lw *L, ir_ref e, lw_val *out);
 /* gskel_rec.c: the GPU skeleton. */
 bool lw_gskel_rec(lw *L, ir_ref e, lw_val *out);
 

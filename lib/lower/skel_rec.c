@@ -41,6 +41,7 @@
  */
 #include "lower/skel.h"
 #include "lower/skel_red.h"
+#include "passes/pass.h" /* ps_may_fail */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -317,7 +318,7 @@ static LLVMValueRef rc_local(cg_fn *f, const rc_kernel *k, LLVMValueRef y0, LLVM
   LLVMValueRef r = LLVMBuildAdd(M->b, LLVMBuildSub(M->b, y0, k->wb[0], ""), cg_i64(M, k->wdr), "");
   LLVMValueRef c = LLVMBuildAdd(M->b, LLVMBuildSub(M->b, y1, k->wb[1], ""), cg_i64(M, k->wdc), "");
   return LLVMBuildAdd(M->b, k->wbase,
-                      LLVMBuildAdd(M->b, LLVMBuildMul(M->b, r, cg_i64(M, k->wsw), ""), c, ""), "");
+                      LLVMBuildAdd(M->b, LLVMBuildMul(M->b, r, k->wsw, ""), c, ""), "");
 }
 
 /* d[idx] for leaf l of the array being defined (see the header). */
@@ -521,21 +522,25 @@ static uint32_t rc_front_kernel(const rc_ctx *c) {
  * reader: in the walking coordinates y_k (x_k or ext_k - 1 - x_k) every
  * read lies at y + o with o <= 0 componentwise and o != 0, so it is
  * lexicographically earlier. The first two dimensions are cut into tiles
- * of RC_TILE x RC_TILE (the others stay whole); tile (I, J) reads only
- * tiles (I', J') with I' <= I and J' <= J, so the tiles of one tile
- * wavefront I + J are independent: one launch per tile wavefront, each
- * tile one task computing its points row by row in y order (rows of the
- * row-major table: every read is a recent cache line). A tile whose first
- * y_k is at least the largest |o_k| (k = 0, 1) reads inside the domain in
- * those dimensions whatever the point, so its body is generated a second
- * time without those checks (interior tiles, almost all of them). */
+ * (the others stay whole); tile (I, J) reads only tiles (I', J') with
+ * I' <= I and J' <= J, so the tiles of one tile wavefront I + J are
+ * independent: one launch per tile wavefront, each tile one task computing
+ * its points row by row in y order (rows of the row-major table: every
+ * read is a recent cache line). A tile whose first y_k is at least the
+ * largest |o_k| (k = 0, 1) reads inside the domain in those dimensions
+ * whatever the point, so its body is generated a second time without
+ * those checks (interior tiles, almost all of them). The point computed
+ * last is kept in registers for the reads of the innermost neighbour
+ * (cg_fn.late: the operations waiting for it are regrouped to come last). */
 
-/* Tile edge: 128 x 128 points for rank 2 (64 KiB of i32, the previous row
- * in L1), 16 x 16 for higher ranks, whose tiles hold the inner dimensions
- * whole. */
-static int64_t rc_tile(const lw_rec *c) {
-  return c->n == 2 ? 128 : 16;
-}
+/* Tile edges (rc_tile_sizes): an eighth of the extent within
+ * [RC_TILE_MIN, RC_TILE_ROWS] rows and [RC_TILE_MIN, RC_TILE_COLS] columns
+ * for rank 2 (large tiles: each is one task of the pool, and its rows are
+ * walked one after the other with the previous row in L1), [4, 16] for
+ * higher ranks, whose tiles hold the inner dimensions whole. */
+#define RC_TILE_ROWS 256
+#define RC_TILE_COLS 512
+#define RC_TILE_MIN 32
 
 /* The direction of dimension k: +1 (offsets <= 0), -1 (offsets >= 0; +1
  * wins when all are 0) or 0 (both signs: no tiling). */
@@ -563,14 +568,25 @@ static void rc_tile_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValue
   LLVMValueRef *x = cg_new(M, c->n * sizeof *x), t = cg_i64(M, 0);
   LLVMValueRef *y = cg_new(M, c->n * sizeof *y);
   uint32_t last = c->n - 1;
+  ir_type elem = ir_node_get(c->L->m, c->body)->type;
+  cg_var acc;
+  if (k->fold_fn)
+    cg_var_new(f, elem, &acc);
   for (uint32_t d = 0; d < c->n; d++) {
+    if (d == last && k->fold_fn) {
+      /* the row's fold so far: z in its first tile */
+      cg_val prev, start;
+      sk_load(f, k->fold_rows, elem, x[0], &prev);
+      cg_val_select(f, k->fold_first, k->fold_z, &prev, &start);
+      cg_var_store(f, &acc, &start);
+    }
     if (d == last && k->carry && last < 2) {
       /* the point before the row's first: in the tile before, if any */
       LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntSGT, b[d], cg_i64(M, 0), ""));
       LLVMValueRef yp = LLVMBuildSub(M->b, b[d], cg_i64(M, 1), "");
       x[d] = rc_walking(f, k, d, yp);
       cg_val pv;
-      sk_load(f, &k->out, ir_node_get(c->L->m, c->body)->type,
+      sk_load(f, &k->out, elem,
               k->window ? rc_local(f, k, y[0], yp) : cg_linear(f, c->n, k->ext, x), &pv);
       cg_var_store(f, k->carry, &pv);
       sk_endif(f, join);
@@ -590,28 +606,51 @@ static void rc_tile_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValue
   if (k->carry)
     cg_var_store(f, k->carry, &v);
   lw_rec_point_end(f, k, mark);
-  for (uint32_t d = c->n; d-- > 0;)
+  if (k->fold_fn) { /* in the fold's scope: the point's binders are gone */
+    cg_val a, next;
+    cg_var_load(f, &acc, &a);
+    sk_apply2(f, k->fold_fn, &a, &v, false, k->fold_tmp, &next);
+    cg_var_store(f, &acc, &next);
+  }
+  for (uint32_t d = c->n; d-- > 0;) {
     cg_loop_end(f, &loops[d]);
+    if (d == last && k->fold_fn) {
+      cg_val done;
+      cg_var_load(f, &acc, &done);
+      sk_store(f, k->fold_rows, x[0], &done);
+    }
+  }
 }
 
-/* A window (lw_skel_rec_at): instead of the table, each tile row I has a
- * scratch of (dr + T) x (dc + T) points, rows and columns in walking order,
- * dr and dc the reaches of the reads in dimensions 0 and 1: the tile
- * (I, J) at local (dr, dc), its halo above and to the left. The halo comes
- * from the tile before in the row (the last dc columns of the same
- * scratch, shifted left: they include the corner) and from `h`, dr rows of
- * the whole width holding the last rows of the tile row above, which each
- * tile overwrites with its own last rows once computed. Tile (I, J) is the
- * only one of its tile wavefront to touch scratch I and columns J of h. */
+/* A window (lw_skel_rec_at, lw_skel_rec_fold): instead of the table,
+ * each tile is computed in a scratch of (dr + T0) x (dc + T1) points of
+ * the worker's temporary memory, rows and columns in walking order, dr and
+ * dc the reaches of the reads in dimensions 0 and 1: the tile (I, J) at
+ * local (dr, dc), its halo above and to the left. The halo comes from `v`,
+ * the last dc columns of tile row I's tile before (with the rows above
+ * it: the corner), and from `h`, dr rows of the whole width holding the
+ * last rows of the tile row above. Once computed, the tile leaves its own
+ * last columns in v and its last rows in h. Tile (I, J) is the only one of
+ * its tile wavefront to touch row I of v and columns J of h. */
 typedef struct rc_window {
-  lw_val scratch, h;
+  lw_val v, h;
   int64_t dr, dc;
-  lw_val at[2]; /* the point wanted, in walking coordinates (words) */
-  lw_val out;   /* its value (words written by the tile holding it) */
+  /* (rec ...)[p, q]: the point wanted, in walking coordinates (words), and
+   * its value (words written by the tile holding it) */
+  bool point;
+  lw_val at[2];
+  lw_val out;
+  /* fold(fn, z, rec ...): the rows' folds, each tile folding its part of
+   * its rows into them in the walking order (fn commutative when that is
+   * not the rows' order) */
+  bool fold;
+  ir_ref fn;
+  bool tmp; /* fn allocates temporary memory */
+  lw_val z, rows;
 } rc_window;
 
-/* dst[i] = src[i] for the scratch (or h) elements of the rows r in [0, nr)
- * and columns q in [0, nq): element r * stride + q + off of each. */
+/* dst[dbase + r * dstride + q] = src[sbase + r * sstride + q] for the rows
+ * r in [0, nr) and the columns q in [0, nq). */
 static void rc_copy(cg_fn *f, ir_type elem, const cg_val *dst, LLVMValueRef dbase,
                     LLVMValueRef dstride, const cg_val *src, LLVMValueRef sbase,
                     LLVMValueRef sstride, LLVMValueRef nr, LLVMValueRef nq) {
@@ -620,10 +659,85 @@ static void rc_copy(cg_fn *f, ir_type elem, const cg_val *dst, LLVMValueRef dbas
   LLVMValueRef r = cg_loop_begin(f, &rl, cg_i64(M, 0), nr);
   LLVMValueRef q = cg_loop_begin(f, &ql, cg_i64(M, 0), nq);
   cg_val v;
-  sk_load(f, src, elem, LLVMBuildAdd(M->b, sbase, LLVMBuildAdd(M->b, LLVMBuildMul(M->b, r, sstride, ""), q, ""), ""), &v);
-  sk_store(f, dst, LLVMBuildAdd(M->b, dbase, LLVMBuildAdd(M->b, LLVMBuildMul(M->b, r, dstride, ""), q, ""), ""), &v);
+  sk_load(f, src, elem,
+          LLVMBuildAdd(M->b, sbase, LLVMBuildAdd(M->b, LLVMBuildMul(M->b, r, sstride, ""), q, ""), ""),
+          &v);
+  sk_store(f, dst,
+           LLVMBuildAdd(M->b, dbase, LLVMBuildAdd(M->b, LLVMBuildMul(M->b, r, dstride, ""), q, ""), ""),
+           &v);
   cg_loop_end(f, &ql);
   cg_loop_end(f, &rl);
+}
+
+/* A window's tile before its points: the scratch (k->out), then its halo
+ * from v (when the tile has one before it in its row) and h (when it has
+ * one above). Returns the temporary memory's mark. */
+static LLVMValueRef rc_window_in(cg_fn *f, rc_kernel *k, const rc_window *win, const cg_val *vv,
+                                 const cg_val *hv, LLVMValueRef ti, LLVMValueRef tj,
+                                 LLVMValueRef *T, LLVMValueRef *b, LLVMValueRef rows,
+                                 LLVMValueRef cols, LLVMValueRef vsize) {
+  cg_module *M = f->M;
+  const lw_rec *c = k->c;
+  ir_type elem = ir_node_get(c->L->m, c->body)->type;
+  LLVMValueRef zero = cg_i64(M, 0), dc = cg_i64(M, win->dc);
+  k->window = true;
+  k->wdr = win->dr;
+  k->wdc = win->dc;
+  k->wsw = LLVMBuildAdd(M->b, T[1], dc, "");
+  k->wb[0] = b[0];
+  k->wb[1] = b[1];
+  k->wbase = zero;
+  LLVMValueRef mark = cg_tmp_mark(f);
+  LLVMValueRef n =
+      LLVMBuildMul(M->b, LLVMBuildAdd(M->b, T[0], cg_i64(M, win->dr), ""), k->wsw, "");
+  for (uint32_t l = 0; l < k->out.n; l++)
+    cg_new_array(f, k->out.l[l].sc, 1, &n, c->e, &k->out.l[l]);
+  if (win->dc) { /* the tile before's last columns, with the corner */
+    LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntSGT, tj, zero, ""));
+    rc_copy(f, elem, &k->out, zero, k->wsw, vv, LLVMBuildMul(M->b, ti, vsize, ""), dc,
+            LLVMBuildAdd(M->b, rows, cg_i64(M, win->dr), ""), dc);
+    sk_endif(f, join);
+  }
+  if (win->dr) { /* the tile above's last rows */
+    LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntSGT, ti, zero, ""));
+    rc_copy(f, elem, &k->out, dc, k->wsw, hv, b[1], k->ext[1], cg_i64(M, win->dr), cols);
+    sk_endif(f, join);
+  }
+  return mark;
+}
+
+/* A window's tile after its points: its last rows to h, its last columns
+ * to v, the point wanted if it is here; then the scratch is released. */
+static void rc_window_out(cg_fn *f, rc_kernel *k, const rc_window *win, uint32_t kern,
+                          const cg_val *vv, const cg_val *hv, LLVMValueRef ti, LLVMValueRef *at,
+                          LLVMValueRef *b, LLVMValueRef *e, LLVMValueRef rows, LLVMValueRef cols,
+                          LLVMValueRef vsize, LLVMValueRef mark) {
+  cg_module *M = f->M;
+  const lw_rec *c = k->c;
+  lw *L = c->L;
+  ir_type elem = ir_node_get(L->m, c->body)->type;
+  LLVMValueRef dc = cg_i64(M, win->dc);
+  if (win->dr)
+    rc_copy(f, elem, hv, b[1], k->ext[1], &k->out,
+            LLVMBuildAdd(M->b, LLVMBuildMul(M->b, rows, k->wsw, ""), dc, ""), k->wsw,
+            cg_i64(M, win->dr), cols);
+  if (win->dc)
+    rc_copy(f, elem, vv, LLVMBuildMul(M->b, ti, vsize, ""), dc, &k->out, cols, k->wsw,
+            LLVMBuildAdd(M->b, rows, cg_i64(M, win->dr), ""), dc);
+  if (win->point) {
+    LLVMValueRef in = LLVMConstInt(M->t_i1, 1, 0);
+    for (uint32_t d = 0; d < 2; d++)
+      in = LLVMBuildAnd(M->b, in,
+                        LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, at[d], b[d], ""),
+                                     LLVMBuildICmp(M->b, LLVMIntSLT, at[d], e[d], ""), ""),
+                        "");
+    LLVMBasicBlockRef join = sk_if(f, in);
+    cg_val v;
+    sk_load(f, &k->out, elem, rc_local(f, k, at[0], at[1]), &v);
+    lw_store(L, f, kern, &win->out, &v);
+    sk_endif(f, join);
+  }
+  cg_tmp_release(f, mark);
 }
 
 /* "rec.tile" (or "rec.window" with a window): tile i of the tile
@@ -636,23 +750,31 @@ static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
   cg_val self;
   cg_fn *f = rc_kernel_begin(c, win ? "rec.window" : "rec.tile", 1, &kern, &k, &self);
   LLVMValueRef w = sk_ld(L, f, kern, &c->t), ilo = sk_ld(L, f, kern, &c->kulo);
-  int64_t T = rc_tile(c);
-  LLVMValueRef tile = cg_i64(M, T), b[2], e[2], interior = LLVMConstInt(M->t_i1, 1, 0);
+  LLVMValueRef b[2], e[2], T[2], interior = LLVMConstInt(M->t_i1, 1, 0);
+  for (uint32_t d = 0; d < 2; d++)
+    T[d] = sk_ld(L, f, kern, &c->tile[d]);
   ir_type elem = ir_node_get(L->m, c->body)->type;
-  cg_val hv;
-  LLVMValueRef at[2] = {NULL, NULL};
+  cg_val hv, vv, zv, rv;
+  LLVMValueRef at[2] = {NULL, NULL}, vsize = NULL;
   if (win) {
     lw_load(L, f, kern, &win->h, &hv);
-    for (uint32_t d = 0; d < 2; d++)
+    lw_load(L, f, kern, &win->v, &vv);
+    for (uint32_t d = 0; d < 2 && win->point; d++)
       at[d] = sk_ld(L, f, kern, &win->at[d]);
+    if (win->fold) {
+      lw_load(L, f, kern, &win->z, &zv);
+      lw_load(L, f, kern, &win->rows, &rv);
+    }
+    vsize = LLVMBuildMul(M->b, LLVMBuildAdd(M->b, T[0], cg_i64(M, win->dr), ""),
+                         cg_i64(M, win->dc), "");
   }
   cg_loop il;
   LLVMValueRef i = cg_loop_begin(f, &il, f->lo, f->hi);
   LLVMValueRef ti = LLVMBuildAdd(M->b, ilo, i, "");
   LLVMValueRef tj = LLVMBuildSub(M->b, w, ti, "");
   for (uint32_t d = 0; d < 2; d++) {
-    b[d] = LLVMBuildMul(M->b, d == 0 ? ti : tj, tile, "");
-    e[d] = LLVMBuildAdd(M->b, b[d], tile, "");
+    b[d] = LLVMBuildMul(M->b, d == 0 ? ti : tj, T[d], "");
+    e[d] = LLVMBuildAdd(M->b, b[d], T[d], "");
     e[d] = LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, e[d], k.ext[d], ""), e[d],
                            k.ext[d], "");
     int64_t reach = rc_sigma(c, d) > 0 ? -c->offmin[d] : c->offmax[d];
@@ -660,30 +782,9 @@ static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
         M->b, interior, LLVMBuildICmp(M->b, LLVMIntSGE, b[d], cg_i64(M, reach), ""), "");
   }
   LLVMValueRef rows = LLVMBuildSub(M->b, e[0], b[0], ""), cols = LLVMBuildSub(M->b, e[1], b[1], "");
-  if (win) {
-    k.window = true;
-    k.wdr = win->dr;
-    k.wdc = win->dc;
-    k.wsw = win->dc + T;
-    k.wb[0] = b[0];
-    k.wb[1] = b[1];
-    k.wbase = LLVMBuildMul(M->b, ti, cg_i64(M, (win->dr + T) * k.wsw), "");
-    LLVMValueRef sw = cg_i64(M, k.wsw);
-    /* the halo: the tile before's last columns (with the corner), then
-     * the tile above's last rows */
-    if (win->dc) {
-      LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntSGT, tj, cg_i64(M, 0), ""));
-      rc_copy(f, elem, &k.out, k.wbase, sw, &k.out, LLVMBuildAdd(M->b, k.wbase, tile, ""), sw,
-              LLVMBuildAdd(M->b, rows, cg_i64(M, win->dr), ""), cg_i64(M, win->dc));
-      sk_endif(f, join);
-    }
-    if (win->dr) {
-      LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntSGT, ti, cg_i64(M, 0), ""));
-      rc_copy(f, elem, &k.out, LLVMBuildAdd(M->b, k.wbase, cg_i64(M, win->dc), ""), sw, &hv,
-              b[1], k.ext[1], cg_i64(M, win->dr), cols);
-      sk_endif(f, join);
-    }
-  }
+  LLVMValueRef mark = NULL;
+  if (win)
+    mark = rc_window_in(f, &k, win, &vv, &hv, ti, tj, T, b, rows, cols, vsize);
   /* the inner dimensions are proven where no read moves along them */
   uint64_t inner = 0;
   for (uint32_t d = 2; d < c->n; d++)
@@ -696,6 +797,17 @@ static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
     k.carried = rc_sigma(c, c->n - 1) > 0 ? c->prev : c->next;
     k.ncarried = rc_sigma(c, c->n - 1) > 0 ? c->nprev : c->nnext;
   }
+  if (win && win->fold) {
+    k.fold_fn = win->fn;
+    k.fold_tmp = win->tmp;
+    k.fold_z = &zv;
+    k.fold_rows = &rv;
+    k.fold_first = LLVMBuildICmp(M->b, LLVMIntEQ, tj, cg_i64(M, 0), "");
+  }
+  if (k.carry) { /* what waits for the carried point, last */
+    f->late = k.carried;
+    f->nlate = k.ncarried;
+  }
   LLVMBasicBlockRef join = sk_if(f, interior);
   k.proven = inner | 3;
   rc_tile_points(f, &k, &self, b, e);
@@ -704,25 +816,10 @@ static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
   k.proven = inner;
   rc_tile_points(f, &k, &self, b, e);
   sk_endif(f, join);
-  if (win) {
-    LLVMValueRef sw = cg_i64(M, k.wsw);
-    if (win->dr) /* this tile's last rows, for the tile below */
-      rc_copy(f, elem, &hv, b[1], k.ext[1], &k.out,
-              LLVMBuildAdd(M->b, k.wbase,
-                           LLVMBuildAdd(M->b, LLVMBuildMul(M->b, rows, sw, ""),
-                                        cg_i64(M, win->dc), ""), ""),
-              sw, cg_i64(M, win->dr), cols);
-    LLVMValueRef in = LLVMConstInt(M->t_i1, 1, 0);
-    for (uint32_t d = 0; d < 2; d++)
-      in = LLVMBuildAnd(M->b, in,
-                        LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, at[d], b[d], ""),
-                                     LLVMBuildICmp(M->b, LLVMIntSLT, at[d], e[d], ""), ""), "");
-    LLVMBasicBlockRef j2 = sk_if(f, in);
-    cg_val v;
-    sk_load(f, &k.out, elem, rc_local(f, &k, at[0], at[1]), &v);
-    lw_store(L, f, kern, &win->out, &v);
-    sk_endif(f, j2);
-  }
+  f->late = NULL;
+  f->nlate = 0;
+  if (win)
+    rc_window_out(f, &k, win, kern, &vv, &hv, ti, at, b, e, rows, cols, vsize, mark);
   cg_loop_end(f, &il);
   lw_kernel_end(L, f);
   return kern;
@@ -842,9 +939,26 @@ void lw_rec_fronts(lw_rec *c, uint32_t kf) {
 /* The number of tiles along dimension d (0 or 1), ceil(ext_d / T). */
 static uint32_t rc_tiles_of(const rc_ctx *c, uint32_t d) {
   lw *L = c->L;
-  return lw_x_bin(L, PX_DIV,
-                  lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]), lw_x_const(L, rc_tile(c) - 1)),
-                  lw_x_const(L, rc_tile(c)));
+  uint32_t t = sk_xw(L, &c->tile[d]);
+  return lw_x_bin(
+      L, PX_DIV, lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]), t), lw_x_const(L, 1)),
+      t);
+}
+
+/* The tiles' edges in the plan (c->tile): an eighth of the extent (a
+ * small table still has tile wavefronts of several tiles) within the
+ * bounds given with RC_TILE_ROWS. */
+static void rc_tile_sizes(rc_ctx *c) {
+  lw *L = c->L;
+  for (uint32_t d = 0; d < 2; d++) {
+    int64_t lo = c->n == 2 ? RC_TILE_MIN : 4;
+    int64_t hi = c->n == 2 ? (d == 0 ? RC_TILE_ROWS : RC_TILE_COLS) : 16;
+    uint32_t eighth = lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]), lw_x_const(L, 7)),
+                               lw_x_const(L, 8));
+    sk_word(L,
+            lw_x_bin(L, PX_MAX, lw_x_const(L, lo), lw_x_bin(L, PX_MIN, lw_x_const(L, hi), eighth)),
+            &c->tile[d]);
+  }
 }
 
 /* The tile wavefronts: w from 0 to nt0 + nt1 - 2, the tiles (I, w - I)
@@ -876,6 +990,7 @@ static void rc_tile_loop(rc_ctx *c, uint32_t kern) {
 
 static void rc_tiles(rc_ctx *c) {
   lw *L = c->L;
+  rc_tile_sizes(c);
   lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->t);
   lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->kulo);
   rc_tile_loop(c, rc_tile_kernel(c, NULL));
@@ -1012,44 +1127,69 @@ bool lw_skel_rec(lw *L, ir_ref e, lw_val *out) {
   return M->st == AC_OK;
 }
 
-/* ---- one element of a recurrence: (rec ...)[p, q] with a window ---- */
+/* ---- windows: one element of a recurrence, or its rows' folds ---- */
+
+/* Whether r is a recurrence whose window the CPU can keep (rank 2,
+ * tiled); *c gets it. */
+static bool rc_window_ok(lw *L, ir_ref r, lw_rec *c) {
+  ac_module *m = L->m;
+  const ir_node *rn = ir_node_get(m, r);
+  return !L->gpu && rn->op == IR_REC && rn->attr == 2 && rn->nkids == 5 && rn->aux != 0 &&
+         rn->aux + 2 <= m->nints && rc_init(L, r, c) && rc_tileable(c);
+}
+
+/* The host side of a window for recurrence r: the bounds and their
+ * checks, the size check of the table the interpreter would allocate (it
+ * is never allocated here), the tiles' edges, v and h; *ext gets the
+ * extents. */
+static bool rc_window_begin(lw *L, ir_ref r, rc_ctx *c, rc_window *win, uint32_t **ext) {
+  if (!rc_init(L, r, c) || !rc_bounds(c, ext))
+    return false;
+  lw_size_check(L, r, c->n, *ext, NULL);
+  rc_fits_check(c);
+  win->dr = rc_sigma(c, 0) > 0 ? -c->offmin[0] : c->offmax[0];
+  win->dc = rc_sigma(c, 1) > 0 ? -c->offmin[1] : c->offmax[1];
+  rc_tile_sizes(c);
+  ir_type elem = ir_node_get(L->m, c->body)->type, row = ir_ty_array(L->ctx, elem, 1);
+  uint32_t n = lw_x_bin(
+      L, PX_MUL, rc_tiles_of(c, 0),
+      lw_x_bin(L, PX_MUL, lw_x_bin(L, PX_ADD, sk_xw(L, &c->tile[0]), lw_x_const(L, win->dr)),
+               lw_x_const(L, win->dc)));
+  lw_fresh(L, row, &win->v);
+  lw_alloc_arrays(L, &win->v, &n, r);
+  n = lw_x_bin(L, PX_MUL, lw_x_const(L, win->dr), (*ext)[1]);
+  lw_fresh(L, row, &win->h);
+  lw_alloc_arrays(L, &win->h, &n, r);
+  c->out = win->v; /* the kernel's `out` becomes each tile's scratch */
+  lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->t);
+  lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->kulo);
+  return L->M->st == AC_OK;
+}
 
 bool lw_rec_at_ok(lw *L, ir_ref e) {
   ac_module *m = L->m;
   const ir_node *nd = ir_node_get(m, e);
   if (L->gpu || nd->op != IR_INDEX || nd->nkids != 3)
     return false;
-  ir_ref r = ir_kid(m, e, 0);
-  const ir_node *rn = ir_node_get(m, r);
-  if (rn->op != IR_REC || rn->attr != 2 || rn->nkids != 5 || rn->aux == 0 ||
-      rn->aux + 2 > m->nints)
-    return false;
   for (uint32_t d = 0; d < 2; d++)
     if (!lw_is_size(L, ir_kid(m, e, 1 + d)))
       return false;
   lw_rec c;
-  return rc_init(L, r, &c) && rc_tileable(&c);
+  return rc_window_ok(L, ir_kid(m, e, 0), &c);
 }
 
 bool lw_skel_rec_at(lw *L, ir_ref e, lw_val *out) {
-  cg_module *M = L->M;
   ac_module *m = L->m;
-  ir_ref r = ir_kid(m, e, 0);
   rc_ctx c;
-  uint32_t *ext;
-  if (!rc_init(L, r, &c) || !rc_bounds(&c, &ext))
-    return false;
-  /* the table the interpreter allocates, never allocated here */
-  lw_size_check(L, r, c.n, ext, NULL);
-  rc_fits_check(&c);
-  int64_t T = rc_tile(&c);
   rc_window win;
   memset(&win, 0, sizeof win);
-  win.dr = rc_sigma(&c, 0) > 0 ? -c.offmin[0] : c.offmax[0];
-  win.dc = rc_sigma(&c, 1) > 0 ? -c.offmin[1] : c.offmax[1];
+  uint32_t *ext;
+  if (!rc_window_begin(L, ir_kid(m, e, 0), &c, &win, &ext))
+    return false;
   /* the indices: size expressions, which cannot fail, so evaluating them
    * before the recurrence rather than after is not observable */
   uint32_t p[2], one = lw_x_const(L, 1);
+  win.point = true;
   for (uint32_t d = 0; d < 2; d++) {
     p[d] = rc_hoist(L, lw_int(L, ir_kid(m, e, 1 + d)));
     uint32_t y = rc_sigma(&c, d) > 0
@@ -1057,17 +1197,7 @@ bool lw_skel_rec_at(lw *L, ir_ref e, lw_val *out) {
                      : lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_SUB, ext[d], one), p[d]);
     sk_word(L, y, &win.at[d]);
   }
-  ir_type elem = ir_node_get(m, c.body)->type, row = ir_ty_array(L->ctx, elem, 1);
-  uint32_t n = lw_x_bin(L, PX_MUL, rc_tiles_of(&c, 0), lw_x_const(L, (win.dr + T) * (win.dc + T)));
-  lw_fresh(L, row, &win.scratch);
-  lw_alloc_arrays(L, &win.scratch, &n, r);
-  n = lw_x_bin(L, PX_MUL, lw_x_const(L, win.dr), ext[1]);
-  lw_fresh(L, row, &win.h);
-  lw_alloc_arrays(L, &win.h, &n, r);
-  lw_fresh(L, elem, &win.out);
-  c.out = win.scratch;
-  lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c.t);
-  lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c.kulo);
+  lw_fresh(L, ir_node_get(m, c.body)->type, &win.out);
   rc_tile_loop(&c, rc_tile_kernel(&c, &win));
   /* the read's checks, as cg_read makes them (the first dimension out of
    * range is the one reported) */
@@ -1076,9 +1206,69 @@ bool lw_skel_rec_at(lw *L, ir_ref e, lw_val *out) {
     char text[64];
     snprintf(text, sizeof text, " out of bounds for dimension %u of extent ", d);
     lw_piece pc[4] = {LW_TEXT("index "), LW_VAL(p[d]), LW_TEXT(text), LW_VAL(ext[d])};
-    uint32_t in = lw_x_bin(L, PX_MIN, lw_x_bin(L, PX_LE, zero, p[d]), lw_x_bin(L, PX_LT, p[d], ext[d]));
+    uint32_t in =
+        lw_x_bin(L, PX_MIN, lw_x_bin(L, PX_LE, zero, p[d]), lw_x_bin(L, PX_LT, p[d], ext[d]));
     lw_check(L, in, e, 4, pc, 0, NULL);
   }
   *out = win.out;
-  return M->st == AC_OK;
+  return L->M->st == AC_OK;
+}
+
+bool lw_rec_fold_ok(lw *L, ir_ref e) {
+  ac_module *m = L->m;
+  const ir_node *nd = ir_node_get(m, e);
+  lw_rec c;
+  if (L->gpu || nd->op != IR_FOLD || nd->nkids != 3 || !rc_window_ok(L, ir_kid(m, e, 2), &c))
+    return false;
+  /* fn cannot fail (a recurrence that fails leaves values that the
+   * interpreter never folds), and combines in any order unless the rows
+   * are walked in their order */
+  ir_ref fn = ir_kid(m, e, 0);
+  const ir_node *fnn = ir_node_get(m, fn);
+  bool comm = cg_commutative(m, ir_node_get(m, c.body)->type, fn);
+  return (comm || (fnn->op == IR_LAM && !ps_may_fail(m, ir_kid(m, fn, 0)))) &&
+         (comm || rc_sigma(&c, 1) > 0);
+}
+
+/* "rec.fold.empty": rows[i] = z, for the rows of a recurrence without
+ * columns (no tile folds them). */
+static uint32_t rc_fold_empty_kernel(const rc_ctx *c, const rc_window *win) {
+  lw *L = c->L;
+  uint32_t kern;
+  cg_fn *f = lw_kernel_begin(L, c->e, "rec.fold.empty", LW_GRAIN, &kern);
+  cg_val zv, rv;
+  lw_load(L, f, kern, &win->z, &zv);
+  lw_load(L, f, kern, &win->rows, &rv);
+  cg_loop il;
+  LLVMValueRef i = cg_loop_begin(f, &il, f->lo, f->hi);
+  sk_store(f, &rv, i, &zv);
+  cg_loop_end(f, &il);
+  lw_kernel_end(L, f);
+  return kern;
+}
+
+bool lw_skel_rec_fold(lw *L, ir_ref e, lw_val *out) {
+  ac_module *m = L->m;
+  rc_ctx c;
+  rc_window win;
+  memset(&win, 0, sizeof win);
+  uint32_t *ext;
+  /* z first, as the interpreter evaluates it */
+  if (!lw_expr(L, ir_kid(m, e, 1), &win.z) ||
+      !rc_window_begin(L, ir_kid(m, e, 2), &c, &win, &ext))
+    return false;
+  win.fold = true;
+  win.fn = ir_kid(m, e, 0);
+  win.tmp = cg_needs_tmp(m, win.fn);
+  lw_fresh(L, ir_node_get(m, e)->type, &win.rows);
+  lw_alloc_arrays(L, &win.rows, &ext[0], e);
+  rc_tile_loop(&c, rc_tile_kernel(&c, &win));
+  uint32_t none = lw_x_bin(L, PX_EQ, ext[1], lw_x_const(L, 0));
+  lw_val empty;
+  sk_word(L, none, &empty);
+  pl_if(L->p, empty.words[0]);
+  lw_launch(L, rc_fold_empty_kernel(&c, &win), ext[0], PL_AUTO);
+  pl_end(L->p);
+  *out = win.rows;
+  return L->M->st == AC_OK;
 }
