@@ -147,6 +147,11 @@ typedef struct cg_fn {
    * is then one operation long (skel_rec.c). */
   const ir_ref *late;
   uint32_t nlate;
+  /* When set (ascending nodes): reads a[..] that the code around has
+   * proven in range, generated without their checks (the CPU's
+   * recurrence tiles, skel_rec.c). */
+  const ir_ref *unchecked;
+  uint32_t nunchecked;
   /* GPU kernels (cg_gpu.c, simt.c): the thread's temporary memory (an
    * alloca holding its bump offset, and its base address, made on first
    * use; NULL while the kernel uses none) and the static shared memory

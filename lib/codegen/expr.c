@@ -643,6 +643,8 @@ static void ex_same_shape(cg_fn *f, const cg_val *a, const char *what, ir_ref at
     }
 }
 
+static int ex_ref_cmp(const void *a, const void *b);
+
 static void ex_index(cg_fn *f, ir_ref e, cg_val *out) {
   cg_module *M = f->M;
   const ir_node *n = ex_node(f, e);
@@ -657,6 +659,7 @@ static void ex_index(cg_fn *f, ir_ref e, cg_val *out) {
     idx[d] = cg_index_i64(f, ex_scalar(f, &v, kd), ex_scalar_of(f, kd));
   }
   ex_same_shape(f, &a, "", e);
+  bool proven = f->nunchecked && bsearch(&e, f->unchecked, f->nunchecked, sizeof e, ex_ref_cmp);
   out->type = n->type;
   out->n = a.n;
   out->l = cg_new(M, (a.n ? a.n : 1) * sizeof *out->l);
@@ -671,7 +674,7 @@ static void ex_index(cg_fn *f, ir_ref e, cg_val *out) {
     }
     out->l[i].kind = CL_SCALAR;
     out->l[i].sc = l->sc;
-    out->l[i].v = cg_read(f, l, idx, true, e);
+    out->l[i].v = cg_read(f, l, idx, !proven, e);
   }
 }
 

@@ -289,6 +289,11 @@ typedef struct lw_rec {
   ir_ref *next, *prev;
   uint32_t nnext, nprev;
   lw_val tile[2]; /* CPU tiles: their rows and columns (words, skel_rec.c) */
+  /* The body's reads a[e_1, .., e_r] of arrays from outside the recurrence
+   * whose every index is i_k + c (CPU tiles prove them in range per tile,
+   * skel_rec.c), ascending by node. */
+  struct lw_rec_input *inputs;
+  uint32_t ninputs;
 } lw_rec;
 /* Evaluates the bounds with the interpreter's checks in its order,
  * allocates the result (*out, also c->out) and checks that a . x cannot

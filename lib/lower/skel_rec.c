@@ -95,7 +95,19 @@ typedef struct rc_walk {
   int64_t *offmin, *offmax;
   ir_ref *next, *prev; /* lw_rec's */
   uint32_t nnext, nprev, capnext, capprev;
+  struct lw_rec_input *inputs;
+  uint32_t ninputs, capinputs;
 } rc_walk;
+
+/* A read of an array from outside the recurrence whose indices are all
+ * uniform: index j is i_dim[j] + off[j]. */
+struct lw_rec_input {
+  ir_ref at;
+  uint32_t var;  /* the array: variable `var` of the recurrence's scope */
+  uint32_t rank; /* of the array, at most 8 */
+  uint32_t dim[8];
+  int64_t off[8];
+};
 
 /* e (under *depth binders of the body) with let-bound variables replaced
  * by their values, and *depth the binders open at that value. */
@@ -194,6 +206,33 @@ static void rc_note_offsets(rc_walk *w, ir_ref r, uint64_t depth) {
   w->exact++;
 }
 
+/* A read r of an array from outside the recurrence, every index i_k + c:
+ * recorded in w->inputs. */
+static void rc_note_input(rc_walk *w, ir_ref r, uint64_t depth) {
+  const ac_module *m = w->m;
+  const lw_rec *c = w->c;
+  const ir_node *nd = ir_node_get(m, r), *an = ir_node_get(m, ir_kid(m, r, 0));
+  uint32_t rank = nd->nkids - 1;
+  ir_type elem;
+  uint32_t arank;
+  if (an->op != IR_VAR || (uint64_t)an->attr < depth + c->n + 1 ||
+      !ir_ty_array_view(m->ctx, an->type, &elem, &arank) || arank != rank ||
+      ir_ty_num_leaves(m->ctx, an->type) != 1 || w->ninputs >= 64)
+    return;
+  struct lw_rec_input in = {.at = r, .var = (uint32_t)((uint64_t)an->attr - depth - c->n - 1),
+                            .rank = rank};
+  for (uint32_t j = 0; j < rank; j++) {
+    uint32_t k = 0;
+    while (k < c->n && !rc_offset(w, ir_kid(m, r, j + 1), k, depth, &in.off[j]))
+      k++;
+    if (k == c->n)
+      return;
+    in.dim[j] = k;
+  }
+  cg_grow(c->L->M, (void **)&w->inputs, w->ninputs, &w->capinputs, sizeof *w->inputs, 4);
+  w->inputs[w->ninputs++] = in;
+}
+
 static void rc_walk_node(rc_walk *w, ir_ref r, uint64_t depth) {
   if (w->budget == 0)
     return;
@@ -210,6 +249,8 @@ static void rc_walk_node(rc_walk *w, ir_ref r, uint64_t depth) {
   }
   if (nd->op == IR_VAR && (uint64_t)nd->attr == depth + w->c->n)
     w->uses++;
+  if (nd->op == IR_INDEX && nd->nkids >= 2 && nd->nkids <= 9 && depth <= w->nbind)
+    rc_note_input(w, r, depth);
   for (uint32_t i = 0; i < nd->nkids; i++) {
     if (!ir_kid(m, r, i))
       continue;
@@ -257,6 +298,8 @@ static void rc_find_ordered(lw_rec *c) {
   c->nnext = w.nnext;
   c->prev = w.prev;
   c->nprev = w.nprev;
+  c->inputs = w.inputs;
+  c->ninputs = w.ninputs;
 }
 
 /* The lower bound of dimension d as an i64 constant when the program
@@ -808,9 +851,48 @@ static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
     f->late = k.carried;
     f->nlate = k.ncarried;
   }
+  /* the reads of arrays from outside that stay in range on the whole
+   * tile: interior tiles read them without checks */
+  ir_ref *unchecked = cg_new(M, (c->ninputs + 1) * sizeof *unchecked);
+  uint32_t nunchecked = 0;
+  for (uint32_t r = 0; r < c->ninputs; r++) {
+    const struct lw_rec_input *in = &c->inputs[r];
+    const cg_val *av = in->var < f->nenv ? &f->env[f->nenv - 1 - in->var] : NULL;
+    if (!av || av->n != 1 || !av->l[0].ext || av->l[0].rank != in->rank)
+      continue;
+    LLVMValueRef ok = LLVMConstInt(M->t_i1, 1, 0);
+    for (uint32_t j = 0; j < in->rank; j++) {
+      uint32_t d = in->dim[j];
+      LLVMValueRef xmin, xmax, one = cg_i64(M, 1);
+      if (d >= 2) {
+        xmin = cg_i64(M, 0);
+        xmax = LLVMBuildSub(M->b, k.ext[d], one, "");
+      } else if (rc_sigma(c, d) > 0) {
+        xmin = b[d];
+        xmax = LLVMBuildSub(M->b, e[d], one, "");
+      } else {
+        xmin = LLVMBuildSub(M->b, k.ext[d], e[d], "");
+        xmax = LLVMBuildSub(M->b, LLVMBuildSub(M->b, k.ext[d], one, ""), b[d], "");
+      }
+      LLVMValueRef base = LLVMBuildAdd(M->b, k.lo[d], cg_i64(M, in->off[j]), "");
+      LLVMValueRef lo = LLVMBuildAdd(M->b, base, xmin, ""), hi = LLVMBuildAdd(M->b, base, xmax, "");
+      /* lo <= hi: i + c does not wrap on the tile */
+      ok = LLVMBuildAnd(M->b, ok, LLVMBuildICmp(M->b, LLVMIntSLE, lo, hi, ""), "");
+      ok = LLVMBuildAnd(M->b, ok, LLVMBuildICmp(M->b, LLVMIntSGE, lo, cg_i64(M, 0), ""), "");
+      ok = LLVMBuildAnd(M->b, ok, LLVMBuildICmp(M->b, LLVMIntSLT, hi, av->l[0].ext[j], ""), "");
+    }
+    interior = LLVMBuildAnd(M->b, interior, ok, "");
+    unchecked[nunchecked++] = in->at;
+  }
+  if (nunchecked)
+    qsort(unchecked, nunchecked, sizeof *unchecked, rc_ref_cmp);
   LLVMBasicBlockRef join = sk_if(f, interior);
   k.proven = inner | 3;
+  f->unchecked = unchecked;
+  f->nunchecked = nunchecked;
   rc_tile_points(f, &k, &self, b, e);
+  f->unchecked = NULL;
+  f->nunchecked = 0;
   sk_endif(f, join);
   join = sk_if(f, LLVMBuildNot(M->b, interior, ""));
   k.proven = inner;

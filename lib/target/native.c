@@ -43,6 +43,7 @@
 #include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include <pthread.h>
@@ -73,6 +74,19 @@ static bool nat_init_failed; /* written once, inside nat_once */
 
 static void nat_init_targets(void) {
   nat_init_failed = LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter();
+  /* x86 turns a cmov on a loop-carried chain into a branch when it guesses
+   * the branch predictable (X86CmovConverter). arrayc's kernels compare
+   * data: in a recurrence's row (min(min(up, left) + 1, diag + cost)) the
+   * branch mispredicts half the time and the loop ran 2.4x slower than
+   * with the cmov. The option is LLVM's, process-wide, set once here, on
+   * x86 hosts (whose LLVM has the x86 target: it is the native one). */
+  char *triple = LLVMGetDefaultTargetTriple();
+  if (!nat_init_failed && triple && (strncmp(triple, "x86_64", 6) == 0 || strncmp(triple, "i686", 4) == 0 ||
+                                     strncmp(triple, "i386", 4) == 0)) {
+    const char *argv[2] = {"arrayc", "-x86-cmov-converter=false"};
+    LLVMParseCommandLineOptions(2, argv, NULL);
+  }
+  LLVMDisposeMessage(triple);
 }
 
 /* ---- errors ---- */
