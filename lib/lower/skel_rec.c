@@ -576,7 +576,7 @@ static uint32_t rc_front_kernel(const rc_ctx *c) {
  * last is kept in registers for the reads of the innermost neighbour
  * (cg_fn.late: the operations waiting for it are regrouped to come last). */
 
-/* Tile edges (rc_tile_sizes): an eighth of the extent within
+/* Tile edges (rc_tile_sizes): a sixteenth of the extent within
  * [RC_TILE_MIN, RC_TILE_ROWS] rows and [RC_TILE_MIN, RC_TILE_COLS] columns
  * for rank 2 (large tiles: each is one task of the pool, and its rows are
  * walked one after the other with the previous row in L1), [4, 16] for
@@ -1027,18 +1027,18 @@ static uint32_t rc_tiles_of(const rc_ctx *c, uint32_t d) {
       t);
 }
 
-/* The tiles' edges in the plan (c->tile): an eighth of the extent (a
- * small table still has tile wavefronts of several tiles) within the
- * bounds given with RC_TILE_ROWS. */
+/* The tiles' edges in the plan (c->tile): a sixteenth of the extent (a
+ * small table still has tile wavefronts of several tiles for the pool)
+ * within the bounds given with RC_TILE_ROWS. */
 static void rc_tile_sizes(rc_ctx *c) {
   lw *L = c->L;
   for (uint32_t d = 0; d < 2; d++) {
     int64_t lo = c->n == 2 ? RC_TILE_MIN : 4;
     int64_t hi = c->n == 2 ? (d == 0 ? RC_TILE_ROWS : RC_TILE_COLS) : 16;
-    uint32_t eighth = lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]), lw_x_const(L, 7)),
-                               lw_x_const(L, 8));
+    uint32_t part = lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]), lw_x_const(L, 15)),
+                             lw_x_const(L, 16));
     sk_word(L,
-            lw_x_bin(L, PX_MAX, lw_x_const(L, lo), lw_x_bin(L, PX_MIN, lw_x_const(L, hi), eighth)),
+            lw_x_bin(L, PX_MAX, lw_x_const(L, lo), lw_x_bin(L, PX_MIN, lw_x_const(L, hi), part)),
             &c->tile[d]);
   }
 }
