@@ -291,7 +291,7 @@ typedef struct lw_rec {
   lw_val tile[2]; /* CPU tiles: their rows and columns (words, skel_rec.c) */
   /* The body's reads a[e_1, .., e_r] of arrays from outside the recurrence
    * whose every index is i_k + c (CPU tiles prove them in range per tile,
-   * skel_rec.c), ascending by node. */
+   * skel_rec.c), in the order the walk met them. */
   struct lw_rec_input *inputs;
   uint32_t ninputs;
 } lw_rec;
@@ -313,8 +313,8 @@ typedef struct lw_rec_kern {
   cg_var *carry;
   const ir_ref *carried;
   uint32_t ncarried;
-  /* CPU windows: `out` is the scratch of the tile row, where the point of
-   * walking coordinates (y0, y1) of the tile starting at wb is element
+  /* CPU windows: `out` is the tile's scratch, where the point of walking
+   * coordinates (y0, y1) of the tile starting at wb is element
    * wbase + (y0 - wb[0] + wdr) * wsw + y1 - wb[1] + wdc */
   bool window;
   LLVMValueRef wbase, wb[2], wsw;

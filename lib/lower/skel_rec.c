@@ -1,6 +1,8 @@
 /* lib/lower/skel_rec.c: recurrences, rec (i1 in lo1..=hi1, ..) -> T { body },
  * on the CPU, by wavefronts (Cartey et al., "Recursion equations to GPU":
- * per-wavefront parallel code under an affine schedule).
+ * per-wavefront parallel code under an affine schedule) or by tiles, and
+ * with a window instead of the table when only one element or the rows'
+ * folds are used (the sections "tiles" and "windows" below).
  *
  * The verifier stores a schedule a (n coefficients at m->ints[node->aux],
  * lib/ir/rec.h) such that every element only reads elements of a strictly
@@ -20,7 +22,9 @@
  *      - rank 1: "rec.seq", one chunk walking the points in schedule order
  *        (each wavefront of a 1-D recurrence holds one point, so launches
  *        would be pure overhead);
- *      - rank >= 2: a plan loop over the wavefront times t from tmin to
+ *      - rank >= 2 with uniform reads of one sign per dimension: tiles in
+ *        tile wavefronts, "rec.tile" (below);
+ *      - other ranks >= 2: a plan loop over the wavefront times t from tmin to
  *        tmax, each launching "rec.front" over the points of that
  *        hyperplane. One dimension s (|a_s| = 1 preferred) is solved for:
  *        x_s = (t - sum of the others) / a_s, skipped when outside the box
