@@ -54,7 +54,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h> /* sysconf */
 
 #ifndef ARRAYC_BENCH_DIR
 #define ARRAYC_BENCH_DIR "bench"
@@ -1030,14 +1029,6 @@ static void rec_ac(void *ud) {
   ac_datum_release(&res);
 }
 
-/* The pool's threads: ARRAYC_NUM_THREADS, else the online cores (as
- * runtime/pool.c decides). */
-static long pool_threads(void) {
-  const char *env = getenv("ARRAYC_NUM_THREADS");
-  long n = env ? strtol(env, NULL, 10) : 0;
-  return n > 0 ? n : sysconf(_SC_NPROCESSORS_ONLN);
-}
-
 static void bench_rec(bench_ctx *B, const char *name, int64_t n,
                       int32_t (*ref)(int64_t, const uint8_t *, int64_t, const uint8_t *,
                                      int32_t *, int32_t *)) {
@@ -1083,7 +1074,7 @@ static void bench_rec(bench_ctx *B, const char *name, int64_t n,
   timing t = time_both(B, (runner){rec_ref, rec_ac, &s});
   B->repeat = repeat;
   double cells = (double)(n + 1) * (double)(n + 1);
-  long threads = pool_threads();
+  unsigned threads = ac_runtime_num_threads(B->rt);
   char size[64], mem[64], check[96];
   snprintf(size, sizeof size, "%lldx%lld", (long long)n, (long long)n);
   if (peak < 0)
@@ -1112,11 +1103,11 @@ static void bench_recurrences(bench_ctx *B, const char *only) {
   if (!any)
     return;
   printf("\nrecurrences: the reference is one thread of gcc -O3 -march=native walking the table "
-         "row by row in two rows; arrayc's pool has %ld threads (per core = ratio / threads); "
+         "row by row in two rows; arrayc's pool has %u threads (per core = ratio / threads); "
          "GCUPS = (n + 1)^2 cells per second; peak MB = how far the process's peak resident set "
          "rose during arrayc's first call on a fresh context and runtime (the table it would keep "
          "in parentheses)\n\n",
-         pool_threads());
+         ac_runtime_num_threads(B->rt));
   printf("| benchmark      | size        |  ref ms   | arrayc ms | ratio | per core | ref GCUPS | ac GCUPS | ac peak MB | check |\n");
   printf("|----------------|-------------|-----------|-----------|-------|----------|--------|--------|------------|-------|\n");
   for (int i = 0; i < 2; i++) {
