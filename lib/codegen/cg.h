@@ -327,6 +327,9 @@ LLVMValueRef cg_coop_any(cg_fn *f, LLVMValueRef pred);
  * `|a, b| b OP a` with OP one of + * min max & | ^ on scalars of type
  * elem: a fold may then combine elements in any order. seq_coop.c. */
 bool cg_commutative(const ac_module *m, ir_type elem, ir_ref fn);
+/* qsort/bsearch order of ir_refs (ascending): the node lists cg_fn.late
+ * and cg_fn.unchecked, and lowering's lists of reads. expr.c. */
+int cg_ref_cmp(const void *a, const void *b);
 /* An index or extent of integer kind sc as i64, as interp_sc_to_i64:
  * signed kinds sign-extend, unsigned ones zero-extend, and a u64 above
  * INT64_MAX saturates (and is then out of bounds). */

@@ -643,7 +643,10 @@ static void ex_same_shape(cg_fn *f, const cg_val *a, const char *what, ir_ref at
     }
 }
 
-static int ex_ref_cmp(const void *a, const void *b);
+int cg_ref_cmp(const void *a, const void *b) {
+  ir_ref x = *(const ir_ref *)a, y = *(const ir_ref *)b;
+  return x < y ? -1 : x > y;
+}
 
 static void ex_index(cg_fn *f, ir_ref e, cg_val *out) {
   cg_module *M = f->M;
@@ -659,7 +662,7 @@ static void ex_index(cg_fn *f, ir_ref e, cg_val *out) {
     idx[d] = cg_index_i64(f, ex_scalar(f, &v, kd), ex_scalar_of(f, kd));
   }
   ex_same_shape(f, &a, "", e);
-  bool proven = f->nunchecked && bsearch(&e, f->unchecked, f->nunchecked, sizeof e, ex_ref_cmp);
+  bool proven = f->nunchecked && bsearch(&e, f->unchecked, f->nunchecked, sizeof e, cg_ref_cmp);
   out->type = n->type;
   out->n = a.n;
   out->l = cg_new(M, (a.n ? a.n : 1) * sizeof *out->l);
@@ -700,16 +703,11 @@ static void ex_len_shape(cg_fn *f, ir_ref e, cg_val *out) {
   }
 }
 
-static int ex_ref_cmp(const void *a, const void *b) {
-  ir_ref x = *(const ir_ref *)a, y = *(const ir_ref *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Whether e contains one of f->late (*budget nodes looked at, at most). */
 static bool ex_has_late(const cg_fn *f, ir_ref e, int *budget) {
   if (!e || --*budget < 0)
     return *budget < 0;
-  if (bsearch(&e, f->late, f->nlate, sizeof e, ex_ref_cmp))
+  if (bsearch(&e, f->late, f->nlate, sizeof e, cg_ref_cmp))
     return true;
   const ir_node *n = ir_node_get(f->M->m, e);
   for (uint32_t i = 0; i < n->nkids; i++)
@@ -724,6 +722,39 @@ static bool ex_is_chain(const cg_fn *f, ir_ref e, ir_op op, ir_type t) {
   if (nd->op == IR_LET && nd->type == t)
     return ex_is_chain(f, ir_kid(f->M->m, e, 1), op, t);
   return nd->op == op && nd->type == t && nd->nkids == 2;
+}
+
+/* What e is in a chain of op of type t, `depth` nodes down: a let whose
+ * body continues the chain, a node of the chain, or an operand. */
+typedef enum ex_link { EX_OPERAND, EX_LET, EX_NODE } ex_link;
+
+static ex_link ex_link_of(const cg_fn *f, ir_ref e, ir_op op, ir_type t, unsigned depth) {
+  const ir_node *nd = ir_node_get(f->M->m, e);
+  if (depth >= 64)
+    return EX_OPERAND;
+  if (nd->op == IR_LET && nd->type == t && ex_is_chain(f, ir_kid(f->M->m, e, 1), op, t))
+    return EX_LET;
+  return nd->op == op && nd->type == t && nd->nkids == 2 ? EX_NODE : EX_OPERAND;
+}
+
+/* Counts the operands of the chain at e and whether one is late. */
+static void ex_chain_count(const cg_fn *f, ir_ref e, ir_op op, ir_type t, unsigned depth,
+                           uint32_t *nops, bool *late) {
+  switch (ex_link_of(f, e, op, t, depth)) {
+  case EX_LET:
+    ex_chain_count(f, ir_kid(f->M->m, e, 1), op, t, depth + 1, nops, late);
+    return;
+  case EX_NODE:
+    ex_chain_count(f, ir_kid(f->M->m, e, 0), op, t, depth + 1, nops, late);
+    ex_chain_count(f, ir_kid(f->M->m, e, 1), op, t, depth + 1, nops, late);
+    return;
+  case EX_OPERAND: {
+    int budget = 256;
+    (*nops)++;
+    *late = *late || ex_has_late(f, e, &budget);
+    return;
+  }
+  }
 }
 
 /* A regrouped chain being generated: the early operands combined so far
@@ -748,18 +779,20 @@ static void ex_group_add(cg_fn *f, ex_group *g, ir_ref e) {
 /* The late operands met under the lets open now, combined now. */
 static void ex_group_flush(cg_fn *f, ex_group *g) {
   uint32_t keep = 0;
-  for (uint32_t i = 0; i < g->nlate; i++)
-    if (g->late_depth[i] == g->lets)
+  for (uint32_t i = 0; i < g->nlate; i++) {
+    if (g->late_depth[i] == g->lets) {
       ex_group_add(f, g, g->late[i]);
-    else
-      g->late[keep++] = g->late[i], g->late_depth[keep - 1] = g->late_depth[i];
+      continue;
+    }
+    g->late[keep] = g->late[i];
+    g->late_depth[keep++] = g->late_depth[i];
+  }
   g->nlate = keep;
 }
 
 static void ex_group_walk(cg_fn *f, ex_group *g, ir_ref e, unsigned depth) {
-  const ir_node *nd = ir_node_get(f->M->m, e);
-  if (depth < 64 && nd->op == IR_LET && nd->type == g->t &&
-      ex_is_chain(f, ir_kid(f->M->m, e, 1), g->op, g->t)) {
+  switch (ex_link_of(f, e, g->op, g->t, depth)) {
+  case EX_LET: {
     /* the operands inside the let see its variable; those met inside
      * and still waiting are combined before it goes out of scope */
     cg_val v;
@@ -772,18 +805,21 @@ static void ex_group_walk(cg_fn *f, ex_group *g, ir_ref e, unsigned depth) {
     g->lets--;
     return;
   }
-  if (depth < 64 && nd->op == g->op && nd->type == g->t && nd->nkids == 2) {
+  case EX_NODE:
     ex_group_walk(f, g, ir_kid(f->M->m, e, 0), depth + 1);
     ex_group_walk(f, g, ir_kid(f->M->m, e, 1), depth + 1);
     return;
-  }
-  int budget = 256;
-  if (g->nlate < 16 && ex_has_late(f, e, &budget)) {
-    g->late[g->nlate] = e;
-    g->late_depth[g->nlate++] = g->lets;
+  case EX_OPERAND: {
+    int budget = 256;
+    if (g->nlate < 16 && ex_has_late(f, e, &budget)) {
+      g->late[g->nlate] = e;
+      g->late_depth[g->nlate++] = g->lets;
+      return;
+    }
+    ex_group_add(f, g, e);
     return;
   }
-  ex_group_add(f, g, e);
+  }
 }
 
 /* The chain at e regrouped with the operands containing f->late last
@@ -798,30 +834,12 @@ static bool ex_regroup(cg_fn *f, ir_ref e, cg_val *out) {
         op == IR_BOR || op == IR_BXOR) ||
       !ir_ty_is_scalar(f->M->ctx, n->type, &sc) || sc == AC_BOOL || sc >= AC_F32)
     return false;
-  /* a dry run: a late operand among three or more (two are combined in
-   * one operation whatever their order) */
-  ir_ref stack[64];
-  uint32_t top = 0, nops = 0;
-  bool seen_late = false;
-  stack[top++] = e;
-  while (top) {
-    ir_ref x = stack[--top];
-    const ir_node *xn = ir_node_get(f->M->m, x);
-    if (xn->op == IR_LET && xn->type == n->type && ex_is_chain(f, ir_kid(f->M->m, x, 1), op, n->type)) {
-      if (top < 64)
-        stack[top++] = ir_kid(f->M->m, x, 1);
-      continue;
-    }
-    if (xn->op == op && xn->type == n->type && xn->nkids == 2 && top + 2 <= 64) {
-      stack[top++] = ir_kid(f->M->m, x, 1); /* the left operand comes first */
-      stack[top++] = ir_kid(f->M->m, x, 0);
-      continue;
-    }
-    int budget = 256;
-    nops++;
-    seen_late = seen_late || ex_has_late(f, x, &budget);
-  }
-  if (!seen_late || nops < 3)
+  /* a late operand among three or more (two are combined in one
+   * operation whatever their order) */
+  uint32_t nops = 0;
+  bool late = false;
+  ex_chain_count(f, e, op, n->type, 0, &nops, &late);
+  if (!late || nops < 3)
     return false;
   ex_group g = {.op = op, .t = n->type, .sc = sc};
   ex_group_walk(f, &g, e, 0);

@@ -581,14 +581,18 @@ static bool lower_node(lw *L, ir_ref e, lw_val *out) {
   case IR_LAND:
   case IR_LOR:
     return lw_has_work(L, ir_kid(L->m, e, 1)) ? lower_logic(L, e, out) : lw_scalar(L, e, out);
-  case IR_INDEX: /* one element of a recurrence: a window of it (skel_rec.c) */
-    if (lw_rec_at_ok(L, e))
-      return lw_skel_rec_at(L, e, out) && L->M->st == AC_OK;
+  case IR_INDEX: { /* one element of a recurrence: a window of it (skel_rec.c) */
+    lw_rec c;
+    if (lw_rec_at_ok(L, e, &c))
+      return lw_skel_rec_at(L, e, &c, out) && L->M->st == AC_OK;
     break;
-  case IR_FOLD: /* the rows' folds of a recurrence, with a window */
-    if (lw_rec_fold_ok(L, e))
-      return lw_skel_rec_fold(L, e, out) && L->M->st == AC_OK;
+  }
+  case IR_FOLD: { /* the rows' folds of a recurrence, with a window */
+    lw_rec c;
+    if (lw_rec_fold_ok(L, e, &c))
+      return lw_skel_rec_fold(L, e, &c, out) && L->M->st == AC_OK;
     break;
+  }
   case IR_ITERATE:
     return loop_at_plan(L, e) ? lower_iterate(L, e, out) : lw_scalar(L, e, out);
   case IR_WHILE:

@@ -315,9 +315,9 @@ typedef struct lw_rec_kern {
   uint32_t ncarried;
   /* CPU windows: `out` is the tile's scratch, where the point of walking
    * coordinates (y0, y1) of the tile starting at wb is element
-   * wbase + (y0 - wb[0] + wdr) * wsw + y1 - wb[1] + wdc */
+   * (y0 - wb[0] + wdr) * wsw + y1 - wb[1] + wdc */
   bool window;
-  LLVMValueRef wbase, wb[2], wsw;
+  LLVMValueRef wb[2], wsw;
   int64_t wdr, wdc;
   /* CPU windows that fold the rows: the function, z, the rows' results
    * and whether the tile is its rows' first (i1) */
@@ -363,14 +363,15 @@ void lw_rec_fronts(lw_rec *c, uint32_t kernel);
 /* One element of a recurrence, (rec ...)[p, q], on the CPU: when the
  * recurrence is tiled (rank 2) and p and q are size expressions, only a
  * window of it is kept (skel_rec.c). lw_rec_at_ok says whether e is such
- * a read; it emits nothing. */
-bool lw_rec_at_ok(lw *L, ir_ref e);
-bool lw_skel_rec_at(lw *L, ir_ref e, lw_val *out);
+ * a read, emitting nothing, and fills *c for lw_skel_rec_at. */
+bool lw_rec_at_ok(lw *L, ir_ref e, lw_rec *c);
+bool lw_skel_rec_at(lw *L, ir_ref e, lw_rec *c, lw_val *out);
 /* The rows' folds of a recurrence, fold(f, z, rec ...), on the CPU: the
  * tiles fold their rows as they go, with a window of the table, when f
- * cannot fail (and is commutative if the rows are walked backwards). */
-bool lw_rec_fold_ok(lw *L, ir_ref e);
-bool lw_skel_rec_fold(lw *L, ir_ref e, lw_val *out);
+ * cannot fail (and is commutative if the rows are walked backwards).
+ * lw_rec_fold_ok fills *c for lw_skel_rec_fold. */
+bool lw_rec_fold_ok(lw *L, ir_ref e, lw_rec *c);
+bool lw_skel_rec_fold(lw *L, ir_ref e, lw_rec *c, lw_val *out);
 /* gskel_rec.c: the GPU skeleton. */
 bool lw_gskel_rec(lw *L, ir_ref e, lw_val *out);
 

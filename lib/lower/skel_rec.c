@@ -274,11 +274,6 @@ static void rc_walk_node(rc_walk *w, ir_ref r, uint64_t depth) {
   }
 }
 
-static int rc_ref_cmp(const void *a, const void *b) {
-  ir_ref x = *(const ir_ref *)a, y = *(const ir_ref *)b;
-  return x < y ? -1 : x > y;
-}
-
 static void rc_find_ordered(lw_rec *c) {
   cg_module *M = c->L->M;
   rc_walk w = {.c = c, .m = c->L->m, .budget = 1u << 16};
@@ -286,7 +281,7 @@ static void rc_find_ordered(lw_rec *c) {
   w.offmax = cg_new(M, c->n * sizeof *w.offmax);
   rc_walk_node(&w, c->body, 0);
   if (w.n)
-    qsort(w.v, w.n, sizeof *w.v, rc_ref_cmp);
+    qsort(w.v, w.n, sizeof *w.v, cg_ref_cmp);
   c->ordered = w.v;
   c->nordered = w.n;
   /* every use of the array is the array of a counted read (a walk cut
@@ -295,9 +290,9 @@ static void rc_find_ordered(lw_rec *c) {
   c->offmin = w.offmin;
   c->offmax = w.offmax;
   if (w.nnext)
-    qsort(w.next, w.nnext, sizeof *w.next, rc_ref_cmp);
+    qsort(w.next, w.nnext, sizeof *w.next, cg_ref_cmp);
   if (w.nprev)
-    qsort(w.prev, w.nprev, sizeof *w.prev, rc_ref_cmp);
+    qsort(w.prev, w.nprev, sizeof *w.prev, cg_ref_cmp);
   c->next = w.next;
   c->nnext = w.nnext;
   c->prev = w.prev;
@@ -325,7 +320,7 @@ LLVMValueRef lw_rec_read(cg_fn *f, const lw_rec_kern *k, LLVMValueRef *idx, ir_r
                          LLVMValueRef *kd) {
   cg_module *M = f->M;
   const lw_rec *c = k->c;
-  bool ordered = c->nordered && bsearch(&at, c->ordered, c->nordered, sizeof at, rc_ref_cmp);
+  bool ordered = c->nordered && bsearch(&at, c->ordered, c->nordered, sizeof at, cg_ref_cmp);
   LLVMValueRef inside = LLVMConstInt(M->t_i1, 1, 0), key = cg_i64(M, 0);
   for (uint32_t d = 0; d < c->n; d++) {
     kd[d] = LLVMBuildSub(M->b, idx[d], k->lo[d], "");
@@ -364,8 +359,7 @@ static LLVMValueRef rc_local(cg_fn *f, const rc_kernel *k, LLVMValueRef y0, LLVM
   cg_module *M = f->M;
   LLVMValueRef r = LLVMBuildAdd(M->b, LLVMBuildSub(M->b, y0, k->wb[0], ""), cg_i64(M, k->wdr), "");
   LLVMValueRef c = LLVMBuildAdd(M->b, LLVMBuildSub(M->b, y1, k->wb[1], ""), cg_i64(M, k->wdc), "");
-  return LLVMBuildAdd(M->b, k->wbase,
-                      LLVMBuildAdd(M->b, LLVMBuildMul(M->b, r, k->wsw, ""), c, ""), "");
+  return LLVMBuildAdd(M->b, LLVMBuildMul(M->b, r, k->wsw, ""), c, "");
 }
 
 /* d[idx] for leaf l of the array being defined (see the header). */
@@ -375,14 +369,14 @@ static LLVMValueRef rc_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_re
   const rc_kernel *k = le->k;
   LLVMValueRef *kd = cg_new(M, k->c->n * sizeof *kd), lin = cg_i64(M, 0);
   LLVMValueRef ok = lw_rec_read(f, k, idx, at, kd);
-  if (k->carry && bsearch(&at, k->carried, k->ncarried, sizeof at, rc_ref_cmp)) {
+  if (k->carry && bsearch(&at, k->carried, k->ncarried, sizeof at, cg_ref_cmp)) {
     cg_val v;
     cg_var_load(f, k->carry, &v);
     return v.l[le->leaf].v;
   }
   if (k->window) {
     lin = rc_local(f, k, rc_walking(f, k, 0, kd[0]), rc_walking(f, k, 1, kd[1]));
-    lin = LLVMBuildSelect(M->b, ok, lin, k->wbase, "");
+    lin = LLVMBuildSelect(M->b, ok, lin, cg_i64(M, 0), "");
     return cg_load_elem(f, &k->out.l[le->leaf], lin);
   }
   for (uint32_t d = 0; d < k->c->n; d++)
@@ -589,6 +583,12 @@ static uint32_t rc_front_kernel(const rc_ctx *c) {
 #define RC_TILE_COLS 512
 #define RC_TILE_MIN 32
 
+/* How far the reads reach back along dimension k in the walking order
+ * (the largest |offset|; 0 when no read moves along k). */
+static int64_t rc_reach(const lw_rec *c, uint32_t k) {
+  return rc_sigma(c, k) > 0 ? -c->offmin[k] : c->offmax[k];
+}
+
 /* The direction of dimension k: +1 (offsets <= 0), -1 (offsets >= 0; +1
  * wins when all are 0) or 0 (both signs: no tiling). */
 static int rc_sigma(const lw_rec *c, uint32_t k) {
@@ -733,7 +733,6 @@ static LLVMValueRef rc_window_in(cg_fn *f, rc_kernel *k, const rc_window *win, c
   k->wsw = LLVMBuildAdd(M->b, T[1], dc, "");
   k->wb[0] = b[0];
   k->wb[1] = b[1];
-  k->wbase = zero;
   LLVMValueRef mark = cg_tmp_mark(f);
   LLVMValueRef n =
       LLVMBuildMul(M->b, LLVMBuildAdd(M->b, T[0], cg_i64(M, win->dr), ""), k->wsw, "");
@@ -787,6 +786,57 @@ static void rc_window_out(cg_fn *f, rc_kernel *k, const rc_window *win, uint32_t
   cg_tmp_release(f, mark);
 }
 
+/* The reads of arrays from outside (c->inputs) that stay in range on the
+ * whole tile from b to e (walking coordinates), for interior tiles to read
+ * them without checks: *interior is and-ed with the condition that they
+ * do, and *out gets them, ascending (their number is returned). */
+static uint32_t rc_inputs_proven(cg_fn *f, const rc_kernel *k, LLVMValueRef *b, LLVMValueRef *e,
+                                 LLVMValueRef *interior, ir_ref **out) {
+  cg_module *M = f->M;
+  const lw_rec *c = k->c;
+  LLVMValueRef one = cg_i64(M, 1);
+  /* the 0-based coordinates the tile covers, per dimension */
+  LLVMValueRef *xmin = cg_new(M, c->n * sizeof *xmin), *xmax = cg_new(M, c->n * sizeof *xmax);
+  for (uint32_t d = 0; d < c->n; d++) {
+    if (d >= 2) {
+      xmin[d] = cg_i64(M, 0);
+      xmax[d] = LLVMBuildSub(M->b, k->ext[d], one, "");
+    } else if (rc_sigma(c, d) > 0) {
+      xmin[d] = b[d];
+      xmax[d] = LLVMBuildSub(M->b, e[d], one, "");
+    } else {
+      xmin[d] = LLVMBuildSub(M->b, k->ext[d], e[d], "");
+      xmax[d] = LLVMBuildSub(M->b, LLVMBuildSub(M->b, k->ext[d], one, ""), b[d], "");
+    }
+  }
+  ir_ref *proven = cg_new(M, (c->ninputs + 1) * sizeof *proven);
+  uint32_t n = 0;
+  for (uint32_t r = 0; r < c->ninputs; r++) {
+    const struct lw_rec_input *in = &c->inputs[r];
+    const cg_val *av = in->var < f->nenv ? &f->env[f->nenv - 1 - in->var] : NULL;
+    if (!av || av->n != 1 || !av->l[0].ext || av->l[0].rank != in->rank)
+      continue;
+    for (uint32_t j = 0; j < in->rank; j++) {
+      uint32_t d = in->dim[j];
+      LLVMValueRef base = LLVMBuildAdd(M->b, k->lo[d], cg_i64(M, in->off[j]), "");
+      LLVMValueRef lo = LLVMBuildAdd(M->b, base, xmin[d], "");
+      LLVMValueRef hi = LLVMBuildAdd(M->b, base, xmax[d], "");
+      /* lo <= hi: i + c does not wrap on the tile */
+      LLVMValueRef ok = LLVMBuildAnd(
+          M->b, LLVMBuildICmp(M->b, LLVMIntSLE, lo, hi, ""),
+          LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, lo, cg_i64(M, 0), ""),
+                       LLVMBuildICmp(M->b, LLVMIntSLT, hi, av->l[0].ext[j], ""), ""),
+          "");
+      *interior = LLVMBuildAnd(M->b, *interior, ok, "");
+    }
+    proven[n++] = in->at;
+  }
+  if (n)
+    qsort(proven, n, sizeof *proven, cg_ref_cmp);
+  *out = proven;
+  return n;
+}
+
 /* "rec.tile" (or "rec.window" with a window): tile i of the tile
  * wavefront w is (ilo + i, w - ilo - i). */
 static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
@@ -824,9 +874,8 @@ static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
     e[d] = LLVMBuildAdd(M->b, b[d], T[d], "");
     e[d] = LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, e[d], k.ext[d], ""), e[d],
                            k.ext[d], "");
-    int64_t reach = rc_sigma(c, d) > 0 ? -c->offmin[d] : c->offmax[d];
     interior = LLVMBuildAnd(
-        M->b, interior, LLVMBuildICmp(M->b, LLVMIntSGE, b[d], cg_i64(M, reach), ""), "");
+        M->b, interior, LLVMBuildICmp(M->b, LLVMIntSGE, b[d], cg_i64(M, rc_reach(c, d)), ""), "");
   }
   LLVMValueRef rows = LLVMBuildSub(M->b, e[0], b[0], ""), cols = LLVMBuildSub(M->b, e[1], b[1], "");
   LLVMValueRef mark = NULL;
@@ -855,41 +904,9 @@ static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
     f->late = k.carried;
     f->nlate = k.ncarried;
   }
-  /* the reads of arrays from outside that stay in range on the whole
-   * tile: interior tiles read them without checks */
-  ir_ref *unchecked = cg_new(M, (c->ninputs + 1) * sizeof *unchecked);
-  uint32_t nunchecked = 0;
-  for (uint32_t r = 0; r < c->ninputs; r++) {
-    const struct lw_rec_input *in = &c->inputs[r];
-    const cg_val *av = in->var < f->nenv ? &f->env[f->nenv - 1 - in->var] : NULL;
-    if (!av || av->n != 1 || !av->l[0].ext || av->l[0].rank != in->rank)
-      continue;
-    LLVMValueRef ok = LLVMConstInt(M->t_i1, 1, 0);
-    for (uint32_t j = 0; j < in->rank; j++) {
-      uint32_t d = in->dim[j];
-      LLVMValueRef xmin, xmax, one = cg_i64(M, 1);
-      if (d >= 2) {
-        xmin = cg_i64(M, 0);
-        xmax = LLVMBuildSub(M->b, k.ext[d], one, "");
-      } else if (rc_sigma(c, d) > 0) {
-        xmin = b[d];
-        xmax = LLVMBuildSub(M->b, e[d], one, "");
-      } else {
-        xmin = LLVMBuildSub(M->b, k.ext[d], e[d], "");
-        xmax = LLVMBuildSub(M->b, LLVMBuildSub(M->b, k.ext[d], one, ""), b[d], "");
-      }
-      LLVMValueRef base = LLVMBuildAdd(M->b, k.lo[d], cg_i64(M, in->off[j]), "");
-      LLVMValueRef lo = LLVMBuildAdd(M->b, base, xmin, ""), hi = LLVMBuildAdd(M->b, base, xmax, "");
-      /* lo <= hi: i + c does not wrap on the tile */
-      ok = LLVMBuildAnd(M->b, ok, LLVMBuildICmp(M->b, LLVMIntSLE, lo, hi, ""), "");
-      ok = LLVMBuildAnd(M->b, ok, LLVMBuildICmp(M->b, LLVMIntSGE, lo, cg_i64(M, 0), ""), "");
-      ok = LLVMBuildAnd(M->b, ok, LLVMBuildICmp(M->b, LLVMIntSLT, hi, av->l[0].ext[j], ""), "");
-    }
-    interior = LLVMBuildAnd(M->b, interior, ok, "");
-    unchecked[nunchecked++] = in->at;
-  }
-  if (nunchecked)
-    qsort(unchecked, nunchecked, sizeof *unchecked, rc_ref_cmp);
+  /* the reads of arrays from outside, proven in range on the tile */
+  ir_ref *unchecked;
+  uint32_t nunchecked = rc_inputs_proven(f, &k, b, e, &interior, &unchecked);
   LLVMBasicBlockRef join = sk_if(f, interior);
   k.proven = inner | 3;
   f->unchecked = unchecked;
@@ -970,14 +987,26 @@ void lw_rec_fronts_setup(lw_rec *c) {
   lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->cnt);
 }
 
-void lw_rec_fronts(lw_rec *c, uint32_t kf) {
+/* The number of points of the domain (a plan expression). */
+static uint32_t rc_size(const rc_ctx *c) {
   lw *L = c->L;
   uint32_t size = lw_x_const(L, 1);
   for (uint32_t d = 0; d < c->n; d++)
     size = lw_x_bin(L, PX_MUL, size, sk_xw(L, &c->ext[d]));
+  return size;
+}
+
+/* Opens `if the domain has points` in the plan (pl_end closes it). */
+static void rc_if_nonempty(const rc_ctx *c) {
+  lw *L = c->L;
   lw_val nonempty;
-  sk_word(L, lw_x_bin(L, PX_NE, size, lw_x_const(L, 0)), &nonempty);
+  sk_word(L, lw_x_bin(L, PX_NE, rc_size(c), lw_x_const(L, 0)), &nonempty);
   pl_if(L->p, nonempty.words[0]);
+}
+
+void lw_rec_fronts(lw_rec *c, uint32_t kf) {
+  lw *L = c->L;
+  rc_if_nonempty(c);
   uint32_t tmin = lw_x_const(L, 0), tmax = lw_x_const(L, 0), rlo = lw_x_const(L, 0);
   uint32_t rhi = lw_x_const(L, 0), other = lw_x_const(L, 1);
   for (uint32_t d = 0; d < c->n; d++) {
@@ -1052,12 +1081,8 @@ static void rc_tile_sizes(rc_ctx *c) {
  * `kern` (c->t holds w, c->kulo the first I). */
 static void rc_tile_loop(rc_ctx *c, uint32_t kern) {
   lw *L = c->L;
-  uint32_t size = lw_x_const(L, 1), nt[2];
-  for (uint32_t d = 0; d < c->n; d++)
-    size = lw_x_bin(L, PX_MUL, size, sk_xw(L, &c->ext[d]));
-  lw_val nonempty;
-  sk_word(L, lw_x_bin(L, PX_NE, size, lw_x_const(L, 0)), &nonempty);
-  pl_if(L->p, nonempty.words[0]);
+  uint32_t nt[2];
+  rc_if_nonempty(c);
   uint32_t one = lw_x_const(L, 1);
   for (uint32_t d = 0; d < 2; d++)
     nt[d] = rc_hoist(L, rc_tiles_of(c, d));
@@ -1199,10 +1224,7 @@ bool lw_skel_rec(lw *L, ir_ref e, lw_val *out) {
   for (uint32_t d = 0; d < n; d++)
     zero = zero && c.a[d] == 0;
   if (zero) {
-    uint32_t size = lw_x_const(L, 1);
-    for (uint32_t d = 0; d < n; d++)
-      size = lw_x_bin(L, PX_MUL, size, sk_xw(L, &c.ext[d]));
-    lw_launch(L, rc_all_kernel(&c), size, PL_AUTO);
+    lw_launch(L, rc_all_kernel(&c), rc_size(&c), PL_AUTO);
   } else if (n == 1) {
     sk_launch1(L, rc_seq_kernel(&c));
   } else if (rc_tileable(&c)) {
@@ -1224,17 +1246,18 @@ static bool rc_window_ok(lw *L, ir_ref r, lw_rec *c) {
          rn->aux + 2 <= m->nints && rc_init(L, r, c) && rc_tileable(c);
 }
 
-/* The host side of a window for recurrence r: the bounds and their
+/* The host side of a window for recurrence c (rc_window_ok): the bounds and their
  * checks, the size check of the table the interpreter would allocate (it
  * is never allocated here), the tiles' edges, v and h; *ext gets the
  * extents. */
-static bool rc_window_begin(lw *L, ir_ref r, rc_ctx *c, rc_window *win, uint32_t **ext) {
-  if (!rc_init(L, r, c) || !rc_bounds(c, ext))
+static bool rc_window_begin(lw *L, rc_ctx *c, rc_window *win, uint32_t **ext) {
+  ir_ref r = c->e;
+  if (!rc_bounds(c, ext))
     return false;
   lw_size_check(L, r, c->n, *ext, NULL);
   rc_fits_check(c);
-  win->dr = rc_sigma(c, 0) > 0 ? -c->offmin[0] : c->offmax[0];
-  win->dc = rc_sigma(c, 1) > 0 ? -c->offmin[1] : c->offmax[1];
+  win->dr = rc_reach(c, 0);
+  win->dc = rc_reach(c, 1);
   rc_tile_sizes(c);
   ir_type elem = ir_node_get(L->m, c->body)->type, row = ir_ty_array(L->ctx, elem, 1);
   uint32_t n = lw_x_bin(
@@ -1252,7 +1275,7 @@ static bool rc_window_begin(lw *L, ir_ref r, rc_ctx *c, rc_window *win, uint32_t
   return L->M->st == AC_OK;
 }
 
-bool lw_rec_at_ok(lw *L, ir_ref e) {
+bool lw_rec_at_ok(lw *L, ir_ref e, lw_rec *c) {
   ac_module *m = L->m;
   const ir_node *nd = ir_node_get(m, e);
   if (L->gpu || nd->op != IR_INDEX || nd->nkids != 3)
@@ -1260,17 +1283,16 @@ bool lw_rec_at_ok(lw *L, ir_ref e) {
   for (uint32_t d = 0; d < 2; d++)
     if (!lw_is_size(L, ir_kid(m, e, 1 + d)))
       return false;
-  lw_rec c;
-  return rc_window_ok(L, ir_kid(m, e, 0), &c);
+  return rc_window_ok(L, ir_kid(m, e, 0), c);
 }
 
-bool lw_skel_rec_at(lw *L, ir_ref e, lw_val *out) {
+bool lw_skel_rec_at(lw *L, ir_ref e, lw_rec *rec, lw_val *out) {
   ac_module *m = L->m;
-  rc_ctx c;
+  rc_ctx c = *rec;
   rc_window win;
   memset(&win, 0, sizeof win);
   uint32_t *ext;
-  if (!rc_window_begin(L, ir_kid(m, e, 0), &c, &win, &ext))
+  if (!rc_window_begin(L, &c, &win, &ext))
     return false;
   /* the indices: size expressions, which cannot fail, so evaluating them
    * before the recurrence rather than after is not observable */
@@ -1300,12 +1322,12 @@ bool lw_skel_rec_at(lw *L, ir_ref e, lw_val *out) {
   return L->M->st == AC_OK;
 }
 
-bool lw_rec_fold_ok(lw *L, ir_ref e) {
+bool lw_rec_fold_ok(lw *L, ir_ref e, lw_rec *rec) {
   ac_module *m = L->m;
   const ir_node *nd = ir_node_get(m, e);
-  lw_rec c;
-  if (L->gpu || nd->op != IR_FOLD || nd->nkids != 3 || !rc_window_ok(L, ir_kid(m, e, 2), &c))
+  if (L->gpu || nd->op != IR_FOLD || nd->nkids != 3 || !rc_window_ok(L, ir_kid(m, e, 2), rec))
     return false;
+  const lw_rec c = *rec;
   /* fn cannot fail (a recurrence that fails leaves values that the
    * interpreter never folds), and combines in any order unless the rows
    * are walked in their order */
@@ -1333,15 +1355,14 @@ static uint32_t rc_fold_empty_kernel(const rc_ctx *c, const rc_window *win) {
   return kern;
 }
 
-bool lw_skel_rec_fold(lw *L, ir_ref e, lw_val *out) {
+bool lw_skel_rec_fold(lw *L, ir_ref e, lw_rec *rec, lw_val *out) {
   ac_module *m = L->m;
-  rc_ctx c;
+  rc_ctx c = *rec;
   rc_window win;
   memset(&win, 0, sizeof win);
   uint32_t *ext;
   /* z first, as the interpreter evaluates it */
-  if (!lw_expr(L, ir_kid(m, e, 1), &win.z) ||
-      !rc_window_begin(L, ir_kid(m, e, 2), &c, &win, &ext))
+  if (!lw_expr(L, ir_kid(m, e, 1), &win.z) || !rc_window_begin(L, &c, &win, &ext))
     return false;
   win.fold = true;
   win.fn = ir_kid(m, e, 0);
