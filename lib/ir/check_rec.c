@@ -49,16 +49,21 @@ typedef enum fkind {
 } fkind;
 
 /* Coefficients are tracked for the first FORM_DIMS dimensions, enough for
- * every schedule rec_schedule can search (at most 8 non-free dimensions). */
+ * every schedule rec_schedule can search (at most 8 non-free dimensions),
+ * and for FORM_RV split-point variables (the indices of generates nested in
+ * the body whose extents depend on the rec's indices). */
 #define FORM_DIMS 8
+#define FORM_RV 4
 
 typedef struct form {
   uint8_t kind;
   uint32_t dim;
   int64_t c;
-  /* F_AFF: sum co[k] * i_k + c (+ a value independent of the indices when
-   * offfree); wide: coefficients beyond FORM_DIMS, known only to be affine */
+  /* F_AFF: sum co[k] * i_k + sum rv[q] * t_q + c (+ a value independent of
+   * the indices when offfree); wide: coefficients beyond FORM_DIMS, known
+   * only to be affine */
   int64_t co[FORM_DIMS];
+  int64_t rv[FORM_RV];
   bool offfree, wide;
 } form;
 
@@ -78,6 +83,23 @@ typedef struct rw_entry {
   ir_sym name;
 } rw_entry;
 
+/* A split-point variable t_q: the index of a generate (or of a map over an
+ * iota) nested in the body whose extent s is affine in the rec's indices,
+ * so that 0 <= t_q and, when s has a constant offset, t_q <= s - 1. The
+ * constraints are rows over (i_1..i_FORM_DIMS, t_1..t_FORM_RV, 1) >= 0. */
+#define CONS_W (FORM_DIMS + FORM_RV + 1)
+typedef struct rvar {
+  int64_t cons[2][CONS_W];
+  uint32_t ncons;
+} rvar;
+
+/* The split-point information of one dependency (rec.h's rec_range), in
+ * rw.rdata from off: vx (n * n), vt (n * nt), cons (ncons * (n + nt + 1)). */
+typedef struct dep_range {
+  size_t off; /* SIZE_MAX: a uniform dependency */
+  uint32_t nt, ncons;
+} dep_range;
+
 /* State of the analysis of one REC node. */
 typedef struct rw {
   chk *c;
@@ -90,7 +112,12 @@ typedef struct rw {
   uint8_t *isfree; /* ndeps * n */
   ir_ref *refs;    /* the INDEX node of each dependency */
   uint32_t *text;  /* offset of each dependency's rendering in texts */
-  size_t ndeps, capdist, capfree, caprefs, captext;
+  dep_range *rng;  /* ndeps */
+  size_t ndeps, capdist, capfree, caprefs, captext, caprng;
+  int64_t *rdata;
+  size_t nrdata, caprdata;
+  rvar rv[FORM_RV]; /* the split-point variables in scope */
+  uint32_t nrv;
   ir_buf texts;
 } rw;
 
@@ -290,8 +317,15 @@ static bool to_lin(form f, form *l) {
 /* The simplest form of an affine l: a constant, a free value, i_k + c (the
  * uniform shape: one coefficient 1 and a constant offset), or F_AFF. So
  * `2 * i - i - 1` and `-(1 - i)` are the uniform i - 1. */
+static bool has_rv(form l) {
+  for (uint32_t q = 0; q < FORM_RV; q++)
+    if (l.rv[q] != 0)
+      return true;
+  return false;
+}
+
 static form from_lin(form l) {
-  if (l.wide)
+  if (l.wide || has_rv(l))
     return l;
   uint32_t nz = 0, k = 0;
   for (uint32_t d = 0; d < FORM_DIMS; d++)
@@ -314,6 +348,9 @@ static form lin_combine(form x, int64_t a, form y, int64_t b) {
   int64_t p, q;
   for (uint32_t d = 0; d < FORM_DIMS; d++)
     if (!ck_mul(x.co[d], a, &p) || !ck_mul(y.co[d], b, &q) || !ck_add(p, q, &r.co[d]))
+      return (form){.kind = F_RANGE, .dim = 0, .c = 0};
+  for (uint32_t d = 0; d < FORM_RV; d++)
+    if (!ck_mul(x.rv[d], a, &p) || !ck_mul(y.rv[d], b, &q) || !ck_add(p, q, &r.rv[d]))
       return (form){.kind = F_RANGE, .dim = 0, .c = 0};
   if (!ck_mul(x.c, a, &p) || !ck_mul(y.c, b, &q) || !ck_add(p, q, &r.c))
     return (form){.kind = F_RANGE, .dim = 0, .c = 0};
@@ -391,6 +428,57 @@ static form walk(rw *w, ir_ref r);
 
 /* ---- dependencies ---- */
 
+/* A component through split points: affine in the indices (the first
+ * FORM_DIMS, all of them) and in some t_q, with a constant offset. */
+static bool ranged_form(const rw *w, form f) {
+  return f.kind == F_AFF && !f.offfree && !f.wide && w->n <= FORM_DIMS && has_rv(f);
+}
+
+/* -x, or INT64_MIN (which rec_schedule reports as too large) when -x is not
+ * representable. */
+static int64_t neg_or_min(int64_t x) {
+  return x == INT64_MIN ? INT64_MIN : -x;
+}
+
+/* Records dependency j's split-point information (dep_range): component k
+ * of its distance is i_k - f_k = sum_m (delta_km - co_m) i_m - sum_q rv_q t_q
+ * - c for ranged components, a constant for uniform ones, and the
+ * constraints of every split-point variable in scope. */
+static bool add_range(rw *w, size_t j, const form *fs) {
+  uint32_t n = w->n, nt = w->nrv, nc = 0;
+  for (uint32_t q = 0; q < nt; q++)
+    nc += w->rv[q].ncons;
+  size_t need = (size_t)n * n + (size_t)n * nt + (size_t)nc * (n + nt + 1);
+  if (!ac_grow(w->c->ctx, (void **)&w->rdata, &w->caprdata, w->nrdata + need, sizeof *w->rdata))
+    return chk_oom(w->c);
+  int64_t *vx = w->rdata + w->nrdata, *vt = vx + (size_t)n * n, *cons = vt + (size_t)n * nt;
+  memset(vx, 0, need * sizeof *vx);
+  for (uint32_t k = 0; k < n; k++) {
+    if (!ranged_form(w, fs[k]))
+      continue;
+    for (uint32_t m = 0; m < n; m++) {
+      int64_t v = neg_or_min(fs[k].co[m]);
+      if (k == m && v != INT64_MIN)
+        v = v == INT64_MAX ? INT64_MIN : v + 1;
+      vx[k * n + m] = v;
+    }
+    for (uint32_t q = 0; q < nt; q++)
+      vt[k * nt + q] = neg_or_min(fs[k].rv[q]);
+  }
+  size_t row = 0;
+  for (uint32_t q = 0; q < nt; q++)
+    for (uint32_t i = 0; i < w->rv[q].ncons; i++, row++) {
+      const int64_t *src = w->rv[q].cons[i];
+      int64_t *dst = cons + row * (n + nt + 1);
+      memcpy(dst, src, n * sizeof *dst);
+      memcpy(dst + n, src + FORM_DIMS, nt * sizeof *dst);
+      dst[n + nt] = src[CONS_W - 1];
+    }
+  w->rng[j] = (dep_range){.off = w->nrdata, .nt = nt, .ncons = nc};
+  w->nrdata += need;
+  return true;
+}
+
 static bool add_dep(rw *w, ir_ref ref, const form *fs) {
   chk *c = w->c;
   uint32_t n = w->n;
@@ -415,13 +503,20 @@ static bool add_dep(rw *w, ir_ref ref, const form *fs) {
   if (!ac_grow(c->ctx, (void **)&w->dist, &w->capdist, (j + 1) * n, sizeof *w->dist) ||
       !ac_grow(c->ctx, (void **)&w->isfree, &w->capfree, (j + 1) * n, sizeof *w->isfree) ||
       !ac_grow(c->ctx, (void **)&w->refs, &w->caprefs, j + 1, sizeof *w->refs) ||
-      !ac_grow(c->ctx, (void **)&w->text, &w->captext, j + 1, sizeof *w->text))
+      !ac_grow(c->ctx, (void **)&w->text, &w->captext, j + 1, sizeof *w->text) ||
+      !ac_grow(c->ctx, (void **)&w->rng, &w->caprng, j + 1, sizeof *w->rng))
     return chk_oom(c);
+  bool any_ranged = false;
   for (uint32_t k = 0; k < n; k++) {
     bool uniform = fs[k].kind == F_IDX && fs[k].dim == k;
-    w->isfree[j * n + k] = !uniform;
-    w->dist[j * n + k] = uniform ? -fs[k].c : 0;
+    bool ranged = ranged_form(w, fs[k]);
+    any_ranged |= ranged;
+    w->isfree[j * n + k] = !uniform && !ranged;
+    w->dist[j * n + k] = uniform ? -fs[k].c : ranged ? neg_or_min(fs[k].c) : 0;
   }
+  w->rng[j] = (dep_range){.off = SIZE_MAX};
+  if (any_ranged && !add_range(w, j, fs))
+    return false;
   w->refs[j] = ref;
   w->text[j] = (uint32_t)w->texts.len;
   render(w, ref, &w->texts, 0);
@@ -488,16 +583,85 @@ static bool params_tainted(const rw *w, ir_ref r, uint32_t lk, uint32_t srcmask,
   return false;
 }
 
+/* The number of parameters of r's lambda, 0 when it has none. */
+static uint32_t lam_params(const rw *w, ir_ref r) {
+  const ir_node *n = ir_node_get(w->m, r);
+  for (uint32_t i = 0; i < n->nkids; i++) {
+    const ir_node *k = ir_node_get(w->m, ir_kid(w->m, r, i));
+    if (k->op == IR_LAM)
+      return (uint32_t)k->attr;
+  }
+  return 0;
+}
+
+/* Walks child i of r; when it gives the extents the lambda's parameters
+ * range over (a generate's shape, the n of a map over iota(n)), also their
+ * forms, one per parameter, in shp (*nshp of them, 0 when unknown). */
+static form walk_extent(rw *w, ir_ref r, uint32_t i, form *shp, uint32_t *nshp) {
+  const ir_node *n = ir_node_get(w->m, r);
+  ir_ref k = ir_kid(w->m, r, i);
+  const ir_node *kn = ir_node_get(w->m, k);
+  uint32_t np = lam_params(w, r);
+  if (n->op == IR_GENERATE && i == 0 && np == 1) {
+    shp[0] = walk(w, k);
+    *nshp = 1;
+    return shp[0];
+  }
+  if (n->op == IR_GENERATE && i == 0 && np <= FORM_RV && kn->op == IR_TUPLE && kn->nkids == np) {
+    bool any = false;
+    for (uint32_t j = 0; j < np; j++)
+      any |= mentions(shp[j] = walk(w, ir_kid(w->m, k, j)));
+    *nshp = np;
+    return taint(any);
+  }
+  ir_ref io = k; /* fusion marks the iota delay(iota(n)) */
+  while (ir_node_get(w->m, io)->op == IR_DELAY)
+    io = ir_kid(w->m, io, 0);
+  if (n->op == IR_MAP && i == 1 && n->nkids == 2 && ir_node_get(w->m, io)->op == IR_IOTA) {
+    shp[0] = walk(w, ir_kid(w->m, io, 0));
+    *nshp = 1;
+    return taint(mentions(shp[0]));
+  }
+  return walk(w, k);
+}
+
+/* Makes a parameter ranging over 0..s-1 a split-point variable when s is
+ * affine in the indices and mentions them: its form, or taint(s) when it
+ * cannot be one (not affine, or FORM_RV variables in scope already). */
+static form push_rvar(rw *w, form s) {
+  form l;
+  if (!mentions(s) || !to_lin(s, &l) || l.wide || w->n > FORM_DIMS || w->nrv >= FORM_RV)
+    return taint(mentions(s));
+  uint32_t q = w->nrv;
+  rvar *v = &w->rv[q];
+  memset(v, 0, sizeof *v);
+  v->cons[0][FORM_DIMS + q] = 1; /* t_q >= 0 */
+  v->ncons = 1;
+  int64_t top;
+  if (!l.offfree && l.c != INT64_MIN && ck_add(l.c, -1, &top)) { /* s - 1 - t_q >= 0 */
+    memcpy(v->cons[1], l.co, sizeof l.co);
+    memcpy(v->cons[1] + FORM_DIMS, l.rv, sizeof l.rv);
+    v->cons[1][FORM_DIMS + q] = -1;
+    v->cons[1][CONS_W - 1] = top;
+    v->ncons = 2;
+  }
+  w->nrv++;
+  form t = {.kind = F_AFF};
+  t.rv[q] = 1;
+  return t;
+}
+
 static form walk_generic(rw *w, ir_ref r) {
   uint32_t nk = ir_node_get(w->m, r)->nkids;
-  uint32_t mask = 0;
+  uint32_t mask = 0, nshp = 0;
+  form shp[FORM_RV];
   bool any = false;
   for (uint32_t i = 0; i < nk && rw_ok(w); i++) {
     ir_ref k = ir_kid(w->m, r, i);
     uint16_t op = ir_node_get(w->m, k)->op;
     if (op == IR_LAM || op == IR_FNREF)
       continue;
-    if (mentions(walk(w, k))) {
+    if (mentions(walk_extent(w, r, i, shp, &nshp))) {
       any = true;
       if (i < 32)
         mask |= 1u << i;
@@ -511,13 +675,15 @@ static form walk_generic(rw *w, ir_ref r) {
       continue;
     size_t np = (size_t)kn->attr;
     form p = taint(params_tainted(w, r, i, mask, any));
+    uint32_t nrv = w->nrv;
     size_t j = 0;
     for (; j < np; j++)
-      if (!rw_push(w, p, chk_node_name(w->c, k, (uint32_t)j)))
+      if (!rw_push(w, nshp == np ? push_rvar(w, shp[j]) : p, chk_node_name(w->c, k, (uint32_t)j)))
         break;
     if (j == np)
       result |= mentions(walk(w, ir_kid(w->m, k, 0)));
     w->nenv -= j;
+    w->nrv = nrv;
   }
   return taint(result);
 }
@@ -698,6 +864,11 @@ static void report_conflict(rw *w, const uint32_t *cul, uint32_t nc) {
   }
   if (b.oom)
     chk_oom(w->c);
+  else if (nc == 1 && w->rng[cul[0]].off != SIZE_MAX)
+    chk_fail(w->c, w->rec,
+             "rec dependency admits no schedule (at some split point it reads the element "
+             "itself, or elements on both sides of it): %s",
+             ir_buf_cstr(&b));
   else
     chk_fail(w->c, w->rec, "rec dependencies admit no schedule (cycle): %s", ir_buf_cstr(&b));
   ir_buf_free(&b);
@@ -707,19 +878,24 @@ static void schedule(rw *w) {
   chk *c = w->c;
   ac_module *m = w->m;
   uint32_t n = w->n;
-  /* equal vectors are one constraint; keep the first reference of each */
-  size_t nd = 0;
+  /* equal uniform vectors are one constraint; keep the first reference of
+   * each (split-point dependencies are kept as they are) */
+  size_t nd = 0, nr = 0;
   for (size_t j = 0; j < w->ndeps; j++) {
     size_t i = 0;
-    while (i < nd && (memcmp(w->dist + i * n, w->dist + j * n, n * sizeof *w->dist) ||
-                      memcmp(w->isfree + i * n, w->isfree + j * n, n)))
+    while (w->rng[j].off == SIZE_MAX && i < nd &&
+           (w->rng[i].off != SIZE_MAX ||
+            memcmp(w->dist + i * n, w->dist + j * n, n * sizeof *w->dist) ||
+            memcmp(w->isfree + i * n, w->isfree + j * n, n)))
       i++;
-    if (i < nd)
+    if (w->rng[j].off == SIZE_MAX && i < nd)
       continue;
     memmove(w->dist + nd * n, w->dist + j * n, n * sizeof *w->dist);
     memmove(w->isfree + nd * n, w->isfree + j * n, n);
     w->refs[nd] = w->refs[j];
     w->text[nd] = w->text[j];
+    w->rng[nd] = w->rng[j];
+    nr += w->rng[nd].off != SIZE_MAX;
     nd++;
   }
   if (nd > UINT32_MAX) {
@@ -727,12 +903,21 @@ static void schedule(rw *w) {
     return;
   }
   uint32_t *cul = ac_alloc(c->ctx, (nd ? nd : 1) * sizeof *cul);
+  rec_range *rr = ac_alloc(c->ctx, (nr ? nr : 1) * sizeof *rr);
   int64_t small[8];
   int64_t *a = n <= 8 ? small : ac_alloc(c->ctx, n * sizeof *a);
-  if (!cul || !a) {
+  if (!cul || !a || !rr) {
     chk_oom(c);
   } else {
-    rec_problem p = {n, (uint32_t)nd, w->dist, w->isfree};
+    nr = 0;
+    for (size_t j = 0; j < nd; j++) {
+      const dep_range *g = &w->rng[j];
+      if (g->off == SIZE_MAX)
+        continue;
+      const int64_t *vx = w->rdata + g->off, *vt = vx + (size_t)n * n;
+      rr[nr++] = (rec_range){(uint32_t)j, g->nt, g->ncons, vx, vt, vt + (size_t)n * g->nt};
+    }
+    rec_problem p = {n, (uint32_t)nd, w->dist, w->isfree, (uint32_t)nr, rr};
     uint32_t nc = 0;
     switch (rec_schedule(c->ctx, &p, a, cul, &nc)) {
     case REC_OK: {
@@ -763,6 +948,7 @@ static void schedule(rw *w) {
     }
   }
   ac_free(c->ctx, cul);
+  ac_free(c->ctx, rr);
   if (a != small)
     ac_free(c->ctx, a);
 }
@@ -787,6 +973,8 @@ static void analyse(chk *c, ir_ref r, uint32_t n) {
   ac_free(c->ctx, w.isfree);
   ac_free(c->ctx, w.refs);
   ac_free(c->ctx, w.text);
+  ac_free(c->ctx, w.rng);
+  ac_free(c->ctx, w.rdata);
   ir_buf_free(&w.texts);
 }
 

@@ -39,9 +39,11 @@
 #include <string.h>
 
 enum {
-  REC_MAX_DIMS = 8,     /* non-free dimensions handled by the search (2^8 orthants) */
-  REC_MAX_ROWS = 4096,  /* rows of one Fourier-Motzkin system */
-  REC_BUDGET = 1u << 22 /* enumeration steps of one search */
+  REC_MAX_DIMS = 8,                              /* non-free dimensions handled by the search (2^8 orthants) */
+  REC_MAX_CONS = 8,                              /* constraints of one split-point dependency */
+  FM_MAX_VARS = REC_MAX_DIMS + REC_MAX_CONS + 1, /* variables of one Fourier-Motzkin system */
+  REC_MAX_ROWS = 4096,                           /* rows of one Fourier-Motzkin system */
+  REC_BUDGET = 1u << 22                          /* enumeration steps of one search */
 };
 
 /* ---- checked arithmetic (INT64_MIN is never produced, so negation is safe) ---- */
@@ -99,6 +101,7 @@ typedef struct fm_sys {
   size_t cap;      /* rows allocated */
   int64_t *c;      /* nr * (nv + 1) */
   bool infeasible; /* a row 0 >= r with r > 0 was derived */
+  bool rational;   /* variables are rational: rows are scaled exactly, never rounded */
 } fm_sys;
 
 static void fm_init(fm_sys *s, uint32_t nv) {
@@ -119,7 +122,10 @@ static int64_t *fm_row(const fm_sys *s, uint32_t r) {
 
 /* Adds `row` (modified in place: normalised). Constant rows are not stored:
  * they either hold trivially or make the system infeasible. Rows with equal
- * coefficients are merged keeping the stronger bound. */
+ * coefficients are merged keeping the stronger bound. Over integer variables
+ * a row is divided by the gcd of its coefficients and its bound rounded up
+ * (a cut no integer point violates); over rational ones only by a divisor
+ * of the bound as well. */
 static rec_status fm_push(ac_context *ctx, fm_sys *s, int64_t *row) {
   uint32_t nv = s->nv;
   int64_t g = 0;
@@ -130,6 +136,8 @@ static rec_status fm_push(ac_context *ctx, fm_sys *s, int64_t *row) {
       s->infeasible = true;
     return REC_OK;
   }
+  if (s->rational)
+    g = gcd64(g, row[nv] < 0 ? -row[nv] : row[nv]);
   if (g > 1) {
     for (uint32_t k = 0; k < nv; k++)
       row[k] /= g;
@@ -157,7 +165,8 @@ static rec_status fm_eliminate(ac_context *ctx, const fm_sys *in, uint32_t v, fm
   uint32_t nv = in->nv;
   fm_init(out, nv);
   out->infeasible = in->infeasible;
-  int64_t tmp[REC_MAX_DIMS + 3];
+  out->rational = in->rational;
+  int64_t tmp[FM_MAX_VARS + 1];
   rec_status st = REC_OK;
   for (uint32_t r = 0; r < in->nr && st == REC_OK; r++) {
     const int64_t *p = fm_row(in, r);
@@ -187,6 +196,21 @@ static rec_status fm_eliminate(ac_context *ctx, const fm_sys *in, uint32_t v, fm
   return st;
 }
 
+/* Eliminates every variable of a (freed); is the system feasible? */
+static rec_status fm_decide(ac_context *ctx, fm_sys *a, bool *feasible) {
+  rec_status st = REC_OK;
+  fm_sys b;
+  for (uint32_t v = 0; v < a->nv && st == REC_OK && !a->infeasible; v++) {
+    st = fm_eliminate(ctx, a, v, &b);
+    fm_free(ctx, a);
+    *a = b;
+  }
+  if (st == REC_OK)
+    *feasible = !a->infeasible;
+  fm_free(ctx, a);
+  return st;
+}
+
 /* Is {x : rows . x >= 1} non-empty? */
 rec_status rec_feasible(ac_context *ctx, uint32_t nvars, uint32_t nrows, const int64_t *rows,
                         bool *feasible) {
@@ -195,44 +219,238 @@ rec_status rec_feasible(ac_context *ctx, uint32_t nvars, uint32_t nrows, const i
   for (size_t i = 0; i < (size_t)nrows * nvars; i++)
     if (rows[i] == INT64_MIN)
       return REC_TOO_COMPLEX;
-  fm_sys a, b;
+  fm_sys a;
   fm_init(&a, nvars);
-  int64_t tmp[REC_MAX_DIMS + 1];
+  int64_t tmp[FM_MAX_VARS + 1];
   rec_status st = REC_OK;
   for (uint32_t j = 0; j < nrows && st == REC_OK; j++) {
     memcpy(tmp, rows + (size_t)j * nvars, nvars * sizeof *tmp);
     tmp[nvars] = 1;
     st = fm_push(ctx, &a, tmp);
   }
-  for (uint32_t v = 0; v < nvars && st == REC_OK && !a.infeasible; v++) {
+  if (st != REC_OK) {
+    fm_free(ctx, &a);
+    return st;
+  }
+  return fm_decide(ctx, &a, feasible);
+}
+
+/* ---- the rows a schedule must satisfy ----
+ * Over the n scheduled dimensions: row r is w[r] . a >= w[r][n], from the
+ * dependency owner[r]. A uniform dependency gives one row (its distance,
+ * bound 1); a split-point one the rows Farkas' lemma leaves (rec.h). */
+
+typedef struct rowset {
+  uint32_t n, nr;
+  size_t capw, capo;
+  int64_t *w;      /* nr * (n + 1) */
+  uint32_t *owner; /* nr */
+} rowset;
+
+static void rows_free(ac_context *ctx, rowset *rs) {
+  ac_free(ctx, rs->w);
+  ac_free(ctx, rs->owner);
+  memset(rs, 0, sizeof *rs);
+}
+
+static rec_status rows_add(ac_context *ctx, rowset *rs, const int64_t *row, uint32_t owner) {
+  if (!ac_grow(ctx, (void **)&rs->w, &rs->capw, ((size_t)rs->nr + 1) * (rs->n + 1), sizeof *rs->w) ||
+      !ac_grow(ctx, (void **)&rs->owner, &rs->capo, (size_t)rs->nr + 1, sizeof *rs->owner))
+    return REC_NOMEM;
+  memcpy(rs->w + (size_t)rs->nr * (rs->n + 1), row, (rs->n + 1) * sizeof *row);
+  rs->owner[rs->nr++] = owner;
+  return REC_OK;
+}
+
+/* The rows over a (dimensions map[0..n-1]) that hold exactly when a . v >= 1
+ * at every point of range dependency r: the system in (a, l) of rec.h, l
+ * eliminated over the rationals. */
+static rec_status farkas_rows(ac_context *ctx, const rec_problem *p, const rec_range *r,
+                              const uint32_t *map, uint32_t n, rowset *out) {
+  uint32_t d = p->ndims, nt = r->nt, nc = r->ncons, nv = n + nc;
+  size_t cw = (size_t)d + nt + 1;
+  if (nc > REC_MAX_CONS || n > REC_MAX_DIMS)
+    return REC_TOO_COMPLEX;
+  for (size_t i = 0; i < (size_t)nc * cw; i++)
+    if (r->cons[i] == INT64_MIN)
+      return REC_TOO_COMPLEX; /* keeps every negation in range */
+  if (d + nt > FM_MAX_VARS)
+    return REC_TOO_COMPLEX;
+  int64_t row[FM_MAX_VARS + 1];
+  rec_status st = REC_OK;
+  /* a dependency whose polyhedron is empty never happens: no rows (Farkas'
+   * lemma in this form needs a non-empty polyhedron) */
+  fm_sys a;
+  fm_init(&a, d + nt);
+  a.rational = true;
+  for (uint32_t i = 0; i < nc && st == REC_OK; i++) {
+    memcpy(row, r->cons + i * cw, (d + nt) * sizeof *row);
+    row[d + nt] = -r->cons[i * cw + d + nt];
+    st = fm_push(ctx, &a, row);
+  }
+  bool happens = true;
+  if (st != REC_OK) {
+    fm_free(ctx, &a);
+    return st;
+  }
+  if ((st = fm_decide(ctx, &a, &happens)) != REC_OK || !happens)
+    return st;
+  fm_init(&a, nv);
+  a.rational = true; /* the multipliers l need not be integers */
+  /* coefficient of every coordinate y of (x, t): sum_k a_k v_k,y = sum_i l_i cons_i,y */
+  for (uint32_t y = 0; y < d + nt && st == REC_OK; y++) {
+    for (int sign = 1; sign >= -1 && st == REC_OK; sign -= 2) {
+      for (uint32_t i = 0; i < n; i++) {
+        int64_t v = y < d ? r->vx[(size_t)map[i] * d + y] : r->vt[(size_t)map[i] * nt + (y - d)];
+        if (v == INT64_MIN)
+          st = REC_TOO_COMPLEX;
+        row[i] = sign * v;
+      }
+      for (uint32_t i = 0; i < nc; i++)
+        row[n + i] = -sign * r->cons[i * cw + y];
+      row[nv] = 0;
+      if (st == REC_OK)
+        st = fm_push(ctx, &a, row);
+    }
+  }
+  /* the constant: sum_k a_k c_k - sum_i l_i c_i >= 1 */
+  for (uint32_t i = 0; i < n; i++)
+    row[i] = p->dist[(size_t)r->dep * d + map[i]];
+  for (uint32_t i = 0; i < nc; i++)
+    row[n + i] = -r->cons[i * cw + d + nt];
+  row[nv] = 1;
+  if (st == REC_OK)
+    st = fm_push(ctx, &a, row);
+  for (uint32_t i = 0; i < nc && st == REC_OK; i++) { /* l_i >= 0 */
+    memset(row, 0, (nv + 1) * sizeof *row);
+    row[n + i] = 1;
+    st = fm_push(ctx, &a, row);
+  }
+  fm_sys b;
+  for (uint32_t v = n; v < nv && st == REC_OK && !a.infeasible; v++) {
     st = fm_eliminate(ctx, &a, v, &b);
     fm_free(ctx, &a);
     a = b;
   }
-  if (st == REC_OK)
-    *feasible = !a.infeasible;
+  if (st == REC_OK && a.infeasible) { /* no schedule satisfies this dependency */
+    memset(row, 0, (n + 1) * sizeof *row);
+    row[n] = 1;
+    st = rows_add(ctx, out, row, r->dep);
+  }
+  for (uint32_t q = 0; q < a.nr && st == REC_OK && !a.infeasible; q++) {
+    const int64_t *fr = fm_row(&a, q);
+    memcpy(row, fr, n * sizeof *row);
+    row[n] = fr[nv];
+    st = rows_add(ctx, out, row, r->dep);
+  }
   fm_free(ctx, &a);
   return st;
 }
 
-bool rec_schedule_valid(const rec_problem *p, const int64_t *sched) {
-  for (uint32_t j = 0; j < p->ndeps; j++) {
+/* The rows of p's dependencies over the dimensions map[0..n-1]. */
+static rec_status build_rows(ac_context *ctx, const rec_problem *p, const rec_range *const *rof,
+                             const uint32_t *map, uint32_t n, rowset *out) {
+  memset(out, 0, sizeof *out);
+  out->n = n;
+  int64_t row[REC_MAX_DIMS + 1];
+  rec_status st = REC_OK;
+  for (uint32_t j = 0; j < p->ndeps && st == REC_OK; j++) {
+    if (rof[j]) {
+      st = farkas_rows(ctx, p, rof[j], map, n, out);
+      continue;
+    }
+    for (uint32_t i = 0; i < n; i++)
+      row[i] = p->dist[(size_t)j * p->ndims + map[i]];
+    row[n] = 1;
+    st = rows_add(ctx, out, row, j);
+  }
+  return st;
+}
+
+/* Is there an integer a satisfying the rows of the dependencies in `in`
+ * (all when NULL)? Rational and integer feasibility agree: the set of valid
+ * schedules is closed under scaling by integers >= 1. */
+static rec_status rows_feasible(ac_context *ctx, const rowset *rs, const bool *in, bool *feasible) {
+  fm_sys a;
+  fm_init(&a, rs->n);
+  int64_t tmp[FM_MAX_VARS + 1];
+  rec_status st = REC_OK;
+  for (uint32_t r = 0; r < rs->nr && st == REC_OK; r++) {
+    if (in && !in[rs->owner[r]])
+      continue;
+    memcpy(tmp, rs->w + (size_t)r * (rs->n + 1), (rs->n + 1) * sizeof *tmp);
+    st = fm_push(ctx, &a, tmp);
+  }
+  if (st != REC_OK) {
+    fm_free(ctx, &a);
+    return st;
+  }
+  return fm_decide(ctx, &a, feasible);
+}
+
+/* For each dependency, its range or NULL (*out is allocated: ndeps entries). */
+static rec_status range_of(ac_context *ctx, const rec_problem *p, const rec_range ***out) {
+  const rec_range **rof = ac_alloc(ctx, (p->ndeps ? p->ndeps : 1) * sizeof *rof);
+  if (!rof)
+    return REC_NOMEM;
+  memset(rof, 0, (p->ndeps ? p->ndeps : 1) * sizeof *rof);
+  for (uint32_t i = 0; i < p->nranges; i++)
+    if (p->ranges[i].dep < p->ndeps)
+      rof[p->ranges[i].dep] = &p->ranges[i];
+  *out = rof;
+  return REC_OK;
+}
+
+/* Does component k of dependency j vary with the point? */
+static bool varies(const rec_problem *p, const rec_range *r, uint32_t k) {
+  if (!r)
+    return false;
+  for (uint32_t m = 0; m < p->ndims; m++)
+    if (r->vx[(size_t)k * p->ndims + m] != 0)
+      return true;
+  for (uint32_t q = 0; q < r->nt; q++)
+    if (r->vt[(size_t)k * r->nt + q] != 0)
+      return true;
+  return false;
+}
+
+bool rec_schedule_valid(ac_context *ctx, const rec_problem *p, const int64_t *sched) {
+  const rec_range **rof = NULL;
+  if (range_of(ctx, p, &rof) != REC_OK)
+    return false;
+  bool ok = true;
+  for (uint32_t j = 0; j < p->ndeps && ok; j++) {
     int64_t dot = 0;
-    for (uint32_t k = 0; k < p->ndims; k++) {
+    for (uint32_t k = 0; k < p->ndims && ok; k++) {
       size_t i = (size_t)j * p->ndims + k;
       int64_t t;
-      if (p->isfree[i]) {
-        if (sched[k] != 0)
-          return false;
-        continue;
-      }
-      if (!ck_mul(sched[k], p->dist[i], &t) || !ck_add(dot, t, &dot))
-        return false;
+      if (p->isfree[i])
+        ok = sched[k] == 0;
+      else
+        ok = ck_mul(sched[k], p->dist[i], &t) && ck_add(dot, t, &dot);
     }
-    if (dot < 1)
-      return false;
+    ok = ok && (rof[j] || dot >= 1);
   }
-  return true;
+  /* a split-point dependency: a must satisfy its Farkas rows over all dimensions */
+  uint32_t map[REC_MAX_DIMS];
+  for (uint32_t k = 0; k < p->ndims && k < REC_MAX_DIMS; k++)
+    map[k] = k;
+  for (uint32_t j = 0; j < p->ndeps && ok; j++) {
+    if (!rof[j])
+      continue;
+    rowset rs = {.n = p->ndims};
+    ok = p->ndims <= REC_MAX_DIMS && farkas_rows(ctx, p, rof[j], map, p->ndims, &rs) == REC_OK;
+    for (uint32_t r = 0; r < rs.nr && ok; r++) {
+      const int64_t *w = rs.w + (size_t)r * (rs.n + 1);
+      int64_t dot = 0, t;
+      for (uint32_t k = 0; k < rs.n && ok; k++)
+        ok = ck_mul(sched[k], w[k], &t) && ck_add(dot, t, &dot);
+      ok = ok && dot >= w[rs.n];
+    }
+    rows_free(ctx, &rs);
+  }
+  ac_free(ctx, rof);
+  return ok;
 }
 
 /* ---- the minimum search ---- */
@@ -318,17 +536,18 @@ static bool dfs(search *sr, uint32_t o, uint32_t k) {
 
 /* Builds the projections of orthant o: S_n is the integer program itself,
  * S_{k-1} eliminates b_k from S_k. */
-static rec_status build_chain(search *sr, uint32_t o, uint32_t m, const int64_t *w) {
+static rec_status build_chain(search *sr, uint32_t o, const rowset *rs) {
   uint32_t n = sr->n, nv = n + 1;
   fm_sys *ch = &sr->chain[(size_t)o * nv];
   fm_init(&ch[n], nv);
   int64_t row[REC_MAX_DIMS + 2];
   rec_status st = REC_OK;
-  for (uint32_t j = 0; j < m && st == REC_OK; j++) { /* (sigma * w_j) . b >= 1 */
+  for (uint32_t j = 0; j < rs->nr && st == REC_OK; j++) { /* (sigma * w_j) . b >= bound_j */
+    const int64_t *w = rs->w + (size_t)j * (n + 1);
     row[0] = 0;
     for (uint32_t k = 1; k <= n; k++)
-      row[k] = sigma(o, k) * w[(size_t)j * n + k - 1];
-    row[nv] = 1;
+      row[k] = sigma(o, k) * w[k - 1];
+    row[nv] = w[n];
     st = fm_push(sr->ctx, &ch[n], row);
   }
   for (uint32_t k = 1; k <= n && st == REC_OK; k++) { /* b_k >= 0 */
@@ -365,9 +584,9 @@ static bool s_admits(const fm_sys *s0, int64_t s, int64_t *lower) {
   return ok;
 }
 
-/* Minimum of sum |a_k| over integer a with w_j . a >= 1 (known feasible). */
-static rec_status minimise(ac_context *ctx, uint32_t n, uint32_t m, const int64_t *w,
-                           int64_t *out) {
+/* Minimum of sum |a_k| over integer a satisfying the rows (known feasible). */
+static rec_status minimise(ac_context *ctx, const rowset *rs, int64_t *out) {
+  uint32_t n = rs->n;
   search sr;
   memset(&sr, 0, sizeof sr);
   sr.ctx = ctx;
@@ -386,9 +605,9 @@ static rec_status minimise(ac_context *ctx, uint32_t n, uint32_t m, const int64_
     fm_init(&sr.chain[i], n + 1);
   int64_t start = INT64_MAX;
   for (uint32_t o = 0; o < sr.north && sr.st == REC_OK; o++) {
-    sr.st = build_chain(&sr, o, m, w);
+    sr.st = build_chain(&sr, o, rs);
     const fm_sys *s0 = &sr.chain[(size_t)o * (n + 1)];
-    int64_t lower = 1; /* a = 0 satisfies no dependency */
+    int64_t lower = 1; /* a = 0 satisfies no dependency that can happen */
     sr.alive[o] = sr.st == REC_OK && !s0->infeasible;
     if (sr.alive[o]) {
       s_admits(s0, 0, &lower);
@@ -415,25 +634,17 @@ static rec_status minimise(ac_context *ctx, uint32_t n, uint32_t m, const int64_
   return sr.st;
 }
 
-/* Shrinks the infeasible set `in` (flags over m rows of w) to a minimal one. */
-static rec_status deletion_filter(ac_context *ctx, uint32_t n, uint32_t m, const int64_t *w,
-                                  bool *in) {
-  int64_t *rows = ac_alloc(ctx, (size_t)m * (n ? n : 1) * sizeof *rows);
-  if (!rows)
-    return REC_NOMEM;
+/* Shrinks the infeasible set `in` (flags over the m dependencies) to a
+ * minimal one. */
+static rec_status deletion_filter(ac_context *ctx, const rowset *rs, uint32_t m, bool *in) {
   rec_status st = REC_OK;
   for (uint32_t j = 0; j < m && st == REC_OK; j++) {
     in[j] = false;
-    uint32_t nr = 0;
-    for (uint32_t i = 0; i < m; i++)
-      if (in[i])
-        memcpy(rows + (size_t)nr++ * n, w + (size_t)i * n, n * sizeof *rows);
     bool feasible = true;
-    st = rec_feasible(ctx, n, nr, rows, &feasible);
+    st = rows_feasible(ctx, rs, in, &feasible);
     if (feasible)
       in[j] = true; /* needed for the conflict */
   }
-  ac_free(ctx, rows);
   return st;
 }
 
@@ -454,35 +665,43 @@ rec_status rec_schedule(ac_context *ctx, const rec_problem *p, int64_t *sched, u
         isfree[k] = true;
   for (uint32_t k = 0; k < d; k++)
     sched[k] = 0;
-  /* 1. dependencies that cannot advance */
+  const rec_range **rof = NULL;
+  rec_status st = range_of(ctx, p, &rof);
+  if (st != REC_OK)
+    return st;
+  /* 1. dependencies that cannot advance: zero in every component that is
+   * not free (a component that varies with the point is not zero) */
   for (uint32_t j = 0; j < m; j++) {
     bool zero = true, ownfree = false;
     for (uint32_t k = 0; k < d; k++) {
       size_t i = (size_t)j * d + k;
       ownfree |= p->isfree[i] != 0;
-      zero &= p->isfree[i] || p->dist[i] == 0;
+      zero &= p->isfree[i] || (p->dist[i] == 0 && !varies(p, rof[j], k));
     }
     if (zero) {
       culprits[(*nculprits)++] = j;
+      ac_free(ctx, rof);
       return ownfree ? REC_NONE : REC_SELF;
     }
   }
   for (uint32_t j = 0; j < m; j++) {
     bool zero = true;
     for (uint32_t k = 0; k < d; k++)
-      zero &= isfree[k] || p->dist[(size_t)j * d + k] == 0;
+      zero &= isfree[k] || (p->dist[(size_t)j * d + k] == 0 && !varies(p, rof[j], k));
     if (!zero)
       continue;
     /* j advances only in dimensions that other dependencies leave free: name
      * j and, for each such dimension, the first dependency freeing it */
     bool *blame = ac_alloc(ctx, m * sizeof *blame);
-    if (!blame)
+    if (!blame) {
+      ac_free(ctx, rof);
       return REC_NOMEM;
+    }
     memset(blame, 0, m * sizeof *blame);
     blame[j] = true;
     for (uint32_t k = 0; k < d; k++) {
       size_t i = (size_t)j * d + k;
-      if (p->isfree[i] || p->dist[i] == 0)
+      if (p->isfree[i] || (p->dist[i] == 0 && !varies(p, rof[j], k)))
         continue;
       uint32_t l = 0;
       while (l < m && !p->isfree[(size_t)l * d + k])
@@ -494,33 +713,33 @@ rec_status rec_schedule(ac_context *ctx, const rec_problem *p, int64_t *sched, u
       if (blame[l])
         culprits[(*nculprits)++] = l;
     ac_free(ctx, blame);
+    ac_free(ctx, rof);
     return REC_NONE;
   }
-  if (m == 0)
+  if (m == 0) {
+    ac_free(ctx, rof);
     return REC_OK; /* no dependency: one wavefront */
+  }
   /* 2. reduce to the scheduled dimensions and decide existence */
   uint32_t n = 0, map[64];
   for (uint32_t k = 0; k < d; k++)
     if (!isfree[k])
       map[n++] = k;
+  bool *in = NULL;
+  rowset rs = {.n = n};
   if (n > REC_MAX_DIMS)
-    return REC_TOO_COMPLEX;
-  int64_t *w = ac_alloc(ctx, (size_t)m * n * sizeof *w);
-  bool *in = ac_alloc(ctx, m * sizeof *in);
-  if (!w || !in) {
-    ac_free(ctx, w);
-    ac_free(ctx, in);
-    return REC_NOMEM;
-  }
-  for (uint32_t j = 0; j < m; j++) {
-    in[j] = true;
-    for (uint32_t i = 0; i < n; i++)
-      w[(size_t)j * n + i] = p->dist[(size_t)j * d + map[i]];
-  }
+    st = REC_TOO_COMPLEX;
+  else if (!(in = ac_alloc(ctx, m * sizeof *in)))
+    st = REC_NOMEM;
+  else
+    st = build_rows(ctx, p, rof, map, n, &rs);
   bool feasible = false;
-  rec_status st = rec_feasible(ctx, n, m, w, &feasible);
+  if (st == REC_OK)
+    st = rows_feasible(ctx, &rs, NULL, &feasible);
   if (st == REC_OK && !feasible) {
-    st = deletion_filter(ctx, n, m, w, in);
+    for (uint32_t j = 0; j < m; j++)
+      in[j] = true;
+    st = deletion_filter(ctx, &rs, m, in);
     if (st == REC_OK) {
       /* the conflict needs the dimensions it advances in to stay free:
        * add the first dependency freeing each of them */
@@ -528,7 +747,8 @@ rec_status rec_schedule(ac_context *ctx, const rec_problem *p, int64_t *sched, u
         bool needed = false;
         for (uint32_t j = 0; j < m; j++) {
           size_t i = (size_t)j * d + k;
-          needed |= in[j] && isfree[k] && !p->isfree[i] && p->dist[i] != 0;
+          needed |= in[j] && isfree[k] && !p->isfree[i] &&
+                    (p->dist[i] != 0 || varies(p, rof[j], k));
         }
         for (uint32_t l = 0; l < m && needed; l++)
           if (p->isfree[(size_t)l * d + k]) {
@@ -541,15 +761,17 @@ rec_status rec_schedule(ac_context *ctx, const rec_problem *p, int64_t *sched, u
           culprits[(*nculprits)++] = j;
       st = REC_NONE;
     }
-  } else if (st == REC_OK) {
-    /* 3. the smallest schedule */
+  } else if (st == REC_OK && rs.nr > 0) {
+    /* 3. the smallest schedule (without rows every dependency has an empty
+     * range and never happens: one wavefront, a = 0) */
     int64_t a[REC_MAX_DIMS];
-    st = minimise(ctx, n, m, w, a);
+    st = minimise(ctx, &rs, a);
     if (st == REC_OK)
       for (uint32_t i = 0; i < n; i++)
         sched[map[i]] = a[i];
   }
-  ac_free(ctx, w);
+  rows_free(ctx, &rs);
   ac_free(ctx, in);
+  ac_free(ctx, rof);
   return st;
 }

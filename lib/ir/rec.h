@@ -37,13 +37,37 @@ typedef enum rec_status {
   REC_NOMEM        /* an allocation failed */
 } rec_status;
 
+/* A dependency through split points: the reference's indices are affine in
+ * the point x and in nt further variables t (the indices of a generate whose
+ * extent depends on x, such as the k of d[i, k] + d[k + 1, j]), and t ranges
+ * over the polyhedron cons . (x, t) + c >= 0. Component k of the distance is
+ *   sum_m vx[k * ndims + m] x_m + sum_q vt[k * nt + q] t_q + dist[dep * ndims + k]
+ * (its constant part is the dependency's ordinary dist row). A schedule must
+ * satisfy a . v >= 1 for every (x, t) of the polyhedron: by the affine form of
+ * Farkas' lemma that is a . v - 1 = l0 + sum_i l_i (cons_i . (x, t) + c_i) with
+ * multipliers l >= 0, a system linear in (a, l) from which Fourier-Motzkin
+ * removes l, leaving rows over a (Feautrier's method for affine schedules;
+ * Cartey et al. restrict themselves to uniform distances). Only the
+ * constraints bounding t are given, not the domain's own bounds: the
+ * schedule must then hold for every x, which is stronger, hence safe. */
+typedef struct rec_range {
+  uint32_t dep;        /* the dependency this describes */
+  uint32_t nt, ncons;  /* split-point variables and constraints */
+  const int64_t *vx;   /* ndims * ndims */
+  const int64_t *vt;   /* ndims * nt */
+  const int64_t *cons; /* ncons * (ndims + nt + 1), the constant last */
+} rec_range;
+
 /* A dependency problem: ndeps vectors of ndims components, row-major.
  * dist[j * ndims + k] is component k of dependency j (ignored where
- * isfree[j * ndims + k] is non-zero). */
+ * isfree[j * ndims + k] is non-zero). ranges (nranges of them, at most one
+ * per dependency) make some dependencies vary with the point. */
 typedef struct rec_problem {
   uint32_t ndims, ndeps;
   const int64_t *dist;
   const uint8_t *isfree;
+  uint32_t nranges;
+  const rec_range *ranges;
 } rec_problem;
 
 /* Finds the schedule of p. On REC_OK writes ndims coefficients to sched. On
@@ -53,8 +77,9 @@ typedef struct rec_problem {
 rec_status rec_schedule(ac_context *ctx, const rec_problem *p, int64_t *sched, uint32_t *culprits,
                         uint32_t *nculprits);
 
-/* True if sched (ndims coefficients) is a valid schedule for p. */
-bool rec_schedule_valid(const rec_problem *p, const int64_t *sched);
+/* True if sched (ndims coefficients) is a valid schedule for p; false also
+ * when deciding needs memory that cannot be had or overflows. */
+bool rec_schedule_valid(ac_context *ctx, const rec_problem *p, const int64_t *sched);
 
 /* Exact test: is there a rational (equivalently, integer) vector x of nvars
  * components with rows[j] . x >= 1 for all j < nrows (rows row-major)?

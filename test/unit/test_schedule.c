@@ -34,10 +34,10 @@ static void dep(prob *p, const int64_t *v) {
 }
 
 static rec_status solve(ac_context *ctx, const prob *p, int64_t *a, uint32_t *cul, uint32_t *nc) {
-  rec_problem rp = {p->d, p->m, p->dist, p->isfree};
+  rec_problem rp = {p->d, p->m, p->dist, p->isfree, 0, NULL};
   rec_status st = rec_schedule(ctx, &rp, a, cul, nc);
   if (st == REC_OK)
-    CHECK(rec_schedule_valid(&rp, a));
+    CHECK(rec_schedule_valid(ctx, &rp, a));
   return st;
 }
 
@@ -313,8 +313,8 @@ static int64_t rnd(int64_t lo, int64_t hi) {
 }
 
 /* Smallest valid schedule with |a_k| <= B (ties lexicographically largest). */
-static bool brute(const prob *p, int64_t B, int64_t *best) {
-  rec_problem rp = {p->d, p->m, p->dist, p->isfree};
+static bool brute(ac_context *ctx, const prob *p, int64_t B, int64_t *best) {
+  rec_problem rp = {p->d, p->m, p->dist, p->isfree, 0, NULL};
   int64_t a[MAXD];
   bool found = false;
   int64_t bestsum = 0;
@@ -329,7 +329,7 @@ static bool brute(const prob *p, int64_t B, int64_t *best) {
       x /= (uint64_t)(2 * B + 1);
       sum += a[k] < 0 ? -a[k] : a[k];
     }
-    if (!rec_schedule_valid(&rp, a))
+    if (!rec_schedule_valid(ctx, &rp, a))
       continue;
     bool better = !found || sum < bestsum;
     if (found && sum == bestsum)
@@ -370,7 +370,7 @@ UNIT_TEST(random_problems_match_brute_force) {
     uint32_t cul[4], nc;
     rec_status st = solve(ctx, &p, a, cul, &nc);
     const int64_t B = p.d == 3 ? 9 : 24;
-    bool bf = brute(&p, B, b);
+    bool bf = brute(ctx, &p, B, b);
     CHECK(st == REC_OK || st == REC_NONE || st == REC_SELF);
     if (bf) {
       CHECK_EQ_INT(st, REC_OK);
@@ -396,12 +396,223 @@ UNIT_TEST(random_problems_match_brute_force) {
       rec_status st2 = solve(ctx, &c, e, cul2, &nc2);
       if (st == REC_SELF)
         CHECK_EQ_INT(st2, REC_SELF);
-      else if (nc > 0 && !brute(&c, 3, e))
+      else if (nc > 0 && !brute(ctx, &c, 3, e))
         CHECK(st2 == REC_NONE || st2 == REC_SELF);
     }
   }
   CHECK(agreed > 500);
   CHECK(none > 100);
+  ac_context_destroy(ctx);
+}
+
+/* ---- split points ---- */
+
+/* A problem with split-point dependencies (rec_range) in up to 2 dimensions
+ * and one split variable t. */
+typedef struct sprob {
+  prob p;
+  rec_range r[MAXM];
+  int64_t vx[MAXM][4], vt[MAXM][2], cons[MAXM][2 * 4];
+  uint32_t nr;
+} sprob;
+
+/* The read d[e_1, .., e_d] with e_k = sum_m ix[k * d + m] x_m + it[k] t + ic[k],
+ * t ranging over the ncons rows cons (x, t, 1) >= 0. */
+static void split(sprob *q, const int64_t *ix, const int64_t *it, const int64_t *ic,
+                  uint32_t ncons, const int64_t *cons) {
+  uint32_t d = q->p.d, j = q->p.m++, r = q->nr++;
+  for (uint32_t k = 0; k < d; k++) {
+    q->p.isfree[j * d + k] = 0;
+    q->p.dist[j * d + k] = -ic[k];
+    for (uint32_t m = 0; m < d; m++)
+      q->vx[r][k * d + m] = (k == m) - ix[k * d + m];
+    q->vt[r][k] = -it[k];
+  }
+  memcpy(q->cons[r], cons, ncons * (d + 2) * sizeof *cons);
+  q->r[r] = (rec_range){j, 1, ncons, q->vx[r], q->vt[r], q->cons[r]};
+}
+
+static rec_status ssolve(ac_context *ctx, sprob *q, int64_t *a, uint32_t *cul, uint32_t *nc) {
+  rec_problem rp = {q->p.d, q->p.m, q->p.dist, q->p.isfree, q->nr, q->r};
+  rec_status st = rec_schedule(ctx, &rp, a, cul, nc);
+  if (st == REC_OK)
+    CHECK(rec_schedule_valid(ctx, &rp, a));
+  return st;
+}
+
+static sprob smk(uint32_t d) {
+  sprob q;
+  memset(&q, 0, sizeof q);
+  q.p.d = d;
+  return q;
+}
+
+/* Nussinov: d[i + 1, j], d[i, j - 1], d[i + 1, j - 1] and, for k = i + 1 + t
+ * with 0 <= t <= j - i - 2, d[i, k] and d[k + 1, j]: the schedule j - i. */
+UNIT_TEST(split_points_order_intervals_by_length) {
+  ac_context *ctx = ac_context_create();
+  sprob q = smk(2);
+  dep(&q.p, (int64_t[]){-1, 0});
+  dep(&q.p, (int64_t[]){0, 1});
+  dep(&q.p, (int64_t[]){-1, 1});
+  const int64_t cons[] = {0, 0, 1, 0, -1, 1, -1, -2};
+  split(&q, (int64_t[]){1, 0, 1, 0}, (int64_t[]){0, 1}, (int64_t[]){0, 1}, 2, cons);
+  split(&q, (int64_t[]){1, 0, 0, 1}, (int64_t[]){1, 0}, (int64_t[]){2, 0}, 2, cons);
+  int64_t a[2];
+  uint32_t cul[5], nc;
+  CHECK_EQ_INT(ssolve(ctx, &q, a, cul, &nc), REC_OK);
+  CHECK_EQ_INT(a[0], -1);
+  CHECK_EQ_INT(a[1], 1);
+  /* the split points alone (matrix-chain ordering, k = i + t, 0 <= t <= j - i - 1) */
+  sprob m = smk(2);
+  const int64_t mc[] = {0, 0, 1, 0, -1, 1, -1, -1};
+  split(&m, (int64_t[]){1, 0, 1, 0}, (int64_t[]){0, 1}, (int64_t[]){0, 0}, 2, mc);
+  split(&m, (int64_t[]){1, 0, 0, 1}, (int64_t[]){1, 0}, (int64_t[]){1, 0}, 2, mc);
+  CHECK_EQ_INT(ssolve(ctx, &m, a, cul, &nc), REC_OK);
+  CHECK(a[0] == -1 && a[1] == 1);
+  ac_context_destroy(ctx);
+}
+
+/* Catalan numbers: c[l] = sum over t in 0..l-2 of c[t + 1] * c[l - t - 1]. */
+UNIT_TEST(split_points_in_one_dimension) {
+  ac_context *ctx = ac_context_create();
+  sprob q = smk(1);
+  const int64_t cons[] = {0, 1, 0, 1, -1, -2};
+  split(&q, (int64_t[]){0}, (int64_t[]){1}, (int64_t[]){1}, 2, cons);
+  split(&q, (int64_t[]){1}, (int64_t[]){-1}, (int64_t[]){-1}, 2, cons);
+  int64_t a[1];
+  uint32_t cul[2], nc;
+  CHECK_EQ_INT(ssolve(ctx, &q, a, cul, &nc), REC_OK);
+  CHECK_EQ_INT(a[0], 1);
+  /* without an upper bound: d[i - 1 - t] for every t >= 0 is fine ... */
+  sprob u = smk(1);
+  split(&u, (int64_t[]){1}, (int64_t[]){-1}, (int64_t[]){-1}, 1, (int64_t[]){0, 1, 0});
+  CHECK_EQ_INT(ssolve(ctx, &u, a, cul, &nc), REC_OK);
+  CHECK_EQ_INT(a[0], 1);
+  /* ... and d[i + t] reads the element itself at t = 0 */
+  sprob v = smk(1);
+  split(&v, (int64_t[]){1}, (int64_t[]){1}, (int64_t[]){0}, 1, (int64_t[]){0, 1, 0});
+  CHECK_EQ_INT(ssolve(ctx, &v, a, cul, &nc), REC_NONE);
+  CHECK(nc == 1 && cul[0] == 0);
+  ac_context_destroy(ctx);
+}
+
+/* d[i, i + t] with 0 <= t <= j - i includes the element itself; with
+ * d[i - 1, j] and a uniform d[i + 1, j] the culprits are the uniform pair. */
+UNIT_TEST(split_point_conflicts_are_named) {
+  ac_context *ctx = ac_context_create();
+  sprob q = smk(2);
+  dep(&q.p, (int64_t[]){-1, 0});
+  split(&q, (int64_t[]){1, 0, 1, 0}, (int64_t[]){0, 1}, (int64_t[]){0, 0}, 2,
+        (int64_t[]){0, 0, 1, 0, -1, 1, -1, 0});
+  int64_t a[2];
+  uint32_t cul[3], nc;
+  CHECK_EQ_INT(ssolve(ctx, &q, a, cul, &nc), REC_NONE);
+  CHECK(nc == 1 && cul[0] == 1);
+  sprob c = smk(2);
+  dep(&c.p, (int64_t[]){1, 0});
+  dep(&c.p, (int64_t[]){-1, 0});
+  split(&c, (int64_t[]){1, 0, 1, 0}, (int64_t[]){0, 1}, (int64_t[]){0, 0}, 2,
+        (int64_t[]){0, 0, 1, 0, -1, 1, -1, -1});
+  CHECK_EQ_INT(ssolve(ctx, &c, a, cul, &nc), REC_NONE);
+  CHECK(nc == 2 && cul[0] == 0 && cul[1] == 1);
+  ac_context_destroy(ctx);
+}
+
+/* a . v >= 1 at every point of a box where the split dependency applies. */
+static bool sampled_valid(const sprob *q, const int64_t *a) {
+  for (uint32_t j = 0; j < q->p.m; j++) {
+    const rec_range *r = NULL;
+    for (uint32_t i = 0; i < q->nr; i++)
+      if (q->r[i].dep == j)
+        r = &q->r[i];
+    if (!r) {
+      int64_t dot = 0;
+      for (uint32_t k = 0; k < q->p.d; k++)
+        dot += a[k] * q->p.dist[j * q->p.d + k];
+      if (dot < 1)
+        return false;
+      continue;
+    }
+    for (int64_t x0 = -12; x0 <= 12; x0++)
+      for (int64_t x1 = -12; x1 <= 12; x1++)
+        for (int64_t t = -12; t <= 30; t++) {
+          int64_t y[3] = {x0, x1, t};
+          bool in = true;
+          for (uint32_t c = 0; c < r->ncons && in; c++)
+            in = r->cons[c * 4] * y[0] + r->cons[c * 4 + 1] * y[1] + r->cons[c * 4 + 2] * t +
+                     r->cons[c * 4 + 3] >=
+                 0;
+          if (!in)
+            continue;
+          int64_t dot = 0;
+          for (uint32_t k = 0; k < 2; k++)
+            dot += a[k] * (r->vx[k * 2] * x0 + r->vx[k * 2 + 1] * x1 + r->vt[k] * t +
+                           q->p.dist[j * 2 + k]);
+          if (dot < 1)
+            return false;
+        }
+  }
+  return true;
+}
+
+/* Random 2-D problems with split points: every schedule found, and every
+ * schedule rec_schedule_valid accepts, holds at every sampled point; the
+ * one found is the smallest rec_schedule_valid accepts in a box, and "no
+ * schedule" means the box holds none. */
+UNIT_TEST(random_split_points_are_sound) {
+  ac_context *ctx = ac_context_create();
+  int ok = 0, none = 0;
+  for (int iter = 0; iter < 300; iter++) {
+    sprob q = smk(2);
+    uint32_t nu = (uint32_t)rnd(0, 2), ns = (uint32_t)rnd(1, 2);
+    for (uint32_t j = 0; j < nu; j++)
+      dep(&q.p, (int64_t[]){rnd(-2, 2), rnd(-2, 2)});
+    for (uint32_t j = 0; j < ns; j++) {
+      int64_t ix[4], it[2], ic[2], cons[8] = {0, 0, 1, rnd(-1, 1)};
+      for (uint32_t k = 0; k < 4; k++)
+        ix[k] = rnd(-1, 1);
+      for (uint32_t k = 0; k < 2; k++) {
+        it[k] = rnd(-1, 1);
+        ic[k] = rnd(-2, 2);
+      }
+      uint32_t nc = 1;
+      if (rnd(0, 3)) { /* t <= b . x + c */
+        cons[4] = rnd(-1, 1);
+        cons[5] = rnd(-1, 1);
+        cons[6] = -1;
+        cons[7] = rnd(-2, 2);
+        nc = 2;
+      }
+      split(&q, ix, it, ic, nc, cons);
+    }
+    int64_t a[2];
+    uint32_t cul[4], ncul;
+    rec_status st = ssolve(ctx, &q, a, cul, &ncul);
+    CHECK(st == REC_OK || st == REC_NONE || st == REC_SELF);
+    if (st == REC_OK) {
+      CHECK(sampled_valid(&q, a));
+      ok++;
+    } else {
+      none++;
+    }
+    rec_problem rp = {q.p.d, q.p.m, q.p.dist, q.p.isfree, q.nr, q.r};
+    for (int64_t b0 = -3; b0 <= 3; b0++)
+      for (int64_t b1 = -3; b1 <= 3; b1++) {
+        int64_t b[2] = {b0, b1};
+        if (!rec_schedule_valid(ctx, &rp, b))
+          continue;
+        CHECK(sampled_valid(&q, b));
+        CHECK_EQ_INT(st, REC_OK);
+        if (st == REC_OK) {
+          CHECK(l1(a, 2) <= l1(b, 2));
+          if (l1(a, 2) == l1(b, 2))
+            CHECK(a[0] > b[0] || (a[0] == b[0] && a[1] >= b[1]));
+        }
+      }
+  }
+  CHECK(ok > 20);
+  CHECK(none > 20);
   ac_context_destroy(ctx);
 }
 
@@ -432,7 +643,7 @@ UNIT_TEST(allocation_failures_are_reported) {
     f.left = k;
     int64_t a[2];
     uint32_t cul[2], nc;
-    rec_problem rp = {p.d, p.m, p.dist, p.isfree};
+    rec_problem rp = {p.d, p.m, p.dist, p.isfree, 0, NULL};
     rec_status st = rec_schedule(ctx, &rp, a, cul, &nc);
     CHECK(st == REC_OK || st == REC_NOMEM);
     if (st == REC_OK)
@@ -445,4 +656,6 @@ UNIT_MAIN(edit_distance_is_diagonal, single_row_dependency, no_dependencies_is_o
           ties_prefer_lexicographically_largest, far_optimum_is_found, free_dimensions_are_zero,
           free_dimension_blocks_a_dependency, self_dependency, cycles_name_a_minimal_conflict,
           three_dimensional_cases, feasibility_is_exact, overflow_is_reported,
-          random_problems_match_brute_force, allocation_failures_are_reported)
+          random_problems_match_brute_force, split_points_order_intervals_by_length,
+          split_points_in_one_dimension, split_point_conflicts_are_named,
+          random_split_points_are_sound, allocation_failures_are_reported)

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Checks examples/recurrences against plain-Python dynamic programming.
+
+    dp_ref.py ARRAYC_RUN EXAMPLES_DIR BACKEND [SEED]
+    dp_ref.py ARRAYC_RUN EXAMPLES_DIR BACKEND --args
+
+With --args, runs every `// ARGS:` line of nussinov.ac and matrix_chain.ac
+on BACKEND and prints the results (the known answers, checked by the test).
+Otherwise, for random inputs (RNA sequences of 0..60 bases and chains of 1..24
+matrices) computes Nussinov's pair count and the matrix-chain cost and split
+table by the textbook loops (shortest intervals first), runs the examples
+with arrayc-run on BACKEND, and compares. Prints one line per mismatch and
+a summary; exit status 1 on any mismatch. Standard library only.
+"""
+import random
+import shlex
+import subprocess
+import sys
+
+PAIRS = {(65, 85), (85, 65), (67, 71), (71, 67), (71, 85), (85, 71)}
+
+
+def nussinov(s, h):
+    n = len(s)
+    d = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            if j - i <= h:
+                continue
+            best = max(d[i + 1][j], d[i][j - 1], d[i + 1][j - 1] + ((s[i], s[j]) in PAIRS))
+            for k in range(i + 1, j):
+                best = max(best, d[i][k] + d[k + 1][j])
+            d[i][j] = best
+    return d[0][n - 1] if n else 0
+
+
+def chain(p):
+    n = len(p) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[-1] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            best = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if best is None or c < best:
+                    best, split[i][j] = c, k
+            cost[i][j] = best
+    return cost[0][n - 1], split
+
+
+def run(tool, path, backend, args):
+    r = subprocess.run([tool, "-w", "--backend=" + backend, path] + args,
+                       capture_output=True, text=True, timeout=300)
+    return r.stdout.strip() + ("" if r.returncode == 0 else " [exit %d: %s]" % (r.returncode, r.stderr.strip()))
+
+
+def lit(xs):
+    return "[" + ", ".join(str(x) for x in xs) + "]"
+
+
+def args_lines(tool, ex, backend):
+    for name in ("nussinov.ac", "matrix_chain.ac"):
+        with open(ex + "/" + name, encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("// ARGS: "):
+                    print(run(tool, ex + "/" + name, backend, shlex.split(line[len("// ARGS: "):])))
+    return 0
+
+
+def main():
+    tool, ex, backend = sys.argv[1], sys.argv[2], sys.argv[3]
+    if sys.argv[4:] == ["--args"]:
+        return args_lines(tool, ex, backend)
+    rnd = random.Random(int(sys.argv[4]) if len(sys.argv) > 4 else 16)
+    bad = runs = 0
+    for _ in range(8):
+        s = [rnd.choice([65, 67, 71, 85]) for _ in range(rnd.randint(0, 60))]
+        h = rnd.randint(0, 3)
+        want = str(nussinov(s, h))
+        got = run(tool, ex + "/nussinov.ac", backend, ["--fn", "nussinov", lit(s), str(h)])
+        runs += 1
+        if got != want:
+            bad += 1
+            print("MISMATCH nussinov %s %d: want %s, got %s" % (lit(s), h, want, got))
+    for _ in range(8):
+        p = [rnd.randint(1, 60) for _ in range(rnd.randint(2, 25))]
+        cost, split = chain(p)
+        want = "%d\n%s" % (cost, "[" + ", ".join(lit(r) for r in split) + "]")
+        got = run(tool, ex + "/matrix_chain.ac", backend, ["--fn", "chain", lit(p)])
+        runs += 1
+        if got != want:
+            bad += 1
+            print("MISMATCH chain %s: want %s, got %s" % (lit(p), want, got))
+    print("dp_ref: %d runs on %s, %d mismatches" % (runs, backend, bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
