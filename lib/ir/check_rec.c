@@ -14,6 +14,11 @@
  *            2 * i, n - 1 - j: integer constant coefficients, any offset
  *            that does not depend on the indices): any value. That is sound:
  *            the schedule then must not advance along dimension k;
+ *   split    affine in the indices and in split points with a constant
+ *            offset: a split point is the index t of a generate (or of a
+ *            map over iota) in the body whose extent s is affine in the
+ *            indices, 0 <= t <= s - 1 (rvar; push_rvar); the reference
+ *            becomes a rec_range with those constraints (add_range);
  *   bad      anything else that mentions the indices (products of indices
  *            or by run-time values, division, data): not affine, an error.
  * The walk gives every expression a "form" bottom-up and every variable the

@@ -1,8 +1,8 @@
 /* lib/ir/rec.c: exact schedule search for recurrences.
  *
  * The problem (see rec.h): given dependence distance vectors v_j, find an
- * integer vector a with a . v_j >= 1 for all j, a_k = 0 in free dimensions,
- * and the smallest sum |a_k|. This file knows nothing about the IR: the
+ * integer vector a with a . v_j >= 1 for all j (at every point, for split
+ * points), a_k = 0 in free dimensions, and the smallest sum |a_k|. This file knows nothing about the IR: the
  * verifier (check_rec.c) extracts the vectors and stores the result.
  *
  * Method.
@@ -30,6 +30,12 @@
  *     Bounded enumeration alone would not be complete (the optimum can be
  *     far from the origin, e.g. (11, 2) for the vectors (1, -5), (-1, 6));
  *     the projections make the search start at the optimum's level.
+ *
+ * Split-point dependencies (rec_range) enter as rows with other right-hand
+ * sides than 1: farkas_rows builds the system in (a, l) of rec.h and
+ * eliminates the multipliers l over the rationals; steps 2 and 3 then run on
+ * the rows of all dependencies (a rowset, each row tagged with its
+ * dependency for the deletion filter).
  *
  * All arithmetic is checked; overflow, more than REC_MAX_ROWS rows in a
  * projection or more than REC_BUDGET search steps give REC_TOO_COMPLEX.

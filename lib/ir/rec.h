@@ -21,6 +21,10 @@
  * Without dependencies the schedule is all zeros: one wavefront holds the
  * whole array.
  *
+ * Dependencies through split points (rec_range, below) vary with the point;
+ * each contributes the rows over a that Farkas' lemma leaves, and the same
+ * existence test and search run on all rows.
+ *
  * Everything is checked 64-bit arithmetic; a problem whose numbers overflow
  * or whose search passes fixed limits is reported, never guessed.
  */
