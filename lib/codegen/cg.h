@@ -116,6 +116,9 @@ typedef struct cg_module {
   bool profile;
   struct rt_simt_site *prof_sites;
   uint32_t prof_nsites;
+  /* GPU math through the generated fallbacks even where libdevice is
+   * installed (cg_gpu_math), for modules emitted without libdevice: tests */
+  bool gpu_fallback_math;
 } cg_module;
 
 typedef struct cg_fn {

@@ -520,7 +520,7 @@ static bool ex_may_fail(const ac_module *m, ir_ref e, unsigned depth) {
   default:
     break;
   }
-  if (n->op >= IR_GENERATE && n->op < IR_NUM_OPS)
+  if (n->op >= IR_GENERATE && n->op < IR_NUM_OPS && !ir_op_is_scalar(n->op))
     return true;
   for (uint32_t i = 0; i < n->nkids; i++)
     if (ex_may_fail(m, ir_kid(m, e, i), depth + 1))
@@ -873,7 +873,8 @@ static void ex_op(cg_fn *f, ir_ref e, cg_val *out) {
 }
 
 static bool ex_is_array_op(ir_op op) {
-  return op == IR_ARRLIT || op == IR_REC || (op >= IR_GENERATE && op < IR_NUM_OPS);
+  return op == IR_ARRLIT || op == IR_REC ||
+         (op >= IR_GENERATE && op < IR_NUM_OPS && !ir_op_is_scalar(op));
 }
 
 static void ex_dispatch(cg_fn *f, ir_ref e, cg_val *out) {

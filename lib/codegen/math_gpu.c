@@ -1275,7 +1275,7 @@ LLVMValueRef cg_gpu_math_fallback(cg_fn *f, ir_op op, ac_scalar sc, LLVMValueRef
 }
 
 LLVMValueRef cg_gpu_math(cg_fn *f, ir_op op, ac_scalar sc, LLVMValueRef *ops) {
-  if (nv_libdevice_path())
+  if (nv_libdevice_path() && !f->M->gpu_fallback_math)
     return cg_gpu_math_libdevice(f, op, sc, ops);
   return cg_gpu_math_fallback(f, op, sc, ops);
 }

@@ -174,6 +174,27 @@ static LLVMValueRef sc_fminmax(cg_fn *f, bool max, LLVMValueRef x, LLVMValueRef 
   return LLVMBuildSelect(b, xnan, y, m, "");
 }
 
+static LLVMValueRef sc_float_op(cg_fn *f, ir_op op, ac_scalar sc, LLVMValueRef *ops);
+
+/* log_add(x, y) step by step as the interpreter computes it: NaN if either
+ * operand is (x + y), the larger operand if it is infinite, else
+ * m + log1p(exp(lo - m)) with the math library's (or the GPU's) exp and
+ * log1p, in the operands' type. */
+static LLVMValueRef sc_log_add(cg_fn *f, ac_scalar sc, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef b = f->M->b;
+  LLVMValueRef ge = LLVMBuildFCmp(b, LLVMRealOGE, x, y, "");
+  LLVMValueRef m = LLVMBuildSelect(b, ge, x, y, ""), lo = LLVMBuildSelect(b, ge, y, x, "");
+  LLVMValueRef d = LLVMBuildFSub(b, lo, m, "");
+  LLVMValueRef e = sc_float_op(f, IR_EXP, sc, &d);
+  LLVMValueRef l = sc_float_op(f, IR_LOG1P, sc, &e);
+  LLVMValueRef r = LLVMBuildFAdd(b, m, l, "");
+  LLVMValueRef inf = LLVMBuildFCmp(b, LLVMRealOEQ, sc_unary_intrinsic(f, "llvm.fabs", m),
+                                   sc_fconst(f->M, sc, INFINITY), "");
+  r = LLVMBuildSelect(b, inf, m, r, "");
+  LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x, y, "");
+  return LLVMBuildSelect(b, nan, LLVMBuildFAdd(b, x, y, ""), r, "");
+}
+
 static LLVMValueRef sc_float_op(cg_fn *f, ir_op op, ac_scalar sc, LLVMValueRef *ops) {
   cg_module *M = f->M;
   LLVMBuilderRef b = M->b;
@@ -197,6 +218,8 @@ static LLVMValueRef sc_float_op(cg_fn *f, ir_op op, ac_scalar sc, LLVMValueRef *
     return LLVMBuildFNeg(b, x, "");
   case IR_ABS:
     return sc_unary_intrinsic(f, "llvm.fabs", x);
+  case IR_LOG_ADD:
+    return sc_log_add(f, sc, x, y);
   case IR_RSQRT: /* 1 / sqrt(x): two roundings, as the interpreter */
     return LLVMBuildFDiv(b, sc_fconst(M, sc, 1.0), sc_unary_intrinsic(f, "llvm.sqrt", x), "");
   case IR_ISNAN:

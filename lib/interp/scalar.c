@@ -348,6 +348,21 @@ static interp_scalar float_binary(ir_op op, ac_scalar sc, interp_scalar a, inter
     return MATH2(hypotf, hypot);
   case IR_COPYSIGN:
     return MATH2(copysignf, copysign);
+  case IR_LOG_ADD: {
+    /* docs/language.md 6.x: NaN if either operand is; the larger operand
+     * if it is infinite; else m + log1p(exp(lo - m)), every step rounded to
+     * the operands' type */
+    if (isnan(a.f) || isnan(b.f))
+      return mk_f(f32 ? (double)(x + y) : a.f + b.f);
+    double m = a.f >= b.f ? a.f : b.f, lo = a.f >= b.f ? b.f : a.f;
+    if (isinf(m))
+      return mk_f(m);
+    if (f32) {
+      float mf = (float)m, d = (float)lo - mf;
+      return mk_f((double)(mf + log1pf(expf(d))));
+    }
+    return mk_f(m + log1p(exp(lo - m)));
+  }
   default:
     return mk_f(0);
   }

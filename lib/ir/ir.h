@@ -69,6 +69,13 @@ typedef struct ir_opinfo {
 
 extern const ir_opinfo ir_ops[IR_NUM_OPS];
 
+/* A scalar operator or math builtin (typed by its TYPING class, never
+ * failing): the rows of ops.def whose typing is not TC_SPECIAL. Later rows
+ * are appended after the array operations, so ranges of ids do not say it. */
+static inline bool ir_op_is_scalar(uint32_t op) {
+  return op < IR_NUM_OPS && ir_ops[op].typing != TC_SPECIAL;
+}
+
 /* Looks up a builtin by its call spelling ("map", "sqrt"); returns IR_NUM_OPS
  * if there is none. */
 ir_op ir_op_by_call_name(const char *name, size_t len);

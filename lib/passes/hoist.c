@@ -208,7 +208,7 @@ static bool hs_node_fails(hs *h, ir_ref r, uint32_t depth) {
     return !hs_plain(h, k0);
   default:
     /* operators and math builtins never fail (x/0 == 0, NaN results) */
-    if (op >= IR_NEG && op <= IR_ISFINITE)
+    if (ir_op_is_scalar(op))
       return false;
     /* indexing, loops (they may not end; iterate's count is unbounded),
      * rec, and operations with extents, bounds or index checks */

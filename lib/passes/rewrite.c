@@ -141,7 +141,7 @@ static bool node_may_fail(const ac_module *m, ir_ref x) {
   }
   default:
     /* math builtins are total on their domain (NaN results, no errors) */
-    if (n->op >= IR_ABS && n->op <= IR_ISFINITE)
+    if (ir_op_is_scalar(n->op))
       return false;
     /* indexing, loops, calls (they may loop or fail inside), every array
      * operation (shape checks, extents, allocation limits), rec */

@@ -124,10 +124,12 @@ static bool applies(ir_op op, ac_scalar sc) {
 /* A GPU kernel for type sc: each thread reads three operands of type sc
  * (frame word 0) and stores op(...) for every operation that applies, and
  * the conversion of its first operand to every scalar type (frame word 1).
- * `fallback`: math operations through cg_gpu_math_fallback (what
- * cg_gpu_math does without libdevice), else through cg_scalar_op (which
- * calls libdevice when it is installed). Returns the number of results. */
+ * `fallback`: math operations through the generated fallbacks (what
+ * cg_gpu_math does without libdevice; M->gpu_fallback_math, which also
+ * covers the operations composed of others, such as log_add), else
+ * through libdevice when it is installed. Returns the number of results. */
 static unsigned build_ops_kernel(cg_module *M, ac_scalar sc, bool fallback) {
+  M->gpu_fallback_math = fallback;
   char name[48];
   snprintf(name, sizeof name, "ops_%s", ac_scalar_name(sc));
   cg_fn *f = cg_gpu_kernel_begin(M, name, 256);
@@ -145,10 +147,7 @@ static unsigned build_ops_kernel(cg_module *M, ac_scalar sc, bool fallback) {
   for (int op = IR_NEG; op < IR_NUM_OPS; op++) {
     if (ir_ops[op].typing == TC_SPECIAL || !applies((ir_op)op, sc))
       continue;
-    LLVMValueRef r = fallback && cg_gpu_math_op((ir_op)op) && is_float(sc)
-                         ? cg_gpu_math_fallback(f, (ir_op)op, sc, ops)
-                         : cg_scalar_op(f, (ir_op)op, sc, ops);
-    store_result(f, out, gtid, slot++, r);
+    store_result(f, out, gtid, slot++, cg_scalar_op(f, (ir_op)op, sc, ops));
   }
   for (size_t t = 0; t < NSCALARS; t++)
     store_result(f, out, gtid, slot++, cg_cast(f, ops[0], sc, all_scalars[t]));
