@@ -12,6 +12,7 @@ table by the textbook loops (shortest intervals first), runs the examples
 with arrayc-run on BACKEND, and compares. Prints one line per mismatch and
 a summary; exit status 1 on any mismatch. Standard library only.
 """
+import math
 import random
 import shlex
 import subprocess
@@ -51,6 +52,74 @@ def chain(p):
     return cost[0][n - 1], split
 
 
+CASINO_PI = [0.5, 0.5]
+CASINO_A = [[0.95, 0.05], [0.1, 0.9]]
+CASINO_B = [[1.0 / 6] * 6, [0.1] * 5 + [0.5]]
+
+
+def rolls(rnd, count):
+    """Observations drawn from the casino model."""
+    s = 0 if rnd.random() < CASINO_PI[0] else 1
+    out = []
+    for _ in range(count):
+        u, face = rnd.random(), 0
+        while face < 5 and u >= CASINO_B[s][face]:
+            u -= CASINO_B[s][face]
+            face += 1
+        out.append(face)
+        s = s if rnd.random() < CASINO_A[s][s] else 1 - s
+    return out
+
+
+def forward_scaled(pi, a, b, obs):
+    """log P(obs) by the forward algorithm, rescaling alpha at every step."""
+    n = len(pi)
+    alpha = [pi[s] * b[s][obs[0]] for s in range(n)]
+    total = 0.0
+    for t in range(len(obs)):
+        if t > 0:
+            alpha = [b[s][obs[t]] * sum(alpha[k] * a[k][s] for k in range(n)) for s in range(n)]
+        c = sum(alpha)
+        total += math.log(c)
+        alpha = [x / c for x in alpha]
+    return total
+
+
+def viterbi(pi, a, b, obs):
+    """The example's own recurrence, operation for operation."""
+    n, m = len(pi), len(obs)
+    v = [[None] * n for _ in range(m)]
+    for t in range(m):
+        for s in range(n):
+            e = math.log(b[s][obs[t]])
+            if t == 0:
+                v[t][s] = (math.log(pi[s]) + e, -1)
+                continue
+            best = (-math.inf, -1)
+            for k in range(n):
+                q = (v[t - 1][k][0] + math.log(a[k][s]), k)
+                if q[0] > best[0] or (q[0] == best[0] and q[1] < best[1]):
+                    best = q
+            v[t][s] = (e + best[0], best[1])
+    last = (-math.inf, -1)
+    for s in range(n):
+        q = (v[m - 1][s][0], s)
+        if q[0] > last[0] or (q[0] == last[0] and q[1] < last[1]):
+            last = q
+    path = [0] * m
+    path[m - 1] = last[1]
+    for t in range(m - 2, -1, -1):
+        path[t] = v[t + 1][path[t + 1]][1]
+    return last[0], path
+
+
+def close(got, want, rtol):
+    try:
+        return abs(float(got) - want) <= rtol * abs(want)
+    except ValueError:
+        return False
+
+
 def run(tool, path, backend, args):
     r = subprocess.run([tool, "-w", "--backend=" + backend, path] + args,
                        capture_output=True, text=True, timeout=300)
@@ -62,7 +131,7 @@ def lit(xs):
 
 
 def args_lines(tool, ex, backend):
-    for name in ("nussinov.ac", "matrix_chain.ac"):
+    for name in ("nussinov.ac", "matrix_chain.ac", "hmm.ac"):
         with open(ex + "/" + name, encoding="utf-8") as f:
             for line in f:
                 if line.startswith("// ARGS: "):
@@ -94,6 +163,22 @@ def main():
         if got != want:
             bad += 1
             print("MISMATCH chain %s: want %s, got %s" % (lit(p), want, got))
+    model = [lit(CASINO_PI), "[" + ", ".join(lit(r) for r in CASINO_A) + "]",
+             "[" + ", ".join(lit(r) for r in CASINO_B) + "]"]
+    for count in (1, 3000):
+        obs = rolls(rnd, count)
+        want = forward_scaled(CASINO_PI, CASINO_A, CASINO_B, obs)
+        got = run(tool, ex + "/hmm.ac", backend, ["--fn", "log_likelihood"] + model + [lit(obs)])
+        runs += 1
+        if not close(got, want, 1e-9):
+            bad += 1
+            print("MISMATCH log_likelihood of %d rolls: want %r, got %s" % (count, want, got))
+        score, path = viterbi(CASINO_PI, CASINO_A, CASINO_B, obs)
+        got = run(tool, ex + "/hmm.ac", backend, ["--fn", "viterbi"] + model + [lit(obs)]).split("\n")
+        runs += 1
+        if len(got) != 2 or not close(got[0], score, 1e-12) or got[1] != lit(path):
+            bad += 1
+            print("MISMATCH viterbi of %d rolls: want %r %s, got %s" % (count, score, lit(path)[:80], got))
     print("dp_ref: %d runs on %s, %d mismatches" % (runs, backend, bad))
     return 1 if bad else 0
 
