@@ -330,6 +330,51 @@ LLVMValueRef cg_coop_any(cg_fn *f, LLVMValueRef pred);
  * `|a, b| b OP a` with OP one of + * min max & | ^ on scalars of type
  * elem: a fold may then combine elements in any order. seq_coop.c. */
 bool cg_commutative(const ac_module *m, ir_type elem, ir_ref fn);
+
+/* ---- a recurrence's reads of its own array (rec_reads.c) ---- */
+
+/* A read of an array from outside the recurrence whose indices are all
+ * uniform: index j is i_dim[j] + off[j]. */
+typedef struct cg_rec_input {
+  ir_ref at;
+  uint32_t var;  /* the array: variable `var` of the recurrence's scope */
+  uint32_t rank; /* of the array, at most 8 */
+  uint32_t dim[8];
+  int64_t off[8];
+} cg_rec_input;
+
+/* What cg_rec_reads_find finds in the body of a recurrence of rank n and
+ * schedule a (memory from M's arena). A read d[e_1, .., e_n] is ORDERED
+ * when every e_k with a_k != 0 is i_k, i_k + c or i_k - c (c an i64
+ * literal, seen through lets, the arithmetic in i64) and the sum of
+ * a_k * (its offset) is negative: then, whatever the data, an element read
+ * inside the domain lies on an earlier wavefront, so it needs no "before it
+ * is computed" check; outside the domain the domain check fails first. Only
+ * reads of exactly these forms qualify (a cast, or any other form, keeps its
+ * check: a narrowing cast may wrap an index onto a later wavefront). */
+typedef struct cg_rec_reads {
+  ir_ref *ordered; /* the ordered reads (INDEX nodes), ascending */
+  uint32_t nordered;
+  /* every use of the array in the body is an ordered read of the form
+   * i_k + c_k in every dimension; offmin/offmax: the c_k's range per
+   * dimension */
+  bool uniform;
+  int64_t *offmin, *offmax;
+  /* the uniform reads d[i_1, .., i_n + 1] and d[i_1, .., i_n - 1] (the
+   * neighbours in the innermost dimension), ascending */
+  ir_ref *next, *prev;
+  uint32_t nnext, nprev;
+  /* the reads a[e_1, .., e_r] of arrays from outside the recurrence whose
+   * every index is i_k + c, in the order the walk met them */
+  cg_rec_input *inputs;
+  uint32_t ninputs;
+} cg_rec_reads;
+
+void cg_rec_reads_find(cg_module *M, const ac_module *m, ir_ref body, uint32_t n, const int64_t *a,
+                       cg_rec_reads *out);
+/* Is the read `at` (an INDEX node of the body) ordered? */
+bool cg_rec_read_ordered(const cg_rec_reads *r, ir_ref at);
+
 /* qsort/bsearch order of ir_refs (ascending): the node lists cg_fn.late
  * and cg_fn.unchecked, and lowering's lists of reads. expr.c. */
 int cg_ref_cmp(const void *a, const void *b);

@@ -275,25 +275,8 @@ typedef struct lw_rec {
   bool tmp;         /* the body needs temporary memory */
   lw_val *lo, *ext; /* n i64 words each: logical lower bounds, extents */
   lw_val t, kulo, cnt, out;
-  /* The body's reads of the array that need no "before it is computed"
-   * check (lw_rec_read), ascending. */
-  ir_ref *ordered;
-  uint32_t nordered;
-  /* Every read of the array in the body is ordered and has the form
-   * i_k + c_k in every dimension (c_k an i64 literal, offmin/offmax their
-   * range per dimension): the CPU may tile the index space (skel_rec.c). */
-  bool uniform;
-  int64_t *offmin, *offmax;
-  /* The uniform reads d[i_1, .., i_n + 1] and d[i_1, .., i_n - 1] (the
-   * neighbours in the innermost dimension), ascending. */
-  ir_ref *next, *prev;
-  uint32_t nnext, nprev;
+  cg_rec_reads rd;  /* the body's reads of the array (codegen/cg.h) */
   lw_val tile[2]; /* CPU tiles: their rows and columns (words, skel_rec.c) */
-  /* The body's reads a[e_1, .., e_r] of arrays from outside the recurrence
-   * whose every index is i_k + c (CPU tiles prove them in range per tile,
-   * skel_rec.c), in the order the walk met them. */
-  struct lw_rec_input *inputs;
-  uint32_t ninputs;
 } lw_rec;
 /* Evaluates the bounds with the interpreter's checks in its order,
  * allocates the result (*out, also c->out) and checks that a . x cannot
@@ -340,7 +323,7 @@ void lw_rec_kern_setup(const lw_rec *c, cg_fn *f, uint32_t kernel, lw_rec_kern *
                        cg_read_fn read, cg_val *self);
 /* The read d[idx] (node `at`): kd[d] = idx[d] - lo[d]; emits the
  * interpreter's checks, inside the domain and, unless the read is one of
- * c->ordered, in an earlier wavefront than *k->tcur; returns whether the
+ * c->rd.ordered, in an earlier wavefront than *k->tcur; returns whether the
  * read may load (kd is then the cell's 0-based position). */
 LLVMValueRef lw_rec_read(cg_fn *f, const lw_rec_kern *k, LLVMValueRef *idx, ir_ref at,
                          LLVMValueRef *kd);

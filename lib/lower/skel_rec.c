@@ -73,234 +73,6 @@ static void rc_formats(const lw_rec *c, char *out, char *early, size_t size) {
   snprintf(early, size, "rec: read of %s%s before it is computed", c->name, dims);
 }
 
-/* Reads that need no order check. A read d[e_1, .., e_n] is ORDERED when
- * every e_k with a_k != 0 is i_k, i_k + c or i_k - c (c an i64 literal,
- * the arithmetic in i64) and the sum of a_k * (its offset) is negative:
- * then, whatever the data, an element read inside the domain lies on a
- * wavefront a . x smaller than the reading point's by that sum (the e_k
- * with a_k = 0 do not move a . x), so it is computed already; outside the
- * domain the first check fails. The verifier's schedule makes every read
- * it classifies as uniform satisfy this (check_rec.c); the walk checks it
- * again on the IR as it is lowered, and only reads of exactly these forms
- * qualify (a cast, a let or any other form keeps its check: a narrowing
- * cast may wrap an index onto a later wavefront). */
-typedef struct rc_walk {
-  const lw_rec *c;
-  const ac_module *m;
-  ir_ref *v;
-  uint32_t n, cap, budget;
-  /* bind[b]: the value of the body's b-th binder (outermost first) when
-   * it is a let, else 0; depth binders are open at a node */
-  ir_ref *bind;
-  uint32_t nbind;
-  /* uses of the array (any), and ordered reads with an offset in every
-   * dimension, whose ranges are offmin/offmax */
-  uint32_t uses, exact;
-  int64_t *offmin, *offmax;
-  ir_ref *next, *prev; /* lw_rec's */
-  uint32_t nnext, nprev, capnext, capprev;
-  struct lw_rec_input *inputs;
-  uint32_t ninputs, capinputs;
-} rc_walk;
-
-/* A read of an array from outside the recurrence whose indices are all
- * uniform: index j is i_dim[j] + off[j]. */
-struct lw_rec_input {
-  ir_ref at;
-  uint32_t var;  /* the array: variable `var` of the recurrence's scope */
-  uint32_t rank; /* of the array, at most 8 */
-  uint32_t dim[8];
-  int64_t off[8];
-};
-
-/* e (under *depth binders of the body) with let-bound variables replaced
- * by their values, and *depth the binders open at that value. */
-static ir_ref rc_resolve(const rc_walk *w, ir_ref e, uint64_t *depth) {
-  for (;;) {
-    const ir_node *nd = ir_node_get(w->m, e);
-    if (nd->op != IR_VAR || (uint64_t)nd->attr >= *depth)
-      return e;
-    uint64_t b = *depth - 1 - (uint64_t)nd->attr;
-    if (b >= w->nbind || !w->bind[b])
-      return e;
-    e = w->bind[b];
-    *depth = b;
-  }
-}
-
-/* Whether e (under depth binders of the body) is i_k itself. */
-static bool rc_is_index(const rc_walk *w, ir_ref e, uint32_t k, uint64_t depth) {
-  e = rc_resolve(w, e, &depth);
-  const ir_node *nd = ir_node_get(w->m, e);
-  return nd->op == IR_VAR && (uint64_t)nd->attr == depth + (w->c->n - 1 - k) &&
-         nd->type == ir_ty_scalar(w->m->ctx, AC_I64);
-}
-
-/* The offset of e as i_k + offset (depth binders inside the body). */
-static bool rc_offset(const rc_walk *w, ir_ref e, uint32_t k, uint64_t depth, int64_t *off) {
-  const ac_module *m = w->m;
-  e = rc_resolve(w, e, &depth);
-  const ir_node *nd = ir_node_get(m, e);
-  ir_type i64 = ir_ty_scalar(m->ctx, AC_I64);
-  if (rc_is_index(w, e, k, depth)) {
-    *off = 0;
-    return true;
-  }
-  if ((nd->op != IR_ADD && nd->op != IR_SUB) || nd->type != i64 || nd->nkids != 2)
-    return false;
-  ir_ref x = ir_kid(m, e, 0), y = ir_kid(m, e, 1);
-  uint64_t dy = depth;
-  if (nd->op == IR_ADD && ir_node_get(m, rc_resolve(w, x, &dy))->op == IR_LIT) {
-    ir_ref t = x;
-    x = y;
-    y = t;
-  }
-  dy = depth;
-  const ir_node *yn = ir_node_get(m, rc_resolve(w, y, &dy));
-  if (!rc_is_index(w, x, k, depth) || yn->op != IR_LIT || yn->type != i64)
-    return false;
-  int64_t c = yn->lit.i;
-  if (nd->op == IR_SUB && c == INT64_MIN)
-    return false;
-  *off = nd->op == IR_SUB ? -c : c;
-  return true;
-}
-
-static bool rc_is_ordered(const rc_walk *w, ir_ref r, uint64_t depth) {
-  const lw_rec *c = w->c;
-  int64_t key = 0;
-  for (uint32_t k = 0; k < c->n; k++) {
-    if (c->a[k] == 0)
-      continue;
-    int64_t off, t;
-    if (!rc_offset(w, ir_kid(w->m, r, k + 1), k, depth, &off) ||
-        __builtin_mul_overflow(c->a[k], off, &t) || __builtin_add_overflow(key, t, &key))
-      return false;
-  }
-  return key < 0;
-}
-
-/* An ordered read r: when every index is i_k + c_k, counts it as exact
- * and widens the offsets' ranges. */
-static void rc_note_offsets(rc_walk *w, ir_ref r, uint64_t depth) {
-  const lw_rec *c = w->c;
-  int64_t off[64];
-  if (c->n > 64)
-    return;
-  for (uint32_t k = 0; k < c->n; k++)
-    if (!rc_offset(w, ir_kid(w->m, r, k + 1), k, depth, &off[k]))
-      return;
-  bool inner = true;
-  for (uint32_t k = 0; k + 1 < c->n; k++)
-    inner = inner && off[k] == 0;
-  if (inner && off[c->n - 1] == 1) {
-    cg_grow(c->L->M, (void **)&w->next, w->nnext, &w->capnext, sizeof *w->next, 4);
-    w->next[w->nnext++] = r;
-  }
-  if (inner && off[c->n - 1] == -1) {
-    cg_grow(c->L->M, (void **)&w->prev, w->nprev, &w->capprev, sizeof *w->prev, 4);
-    w->prev[w->nprev++] = r;
-  }
-  for (uint32_t k = 0; k < c->n; k++) {
-    if (w->exact == 0 || off[k] < w->offmin[k])
-      w->offmin[k] = off[k];
-    if (w->exact == 0 || off[k] > w->offmax[k])
-      w->offmax[k] = off[k];
-  }
-  w->exact++;
-}
-
-/* A read r of an array from outside the recurrence, every index i_k + c:
- * recorded in w->inputs. */
-static void rc_note_input(rc_walk *w, ir_ref r, uint64_t depth) {
-  const ac_module *m = w->m;
-  const lw_rec *c = w->c;
-  const ir_node *nd = ir_node_get(m, r), *an = ir_node_get(m, ir_kid(m, r, 0));
-  uint32_t rank = nd->nkids - 1;
-  ir_type elem;
-  uint32_t arank;
-  if (an->op != IR_VAR || (uint64_t)an->attr < depth + c->n + 1 ||
-      !ir_ty_array_view(m->ctx, an->type, &elem, &arank) || arank != rank ||
-      ir_ty_num_leaves(m->ctx, an->type) != 1 || w->ninputs >= 64)
-    return;
-  struct lw_rec_input in = {.at = r, .var = (uint32_t)((uint64_t)an->attr - depth - c->n - 1),
-                            .rank = rank};
-  for (uint32_t j = 0; j < rank; j++) {
-    uint32_t k = 0;
-    while (k < c->n && !rc_offset(w, ir_kid(m, r, j + 1), k, depth, &in.off[j]))
-      k++;
-    if (k == c->n)
-      return;
-    in.dim[j] = k;
-  }
-  cg_grow(c->L->M, (void **)&w->inputs, w->ninputs, &w->capinputs, sizeof *w->inputs, 4);
-  w->inputs[w->ninputs++] = in;
-}
-
-static void rc_walk_node(rc_walk *w, ir_ref r, uint64_t depth) {
-  if (w->budget == 0)
-    return;
-  w->budget--;
-  const ac_module *m = w->m;
-  const ir_node *nd = ir_node_get(m, r);
-  if (nd->op == IR_INDEX && nd->nkids == w->c->n + 1 && depth <= w->nbind) {
-    const ir_node *an = ir_node_get(m, ir_kid(m, r, 0));
-    if (an->op == IR_VAR && (uint64_t)an->attr == depth + w->c->n && rc_is_ordered(w, r, depth)) {
-      cg_grow(w->c->L->M, (void **)&w->v, w->n, &w->cap, sizeof *w->v, 8);
-      w->v[w->n++] = r;
-      rc_note_offsets(w, r, depth);
-    }
-  }
-  if (nd->op == IR_VAR && (uint64_t)nd->attr == depth + w->c->n)
-    w->uses++;
-  if (nd->op == IR_INDEX && nd->nkids >= 2 && nd->nkids <= 9 && depth <= w->nbind)
-    rc_note_input(w, r, depth);
-  for (uint32_t i = 0; i < nd->nkids; i++) {
-    if (!ir_kid(m, r, i))
-      continue;
-    uint32_t nb = ir_binders(m, r, i);
-    if (depth + nb > w->nbind) {
-      uint32_t cap = (uint32_t)(depth + nb) * 2 + 8;
-      ir_ref *bind = cg_new(w->c->L->M, cap * sizeof *bind);
-      if (w->nbind)
-        memcpy(bind, w->bind, w->nbind * sizeof *bind);
-      memset(bind + w->nbind, 0, (cap - w->nbind) * sizeof *bind);
-      w->bind = bind;
-      w->nbind = cap;
-    }
-    for (uint32_t j = 0; j < nb; j++)
-      w->bind[depth + j] = nd->op == IR_LET && nb == 1 ? ir_kid(m, r, 0) : 0;
-    rc_walk_node(w, ir_kid(m, r, i), depth + nb);
-  }
-}
-
-static void rc_find_ordered(lw_rec *c) {
-  cg_module *M = c->L->M;
-  rc_walk w = {.c = c, .m = c->L->m, .budget = 1u << 16};
-  w.offmin = cg_new(M, c->n * sizeof *w.offmin);
-  w.offmax = cg_new(M, c->n * sizeof *w.offmax);
-  rc_walk_node(&w, c->body, 0);
-  if (w.n)
-    qsort(w.v, w.n, sizeof *w.v, cg_ref_cmp);
-  c->ordered = w.v;
-  c->nordered = w.n;
-  /* every use of the array is the array of a counted read (a walk cut
-   * short by its budget proves nothing) */
-  c->uniform = w.budget > 0 && w.uses == w.exact;
-  c->offmin = w.offmin;
-  c->offmax = w.offmax;
-  if (w.nnext)
-    qsort(w.next, w.nnext, sizeof *w.next, cg_ref_cmp);
-  if (w.nprev)
-    qsort(w.prev, w.nprev, sizeof *w.prev, cg_ref_cmp);
-  c->next = w.next;
-  c->nnext = w.nnext;
-  c->prev = w.prev;
-  c->nprev = w.nprev;
-  c->inputs = w.inputs;
-  c->ninputs = w.ninputs;
-}
-
 /* The lower bound of dimension d as an i64 constant when the program
  * writes it as an integer literal (then the kernels need not load it, and
  * the optimiser sees what `i == 0` says about the index), else NULL. */
@@ -310,8 +82,8 @@ static LLVMValueRef rc_lo(const lw_rec *c, uint32_t d) {
   ac_scalar sc;
   /* a value the interpreter reads the same as an i64 (lw_int): any signed
    * literal, an unsigned one below 2^63 */
-  if (nd->op != IR_LIT || !ir_ty_is_scalar(m->ctx, nd->type, &sc) || sc == AC_BOOL ||
-      sc > AC_U64 || (sc >= AC_U8 && nd->lit.i < 0))
+  if (nd->op != IR_LIT || !ir_ty_is_scalar(m->ctx, nd->type, &sc) || sc == AC_BOOL || sc > AC_U64 ||
+      (sc >= AC_U8 && nd->lit.i < 0))
     return NULL;
   return cg_i64(c->L->M, nd->lit.i);
 }
@@ -320,7 +92,7 @@ LLVMValueRef lw_rec_read(cg_fn *f, const lw_rec_kern *k, LLVMValueRef *idx, ir_r
                          LLVMValueRef *kd) {
   cg_module *M = f->M;
   const lw_rec *c = k->c;
-  bool ordered = c->nordered && bsearch(&at, c->ordered, c->nordered, sizeof at, cg_ref_cmp);
+  bool ordered = cg_rec_read_ordered(&c->rd, at);
   LLVMValueRef inside = LLVMConstInt(M->t_i1, 1, 0), key = cg_i64(M, 0);
   for (uint32_t d = 0; d < c->n; d++) {
     kd[d] = LLVMBuildSub(M->b, idx[d], k->lo[d], "");
@@ -387,8 +159,8 @@ static LLVMValueRef rc_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_re
 
 /* ---- one point ---- */
 
-LLVMValueRef lw_rec_point_begin(cg_fn *f, const lw_rec_kern *k, const cg_val *self,
-                                LLVMValueRef *x, LLVMValueRef t, LLVMValueRef *mark) {
+LLVMValueRef lw_rec_point_begin(cg_fn *f, const lw_rec_kern *k, const cg_val *self, LLVMValueRef *x,
+                                LLVMValueRef t, LLVMValueRef *mark) {
   cg_module *M = f->M;
   const lw_rec *c = k->c;
   LLVMBuildStore(M->b, t, k->tcur);
@@ -423,8 +195,8 @@ static void rc_point(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRef *x
   lw_rec_point_end(f, k, mark);
 }
 
-void lw_rec_kern_setup(const lw_rec *c, cg_fn *f, uint32_t kernel, lw_rec_kern *k,
-                       cg_read_fn read, cg_val *self) {
+void lw_rec_kern_setup(const lw_rec *c, cg_fn *f, uint32_t kernel, lw_rec_kern *k, cg_read_fn read,
+                       cg_val *self) {
   lw *L = c->L;
   cg_module *M = L->M;
   memset(k, 0, sizeof *k);
@@ -557,7 +329,7 @@ static uint32_t rc_front_kernel(const rc_ctx *c) {
 }
 
 /* ---- tiles ----
- * When every read is uniform (c->uniform) and the offsets of each dimension
+ * When every read is uniform (c->rd.uniform) and the offsets of each dimension
  * have one sign, walking dimension k upwards (sigma_k = +1, offsets <= 0)
  * or downwards (sigma_k = -1, offsets >= 0) computes every read before its
  * reader: in the walking coordinates y_k (x_k or ext_k - 1 - x_k) every
@@ -586,17 +358,17 @@ static uint32_t rc_front_kernel(const rc_ctx *c) {
 /* How far the reads reach back along dimension k in the walking order
  * (the largest |offset|; 0 when no read moves along k). */
 static int64_t rc_reach(const lw_rec *c, uint32_t k) {
-  return rc_sigma(c, k) > 0 ? -c->offmin[k] : c->offmax[k];
+  return rc_sigma(c, k) > 0 ? -c->rd.offmin[k] : c->rd.offmax[k];
 }
 
 /* The direction of dimension k: +1 (offsets <= 0), -1 (offsets >= 0; +1
  * wins when all are 0) or 0 (both signs: no tiling). */
 static int rc_sigma(const lw_rec *c, uint32_t k) {
-  return c->offmax[k] <= 0 ? 1 : c->offmin[k] >= 0 ? -1 : 0;
+  return c->rd.offmax[k] <= 0 ? 1 : c->rd.offmin[k] >= 0 ? -1 : 0;
 }
 
 static bool rc_tileable(const lw_rec *c) {
-  if (!c->uniform || c->n < 2 || c->n > 64)
+  if (!c->rd.uniform || c->n < 2 || c->n > 64)
     return false;
   for (uint32_t k = 0; k < c->n; k++)
     if (rc_sigma(c, k) == 0)
@@ -706,12 +478,14 @@ static void rc_copy(cg_fn *f, ir_type elem, const cg_val *dst, LLVMValueRef dbas
   LLVMValueRef r = cg_loop_begin(f, &rl, cg_i64(M, 0), nr);
   LLVMValueRef q = cg_loop_begin(f, &ql, cg_i64(M, 0), nq);
   cg_val v;
-  sk_load(f, src, elem,
-          LLVMBuildAdd(M->b, sbase, LLVMBuildAdd(M->b, LLVMBuildMul(M->b, r, sstride, ""), q, ""), ""),
-          &v);
-  sk_store(f, dst,
-           LLVMBuildAdd(M->b, dbase, LLVMBuildAdd(M->b, LLVMBuildMul(M->b, r, dstride, ""), q, ""), ""),
-           &v);
+  sk_load(
+      f, src, elem,
+      LLVMBuildAdd(M->b, sbase, LLVMBuildAdd(M->b, LLVMBuildMul(M->b, r, sstride, ""), q, ""), ""),
+      &v);
+  sk_store(
+      f, dst,
+      LLVMBuildAdd(M->b, dbase, LLVMBuildAdd(M->b, LLVMBuildMul(M->b, r, dstride, ""), q, ""), ""),
+      &v);
   cg_loop_end(f, &ql);
   cg_loop_end(f, &rl);
 }
@@ -734,8 +508,7 @@ static LLVMValueRef rc_window_in(cg_fn *f, rc_kernel *k, const rc_window *win, c
   k->wb[0] = b[0];
   k->wb[1] = b[1];
   LLVMValueRef mark = cg_tmp_mark(f);
-  LLVMValueRef n =
-      LLVMBuildMul(M->b, LLVMBuildAdd(M->b, T[0], cg_i64(M, win->dr), ""), k->wsw, "");
+  LLVMValueRef n = LLVMBuildMul(M->b, LLVMBuildAdd(M->b, T[0], cg_i64(M, win->dr), ""), k->wsw, "");
   for (uint32_t l = 0; l < k->out.n; l++)
     cg_new_array(f, k->out.l[l].sc, 1, &n, c->e, &k->out.l[l]);
   if (win->dc) { /* the tile before's last columns, with the corner */
@@ -786,7 +559,7 @@ static void rc_window_out(cg_fn *f, rc_kernel *k, const rc_window *win, uint32_t
   cg_tmp_release(f, mark);
 }
 
-/* The reads of arrays from outside (c->inputs) that stay in range on the
+/* The reads of arrays from outside (c->rd.inputs) that stay in range on the
  * whole tile from b to e (walking coordinates), for interior tiles to read
  * them without checks: *interior is and-ed with the condition that they
  * do, and *out gets them, ascending (their number is returned). */
@@ -809,10 +582,10 @@ static uint32_t rc_inputs_proven(cg_fn *f, const rc_kernel *k, LLVMValueRef *b, 
       xmax[d] = LLVMBuildSub(M->b, LLVMBuildSub(M->b, k->ext[d], one, ""), b[d], "");
     }
   }
-  ir_ref *proven = cg_new(M, (c->ninputs + 1) * sizeof *proven);
+  ir_ref *proven = cg_new(M, (c->rd.ninputs + 1) * sizeof *proven);
   uint32_t n = 0;
-  for (uint32_t r = 0; r < c->ninputs; r++) {
-    const struct lw_rec_input *in = &c->inputs[r];
+  for (uint32_t r = 0; r < c->rd.ninputs; r++) {
+    const cg_rec_input *in = &c->rd.inputs[r];
     const cg_val *av = in->var < f->nenv ? &f->env[f->nenv - 1 - in->var] : NULL;
     if (!av || av->n != 1 || !av->l[0].ext || av->l[0].rank != in->rank)
       continue;
@@ -822,11 +595,11 @@ static uint32_t rc_inputs_proven(cg_fn *f, const rc_kernel *k, LLVMValueRef *b, 
       LLVMValueRef lo = LLVMBuildAdd(M->b, base, xmin[d], "");
       LLVMValueRef hi = LLVMBuildAdd(M->b, base, xmax[d], "");
       /* lo <= hi: i + c does not wrap on the tile */
-      LLVMValueRef ok = LLVMBuildAnd(
-          M->b, LLVMBuildICmp(M->b, LLVMIntSLE, lo, hi, ""),
-          LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, lo, cg_i64(M, 0), ""),
-                       LLVMBuildICmp(M->b, LLVMIntSLT, hi, av->l[0].ext[j], ""), ""),
-          "");
+      LLVMValueRef ok =
+          LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSLE, lo, hi, ""),
+                       LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, lo, cg_i64(M, 0), ""),
+                                    LLVMBuildICmp(M->b, LLVMIntSLT, hi, av->l[0].ext[j], ""), ""),
+                       "");
       *interior = LLVMBuildAnd(M->b, *interior, ok, "");
     }
     proven[n++] = in->at;
@@ -862,8 +635,8 @@ static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
       lw_load(L, f, kern, &win->z, &zv);
       lw_load(L, f, kern, &win->rows, &rv);
     }
-    vsize = LLVMBuildMul(M->b, LLVMBuildAdd(M->b, T[0], cg_i64(M, win->dr), ""),
-                         cg_i64(M, win->dc), "");
+    vsize = LLVMBuildMul(M->b, LLVMBuildAdd(M->b, T[0], cg_i64(M, win->dr), ""), cg_i64(M, win->dc),
+                         "");
   }
   cg_loop il;
   LLVMValueRef i = cg_loop_begin(f, &il, f->lo, f->hi);
@@ -884,14 +657,14 @@ static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
   /* the inner dimensions are proven where no read moves along them */
   uint64_t inner = 0;
   for (uint32_t d = 2; d < c->n; d++)
-    if (c->offmin[d] == 0 && c->offmax[d] == 0)
+    if (c->rd.offmin[d] == 0 && c->rd.offmax[d] == 0)
       inner |= (uint64_t)1 << d;
   /* the innermost neighbour before in the walking order: the last point */
-  if (rc_sigma(c, c->n - 1) > 0 ? c->nprev : c->nnext) {
+  if (rc_sigma(c, c->n - 1) > 0 ? c->rd.nprev : c->rd.nnext) {
     k.carry = cg_new(M, sizeof *k.carry);
     cg_var_new(f, elem, k.carry);
-    k.carried = rc_sigma(c, c->n - 1) > 0 ? c->prev : c->next;
-    k.ncarried = rc_sigma(c, c->n - 1) > 0 ? c->nprev : c->nnext;
+    k.carried = rc_sigma(c, c->n - 1) > 0 ? c->rd.prev : c->rd.next;
+    k.ncarried = rc_sigma(c, c->n - 1) > 0 ? c->rd.nprev : c->rd.nnext;
   }
   if (win && win->fold) {
     k.fold_fn = win->fn;
@@ -1056,8 +829,8 @@ static uint32_t rc_tiles_of(const rc_ctx *c, uint32_t d) {
   lw *L = c->L;
   uint32_t t = sk_xw(L, &c->tile[d]);
   return lw_x_bin(
-      L, PX_DIV, lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]), t), lw_x_const(L, 1)),
-      t);
+      L, PX_DIV,
+      lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]), t), lw_x_const(L, 1)), t);
 }
 
 /* The tiles' edges in the plan (c->tile): a sixteenth of the extent (a
@@ -1068,10 +841,9 @@ static void rc_tile_sizes(rc_ctx *c) {
   for (uint32_t d = 0; d < 2; d++) {
     int64_t lo = c->n == 2 ? RC_TILE_MIN : 4;
     int64_t hi = c->n == 2 ? (d == 0 ? RC_TILE_ROWS : RC_TILE_COLS) : 16;
-    uint32_t part = lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]), lw_x_const(L, 15)),
-                             lw_x_const(L, 16));
-    sk_word(L,
-            lw_x_bin(L, PX_MAX, lw_x_const(L, lo), lw_x_bin(L, PX_MIN, lw_x_const(L, hi), part)),
+    uint32_t part = lw_x_bin(
+        L, PX_DIV, lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]), lw_x_const(L, 15)), lw_x_const(L, 16));
+    sk_word(L, lw_x_bin(L, PX_MAX, lw_x_const(L, lo), lw_x_bin(L, PX_MIN, lw_x_const(L, hi), part)),
             &c->tile[d]);
   }
 }
@@ -1171,7 +943,7 @@ static bool rc_init(lw *L, ir_ref e, lw_rec *c) {
   ir_sym name = ir_binder_name(m, e, nd->nkids - 1, 0);
   c->name = name ? ir_sym_str(L->ctx, name) : "rec";
   c->tmp = cg_needs_tmp(m, c->body);
-  rc_find_ordered(c);
+  cg_rec_reads_find(L->M, m, c->body, n, c->a, &c->rd);
   return true;
 }
 
@@ -1260,10 +1032,10 @@ static bool rc_window_begin(lw *L, rc_ctx *c, rc_window *win, uint32_t **ext) {
   win->dc = rc_reach(c, 1);
   rc_tile_sizes(c);
   ir_type elem = ir_node_get(L->m, c->body)->type, row = ir_ty_array(L->ctx, elem, 1);
-  uint32_t n = lw_x_bin(
-      L, PX_MUL, rc_tiles_of(c, 0),
-      lw_x_bin(L, PX_MUL, lw_x_bin(L, PX_ADD, sk_xw(L, &c->tile[0]), lw_x_const(L, win->dr)),
-               lw_x_const(L, win->dc)));
+  uint32_t n = lw_x_bin(L, PX_MUL, rc_tiles_of(c, 0),
+                        lw_x_bin(L, PX_MUL,
+                                 lw_x_bin(L, PX_ADD, sk_xw(L, &c->tile[0]), lw_x_const(L, win->dr)),
+                                 lw_x_const(L, win->dc)));
   lw_fresh(L, row, &win->v);
   lw_alloc_arrays(L, &win->v, &n, r);
   n = lw_x_bin(L, PX_MUL, lw_x_const(L, win->dr), (*ext)[1]);
@@ -1300,9 +1072,8 @@ bool lw_skel_rec_at(lw *L, ir_ref e, lw_rec *rec, lw_val *out) {
   win.point = true;
   for (uint32_t d = 0; d < 2; d++) {
     p[d] = rc_hoist(L, lw_int(L, ir_kid(m, e, 1 + d)));
-    uint32_t y = rc_sigma(&c, d) > 0
-                     ? p[d]
-                     : lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_SUB, ext[d], one), p[d]);
+    uint32_t y =
+        rc_sigma(&c, d) > 0 ? p[d] : lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_SUB, ext[d], one), p[d]);
     sk_word(L, y, &win.at[d]);
   }
   lw_fresh(L, ir_node_get(m, c.body)->type, &win.out);

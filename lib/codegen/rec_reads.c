@@ -1,0 +1,235 @@
+/* lib/codegen/rec_reads.c: how a recurrence's body reads its own array
+ * (docs/language.md §7.14), for the code that computes it: the CPU and GPU
+ * skeletons (lib/lower/skel_rec.c, gskel_rec.c) and a recurrence nested in
+ * element code (seq_loop.c).
+ *
+ * The walk is syntactic and works on the IR as it is lowered (after every
+ * pass), which is why it does not reuse the verifier's forms
+ * (lib/ir/check_rec.c): only reads of exactly the shapes below qualify, so
+ * whatever a pass did, a qualifying read means what the walk says.
+ */
+#include "codegen/cg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Reads that need no order check. A read d[e_1, .., e_n] is ORDERED when
+ * every e_k with a_k != 0 is i_k, i_k + c or i_k - c (c an i64 literal,
+ * the arithmetic in i64) and the sum of a_k * (its offset) is negative:
+ * then, whatever the data, an element read inside the domain lies on a
+ * wavefront a . x smaller than the reading point's by that sum (the e_k
+ * with a_k = 0 do not move a . x), so it is computed already; outside the
+ * domain the first check fails. The verifier's schedule makes every read
+ * it classifies as uniform satisfy this (check_rec.c); the walk checks it
+ * again on the IR as it is lowered, and only reads of exactly these forms
+ * qualify (a cast, a let or any other form keeps its check: a narrowing
+ * cast may wrap an index onto a later wavefront). */
+typedef struct rr_walk {
+  cg_module *M;
+  const ac_module *m;
+  uint32_t rn;      /* the recurrence's rank */
+  const int64_t *a; /* its schedule */
+  ir_ref *v;
+  uint32_t n, cap, budget;
+  /* bind[b]: the value of the body's b-th binder (outermost first) when
+   * it is a let, else 0; depth binders are open at a node */
+  ir_ref *bind;
+  uint32_t nbind;
+  /* uses of the array (any), and ordered reads with an offset in every
+   * dimension, whose ranges are offmin/offmax */
+  uint32_t uses, exact;
+  int64_t *offmin, *offmax;
+  ir_ref *next, *prev; /* cg_rec_reads' */
+  uint32_t nnext, nprev, capnext, capprev;
+  cg_rec_input *inputs;
+  uint32_t ninputs, capinputs;
+} rr_walk;
+
+/* e (under *depth binders of the body) with let-bound variables replaced
+ * by their values, and *depth the binders open at that value. */
+static ir_ref rr_resolve(const rr_walk *w, ir_ref e, uint64_t *depth) {
+  for (;;) {
+    const ir_node *nd = ir_node_get(w->m, e);
+    if (nd->op != IR_VAR || (uint64_t)nd->attr >= *depth)
+      return e;
+    uint64_t b = *depth - 1 - (uint64_t)nd->attr;
+    if (b >= w->nbind || !w->bind[b])
+      return e;
+    e = w->bind[b];
+    *depth = b;
+  }
+}
+
+/* Whether e (under depth binders of the body) is i_k itself. */
+static bool rr_is_index(const rr_walk *w, ir_ref e, uint32_t k, uint64_t depth) {
+  e = rr_resolve(w, e, &depth);
+  const ir_node *nd = ir_node_get(w->m, e);
+  return nd->op == IR_VAR && (uint64_t)nd->attr == depth + (w->rn - 1 - k) &&
+         nd->type == ir_ty_scalar(w->m->ctx, AC_I64);
+}
+
+/* The offset of e as i_k + offset (depth binders inside the body). */
+static bool rr_offset(const rr_walk *w, ir_ref e, uint32_t k, uint64_t depth, int64_t *off) {
+  const ac_module *m = w->m;
+  e = rr_resolve(w, e, &depth);
+  const ir_node *nd = ir_node_get(m, e);
+  ir_type i64 = ir_ty_scalar(m->ctx, AC_I64);
+  if (rr_is_index(w, e, k, depth)) {
+    *off = 0;
+    return true;
+  }
+  if ((nd->op != IR_ADD && nd->op != IR_SUB) || nd->type != i64 || nd->nkids != 2)
+    return false;
+  ir_ref x = ir_kid(m, e, 0), y = ir_kid(m, e, 1);
+  uint64_t dy = depth;
+  if (nd->op == IR_ADD && ir_node_get(m, rr_resolve(w, x, &dy))->op == IR_LIT) {
+    ir_ref t = x;
+    x = y;
+    y = t;
+  }
+  dy = depth;
+  const ir_node *yn = ir_node_get(m, rr_resolve(w, y, &dy));
+  if (!rr_is_index(w, x, k, depth) || yn->op != IR_LIT || yn->type != i64)
+    return false;
+  int64_t c = yn->lit.i;
+  if (nd->op == IR_SUB && c == INT64_MIN)
+    return false;
+  *off = nd->op == IR_SUB ? -c : c;
+  return true;
+}
+
+static bool rr_is_ordered(const rr_walk *w, ir_ref r, uint64_t depth) {
+  int64_t key = 0;
+  for (uint32_t k = 0; k < w->rn; k++) {
+    if (w->a[k] == 0)
+      continue;
+    int64_t off, t;
+    if (!rr_offset(w, ir_kid(w->m, r, k + 1), k, depth, &off) ||
+        __builtin_mul_overflow(w->a[k], off, &t) || __builtin_add_overflow(key, t, &key))
+      return false;
+  }
+  return key < 0;
+}
+
+/* An ordered read r: when every index is i_k + c_k, counts it as exact
+ * and widens the offsets' ranges. */
+static void rr_note_offsets(rr_walk *w, ir_ref r, uint64_t depth) {
+  int64_t off[64];
+  if (w->rn > 64)
+    return;
+  for (uint32_t k = 0; k < w->rn; k++)
+    if (!rr_offset(w, ir_kid(w->m, r, k + 1), k, depth, &off[k]))
+      return;
+  bool inner = true;
+  for (uint32_t k = 0; k + 1 < w->rn; k++)
+    inner = inner && off[k] == 0;
+  if (inner && off[w->rn - 1] == 1) {
+    cg_grow(w->M, (void **)&w->next, w->nnext, &w->capnext, sizeof *w->next, 4);
+    w->next[w->nnext++] = r;
+  }
+  if (inner && off[w->rn - 1] == -1) {
+    cg_grow(w->M, (void **)&w->prev, w->nprev, &w->capprev, sizeof *w->prev, 4);
+    w->prev[w->nprev++] = r;
+  }
+  for (uint32_t k = 0; k < w->rn; k++) {
+    if (w->exact == 0 || off[k] < w->offmin[k])
+      w->offmin[k] = off[k];
+    if (w->exact == 0 || off[k] > w->offmax[k])
+      w->offmax[k] = off[k];
+  }
+  w->exact++;
+}
+
+/* A read r of an array from outside the recurrence, every index i_k + c:
+ * recorded in w->inputs. */
+static void rr_note_input(rr_walk *w, ir_ref r, uint64_t depth) {
+  const ac_module *m = w->m;
+  const ir_node *nd = ir_node_get(m, r), *an = ir_node_get(m, ir_kid(m, r, 0));
+  uint32_t rank = nd->nkids - 1;
+  ir_type elem;
+  uint32_t arank;
+  if (an->op != IR_VAR || (uint64_t)an->attr < depth + w->rn + 1 ||
+      !ir_ty_array_view(m->ctx, an->type, &elem, &arank) || arank != rank ||
+      ir_ty_num_leaves(m->ctx, an->type) != 1 || w->ninputs >= 64)
+    return;
+  cg_rec_input in = {
+      .at = r, .var = (uint32_t)((uint64_t)an->attr - depth - w->rn - 1), .rank = rank};
+  for (uint32_t j = 0; j < rank; j++) {
+    uint32_t k = 0;
+    while (k < w->rn && !rr_offset(w, ir_kid(m, r, j + 1), k, depth, &in.off[j]))
+      k++;
+    if (k == w->rn)
+      return;
+    in.dim[j] = k;
+  }
+  cg_grow(w->M, (void **)&w->inputs, w->ninputs, &w->capinputs, sizeof *w->inputs, 4);
+  w->inputs[w->ninputs++] = in;
+}
+
+static void rr_walk_node(rr_walk *w, ir_ref r, uint64_t depth) {
+  if (w->budget == 0)
+    return;
+  w->budget--;
+  const ac_module *m = w->m;
+  const ir_node *nd = ir_node_get(m, r);
+  if (nd->op == IR_INDEX && nd->nkids == w->rn + 1 && depth <= w->nbind) {
+    const ir_node *an = ir_node_get(m, ir_kid(m, r, 0));
+    if (an->op == IR_VAR && (uint64_t)an->attr == depth + w->rn && rr_is_ordered(w, r, depth)) {
+      cg_grow(w->M, (void **)&w->v, w->n, &w->cap, sizeof *w->v, 8);
+      w->v[w->n++] = r;
+      rr_note_offsets(w, r, depth);
+    }
+  }
+  if (nd->op == IR_VAR && (uint64_t)nd->attr == depth + w->rn)
+    w->uses++;
+  if (nd->op == IR_INDEX && nd->nkids >= 2 && nd->nkids <= 9 && depth <= w->nbind)
+    rr_note_input(w, r, depth);
+  for (uint32_t i = 0; i < nd->nkids; i++) {
+    if (!ir_kid(m, r, i))
+      continue;
+    uint32_t nb = ir_binders(m, r, i);
+    if (depth + nb > w->nbind) {
+      uint32_t cap = (uint32_t)(depth + nb) * 2 + 8;
+      ir_ref *bind = cg_new(w->M, cap * sizeof *bind);
+      if (w->nbind)
+        memcpy(bind, w->bind, w->nbind * sizeof *bind);
+      memset(bind + w->nbind, 0, (cap - w->nbind) * sizeof *bind);
+      w->bind = bind;
+      w->nbind = cap;
+    }
+    for (uint32_t j = 0; j < nb; j++)
+      w->bind[depth + j] = nd->op == IR_LET && nb == 1 ? ir_kid(m, r, 0) : 0;
+    rr_walk_node(w, ir_kid(m, r, i), depth + nb);
+  }
+}
+
+void cg_rec_reads_find(cg_module *M, const ac_module *m, ir_ref body, uint32_t n, const int64_t *a,
+                       cg_rec_reads *out) {
+  rr_walk w = {.M = M, .m = m, .rn = n, .a = a, .budget = 1u << 16};
+  w.offmin = cg_new(M, n * sizeof *w.offmin);
+  w.offmax = cg_new(M, n * sizeof *w.offmax);
+  rr_walk_node(&w, body, 0);
+  if (w.n)
+    qsort(w.v, w.n, sizeof *w.v, cg_ref_cmp);
+  if (w.nnext)
+    qsort(w.next, w.nnext, sizeof *w.next, cg_ref_cmp);
+  if (w.nprev)
+    qsort(w.prev, w.nprev, sizeof *w.prev, cg_ref_cmp);
+  /* every use of the array is the array of a counted read (a walk cut
+   * short by its budget proves nothing) */
+  *out = (cg_rec_reads){.ordered = w.v,
+                        .nordered = w.n,
+                        .uniform = w.budget > 0 && w.uses == w.exact,
+                        .offmin = w.offmin,
+                        .offmax = w.offmax,
+                        .next = w.next,
+                        .prev = w.prev,
+                        .nnext = w.nnext,
+                        .nprev = w.nprev,
+                        .inputs = w.inputs,
+                        .ninputs = w.ninputs};
+}
+
+bool cg_rec_read_ordered(const cg_rec_reads *r, ir_ref at) {
+  return r->nordered && bsearch(&at, r->ordered, r->nordered, sizeof at, cg_ref_cmp);
+}
