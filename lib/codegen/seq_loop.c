@@ -178,6 +178,7 @@ typedef struct seq_rec {
   const int64_t *sched; /* a, n coefficients */
   LLVMValueRef cur;     /* alloca: a.x of the point being computed */
   const char *name;
+  cg_rec_reads rd;      /* the body's reads of the array (rec_reads.c) */
 } seq_rec;
 
 typedef struct seq_rfield {
@@ -194,20 +195,23 @@ static LLVMValueRef rec_read(cg_fn *f, const cg_leaf *leaf, LLVMValueRef *idx, i
   const seq_rec *s = rf->r;
   uint32_t n = s->n;
   LLVMValueRef inside = LLVMConstInt(M->t_i1, 1, 0), key = cg_i64(M, 0), lin = cg_i64(M, 0);
+  /* an ordered read is on an earlier wavefront whenever it is inside */
+  bool ordered = cg_rec_read_ordered(&s->rd, at);
   for (uint32_t d = 0; d < n; d++) {
     /* idx - lo as unsigned: exact whenever idx >= lo */
     LLVMValueRef k = LLVMBuildSub(B, idx[d], s->lo[d], "");
     LLVMValueRef in = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, idx[d], s->lo[d], ""),
                                    LLVMBuildICmp(B, LLVMIntULT, k, s->o.ext[d], ""), "");
     inside = LLVMBuildAnd(B, inside, in, "");
-    if (s->sched[d])
+    if (s->sched[d] && !ordered)
       key = LLVMBuildAdd(B, key, LLVMBuildMul(B, cg_i64(M, s->sched[d]), k, ""), "");
     lin = LLVMBuildAdd(B, LLVMBuildMul(B, lin, s->o.ext[d], ""), k, "");
   }
   LLVMValueRef before =
-      LLVMBuildICmp(B, LLVMIntSLT, key, LLVMBuildLoad2(B, M->t_i64, s->cur, ""), "");
+      ordered ? LLVMConstInt(M->t_i1, 1, 0)
+              : LLVMBuildICmp(B, LLVMIntSLT, key, LLVMBuildLoad2(B, M->t_i64, s->cur, ""), "");
   const char *why[2] = {"outside the domain", "before it is computed"};
-  for (int w = 0; w < 2; w++) {
+  for (int w = 0; w < 1 + !ordered; w++) {
     ir_buf b;
     ir_buf_init(&b, M->ctx);
     ir_buf_printf(&b, "rec: read of %s", s->name);
@@ -281,6 +285,41 @@ static void rec_point(cg_fn *f, const seq_rec *s, ir_ref body, const cg_val *sel
   cg_seq_store(f, &s->o, lin, &r);
   cg_seq_release(f, mark);
   cg_env_pop(f, s->n + 1);
+}
+
+/* Every point of the domain (not empty) row by row, dimension d walked
+ * downwards where sigma[d] < 0: an order in which every uniform read comes
+ * after the point it reads when the reads' offsets in each dimension are
+ * all of the walk's opposite sign (or zero). Only for recurrences whose
+ * every read is uniform and ordered (cg_rec_reads.uniform), which need no
+ * wavefront key. */
+static void rec_rows(cg_fn *f, const seq_rec *s, ir_ref body, const cg_val *self,
+                     const int *sigma) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  LLVMValueRef *pt = cg_new(M, (s->n + 1) * sizeof *pt);
+  seq_nest all;
+  cg_seq_nest_begin(f, &all, s->n, s->o.ext);
+  for (uint32_t d = 0; d < s->n; d++)
+    pt[d] = sigma[d] > 0 ? all.idx[d]
+                         : LLVMBuildSub(B, LLVMBuildSub(B, s->o.ext[d], cg_i64(M, 1), ""),
+                                        all.idx[d], "");
+  rec_point(f, s, body, self, pt);
+  cg_seq_nest_end(f, &all);
+}
+
+/* The walking direction of each dimension for rec_rows, or false when the
+ * reads' offsets of some dimension have both signs (or some read is not
+ * uniform). */
+static bool rec_rows_ok(const seq_rec *s, int *sigma) {
+  if (!s->rd.uniform || s->rd.nordered == 0)
+    return false;
+  for (uint32_t d = 0; d < s->n; d++) {
+    if (s->rd.offmin[d] < 0 && s->rd.offmax[d] > 0)
+      return false;
+    sigma[d] = s->rd.offmax[d] > 0 ? -1 : 1;
+  }
+  return true;
 }
 
 /* Every point of the domain (not empty) in the order (a.x, row-major). */
@@ -368,6 +407,8 @@ void cg_seq_rec(cg_fn *f, ir_ref e, cg_val *out) {
   s->sched = &M->m->ints[nd->aux];
   ir_sym name = ir_binder_name(M->m, e, nk - 1, 0);
   s->name = name ? ir_sym_str(M->ctx, name) : "rec";
+  ir_ref body = nk ? ir_kid(M->m, e, nk - 1) : 0;
+  cg_rec_reads_find(M, M->m, body, n, s->sched, &s->rd);
   LLVMValueRef *ext = cg_new(M, (n + 1) * sizeof *ext);
   for (uint32_t d = 0; d < n; d++) {
     cg_val lv, hv;
@@ -400,6 +441,10 @@ void cg_seq_rec(cg_fn *f, ir_ref e, cg_val *out) {
   LLVMValueRef size = cg_seq_size(f, n, s->o.ext);
   LLVMBasicBlockRef after =
       cg_seq_if(f, LLVMBuildAnd(B, fits, LLVMBuildICmp(B, LLVMIntSGT, size, cg_i64(M, 0), ""), ""));
-  rec_order(f, s, nk ? ir_kid(M->m, e, nk - 1) : 0, &self);
+  int *sigma = cg_new(M, (n + 1) * sizeof *sigma);
+  if (rec_rows_ok(s, sigma))
+    rec_rows(f, s, body, &self, sigma);
+  else
+    rec_order(f, s, body, &self);
   cg_seq_endif(f, after);
 }
