@@ -120,6 +120,72 @@ def close(got, want, rtol):
         return False
 
 
+AMINO = "ARNDCQEGHILKMFPSTWYV"
+
+
+def blosum62(example):
+    """The matrix as protein.ac writes it (its literal is the reference's
+    input: the test checks the recurrence, not the transcription)."""
+    with open(example, encoding="utf-8") as f:
+        text = f.read()
+    body = text[text.index("fn blosum62()"):]
+    body = body[body.index("[["):body.index("]]") + 2]
+    return [[int(v) for v in row.strip(" []\n").split(",")] for row in body[1:-1].split("],")]
+
+
+def gotoh(m, a, b, gap_open=12, extend=1):
+    none = -1000000
+    n, k = len(a), len(b)
+    H = [[0] * (k + 1) for _ in range(n + 1)]
+    E = [[none] * (k + 1) for _ in range(n + 1)]
+    F = [[none] * (k + 1) for _ in range(n + 1)]
+    for i in range(1, n + 1):
+        for j in range(1, k + 1):
+            E[i][j] = max(E[i][j - 1] - extend, H[i][j - 1] - gap_open)
+            F[i][j] = max(F[i - 1][j] - extend, H[i - 1][j] - gap_open)
+            H[i][j] = max(0, H[i - 1][j - 1] + m[a[i - 1]][b[j - 1]], E[i][j], F[i][j])
+    return H, E, F
+
+
+def residues(s):
+    return [AMINO.index(chr(c)) if chr(c) in AMINO else 20 for c in s]
+
+
+def local_align(m, s, t, gap_open=12):
+    a, b = residues(s), residues(t)
+    H, E, F = gotoh(m, a, b)
+    top = (0, 0, 0)
+    for i in range(len(a) + 1):
+        for j in range(len(b) + 1):
+            if H[i][j] > top[0]:
+                top = (H[i][j], i, j)
+    i, j, st = top[1], top[2], 3 if top[0] == 0 else 0
+    cols = []
+    while st != 3:
+        if st == 0:
+            if H[i][j] == 0:
+                st = 3
+            elif i > 0 and j > 0 and H[i][j] == H[i - 1][j - 1] + m[a[i - 1]][b[j - 1]]:
+                cols.append((i - 1, j - 1))
+                i, j, st = i - 1, j - 1, 3 if H[i - 1][j - 1] == 0 else 0
+            else:
+                st = 1 if H[i][j] == E[i][j] else 2
+        elif st == 1:
+            cols.append((-1, j - 1))
+            st = 0 if E[i][j] == H[i][j - 1] - gap_open else 1
+            j -= 1
+        else:
+            cols.append((i - 1, -1))
+            st = 0 if F[i][j] == H[i - 1][j] - gap_open else 2
+            i -= 1
+    cols.reverse()
+    return top[0], [c[0] for c in cols], [c[1] for c in cols]
+
+
+def protein(rnd, lo, hi):
+    return [ord(rnd.choice(AMINO + "X")) for _ in range(rnd.randint(lo, hi))]
+
+
 def run(tool, path, backend, args):
     r = subprocess.run([tool, "-w", "--backend=" + backend, path] + args,
                        capture_output=True, text=True, timeout=300)
@@ -131,7 +197,7 @@ def lit(xs):
 
 
 def args_lines(tool, ex, backend):
-    for name in ("nussinov.ac", "matrix_chain.ac", "hmm.ac"):
+    for name in ("nussinov.ac", "matrix_chain.ac", "hmm.ac", "protein.ac"):
         with open(ex + "/" + name, encoding="utf-8") as f:
             for line in f:
                 if line.startswith("// ARGS: "):
@@ -179,6 +245,29 @@ def main():
         if len(got) != 2 or not close(got[0], score, 1e-12) or got[1] != lit(path):
             bad += 1
             print("MISMATCH viterbi of %d rolls: want %r %s, got %s" % (count, score, lit(path)[:80], got))
+    m = blosum62(ex + "/protein.ac")
+    for _ in range(4):
+        s1, s2 = protein(rnd, 0, 60), protein(rnd, 0, 60)
+        score, ca, cb = local_align(m, s1, s2)
+        want = "%d\n%s\n%s" % (score, lit(ca), lit(cb))
+        got = run(tool, ex + "/protein.ac", backend, ["--fn", "align", lit(s1), lit(s2)])
+        runs += 1
+        if got != want:
+            bad += 1
+            print("MISMATCH align %s %s: want %s, got %s" % (lit(s1), lit(s2), want, got))
+    pairs = [(protein(rnd, 0, 40), protein(rnd, 0, 40)) for _ in range(30)]
+    want = lit([local_align(m, x, y)[0] for x, y in pairs])
+    so, to = [0], [0]
+    for x, y in pairs:
+        so.append(so[-1] + len(x))
+        to.append(to[-1] + len(y))
+    got = run(tool, ex + "/protein.ac", backend,
+              ["--fn", "scores", lit([c for x, _ in pairs for c in x]), lit(so),
+               lit([c for _, y in pairs for c in y]), lit(to)])
+    runs += 1
+    if got != want:
+        bad += 1
+        print("MISMATCH scores of %d pairs: want %s, got %s" % (len(pairs), want, got))
     print("dp_ref: %d runs on %s, %d mismatches" % (runs, backend, bad))
     return 1 if bad else 0
 
