@@ -207,3 +207,54 @@ int32_t ref_smith_waterman(int64_t n, const uint8_t *s, int64_t m, const uint8_t
   }
   return best;
 }
+
+/* The residue index of an ASCII letter (ref.h). */
+static uint8_t ref_residue(uint8_t c) {
+  static const char amino[] = "ARNDCQEGHILKMFPSTWYV";
+  for (int k = 0; k < 20; k++)
+    if (amino[k] == c)
+      return (uint8_t)k;
+  return 20;
+}
+
+void ref_protein_scores(int64_t npairs, const uint8_t *s, const int64_t *so, const uint8_t *t,
+                        const int64_t *to, const int32_t *matrix, int32_t gap_open,
+                        int32_t extend, int32_t *out, int32_t *h, int32_t *f, uint8_t *ra,
+                        uint8_t *rb) {
+  const int32_t none = -1000000;
+  uint8_t map[256];
+  for (int c = 0; c < 256; c++)
+    map[c] = ref_residue((uint8_t)c);
+  for (int64_t p = 0; p < npairs; p++) {
+    int64_t n = so[p + 1] - so[p], m = to[p + 1] - to[p];
+    for (int64_t i = 0; i < n; i++)
+      ra[i] = map[s[so[p] + i]];
+    for (int64_t j = 0; j < m; j++)
+      rb[j] = map[t[to[p] + j]];
+    for (int64_t j = 0; j <= m; j++) {
+      h[j] = 0; /* row i - 1 of H, F */
+      f[j] = none;
+    }
+    int32_t best = 0;
+    for (int64_t i = 1; i <= n; i++) {
+      const int32_t *row = matrix + 21 * ra[i - 1];
+      int32_t diag = 0, left = 0, e = none; /* H[i-1][j-1], H[i][j-1], E[i][j-1] */
+      for (int64_t j = 1; j <= m; j++) {
+        int32_t ee = e - extend, eo = left - gap_open;
+        e = ee > eo ? ee : eo;
+        int32_t fe = f[j] - extend, fo = h[j] - gap_open;
+        int32_t ff = fe > fo ? fe : fo;
+        int32_t d = diag + row[rb[j - 1]];
+        int32_t v = d > 0 ? d : 0;
+        v = v > e ? v : e;
+        v = v > ff ? v : ff;
+        diag = h[j];
+        h[j] = v;
+        f[j] = ff;
+        left = v;
+        best = v > best ? v : best;
+      }
+    }
+    out[p] = best;
+  }
+}

@@ -30,6 +30,17 @@ int32_t ref_edit_distance(int64_t n, const uint8_t *s, int64_t m, const uint8_t 
                           int32_t *prev, int32_t *cur);
 int32_t ref_smith_waterman(int64_t n, const uint8_t *s, int64_t m, const uint8_t *t,
                            int32_t *prev, int32_t *cur);
+/* Smith-Waterman scores of a batch of protein pairs with a 21 x 21
+ * substitution matrix (row-major, residues ARNDCQEGHILKMFPSTWYV then X for
+ * any other letter) and affine gaps (Gotoh: a gap of length k costs
+ * gap_open + (k - 1) * extend), as examples/recurrences/protein.ac's
+ * `scores`: pair p is s[so[p]..so[p + 1]] against t[to[p]..to[p + 1]],
+ * letters in ASCII. One thread, each pair row by row in two rows; h and f
+ * need room for the longest t plus one, ra and rb for the longest s and t. */
+void ref_protein_scores(int64_t npairs, const uint8_t *s, const int64_t *so, const uint8_t *t,
+                        const int64_t *to, const int32_t *matrix, int32_t gap_open,
+                        int32_t extend, int32_t *out, int32_t *h, int32_t *f, uint8_t *ra,
+                        uint8_t *rb);
 /* STREAM triad a = b + 3c over n doubles (first touch done by the caller);
  * returns seconds. The harness's measure of memory bandwidth. */
 double ref_stream_triad(int64_t n, double *a, const double *b, const double *c);

@@ -372,6 +372,17 @@ typedef struct cg_rec_reads {
 
 void cg_rec_reads_find(cg_module *M, const ac_module *m, ir_ref body, uint32_t n, const int64_t *a,
                        cg_rec_reads *out);
+/* The reads of r->inputs that stay in range while every index i_d (lo[d]
+ * plus a 0-based coordinate) covers [lo[d] + xmin[d], lo[d] + xmax[d]]
+ * (xmin <= xmax): the condition that they do is and-ed into *ok, and they
+ * are returned ascending (*count of them, memory from the arena), for code
+ * that generates them without checks where *ok holds (cg_fn.unchecked). */
+ir_ref *cg_rec_inputs_proven(cg_fn *f, const cg_rec_reads *r, const LLVMValueRef *lo,
+                             const LLVMValueRef *xmin, const LLVMValueRef *xmax,
+                             LLVMValueRef *ok, uint32_t *count);
+/* True if evaluating e can fail at run time: reads, array operations,
+ * calls (a syntactic test, expr.c). */
+bool cg_may_fail(const ac_module *m, ir_ref e);
 /* Is the read `at` (an INDEX node of the body) ordered? */
 bool cg_rec_read_ordered(const cg_rec_reads *r, ir_ref at);
 

@@ -504,6 +504,12 @@ void cg_apply(cg_fn *f, ir_ref lam, uint32_t nargs, const cg_val *args, cg_val *
 
 /* True if evaluating e can fail at run time (reads, array operations,
  * calls that may contain either). */
+static bool ex_may_fail(const ac_module *m, ir_ref e, unsigned depth);
+
+bool cg_may_fail(const ac_module *m, ir_ref e) {
+  return ex_may_fail(m, e, 0);
+}
+
 static bool ex_may_fail(const ac_module *m, ir_ref e, unsigned depth) {
   if (depth > 200)
     return true;

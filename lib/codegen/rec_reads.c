@@ -233,3 +233,36 @@ void cg_rec_reads_find(cg_module *M, const ac_module *m, ir_ref body, uint32_t n
 bool cg_rec_read_ordered(const cg_rec_reads *r, ir_ref at) {
   return r->nordered && bsearch(&at, r->ordered, r->nordered, sizeof at, cg_ref_cmp);
 }
+
+ir_ref *cg_rec_inputs_proven(cg_fn *f, const cg_rec_reads *r, const LLVMValueRef *lo,
+                             const LLVMValueRef *xmin, const LLVMValueRef *xmax,
+                             LLVMValueRef *ok, uint32_t *count) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  ir_ref *proven = cg_new(M, (r->ninputs + 1) * sizeof *proven);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < r->ninputs; i++) {
+    const cg_rec_input *in = &r->inputs[i];
+    const cg_val *av = in->var < f->nenv ? &f->env[f->nenv - 1 - in->var] : NULL;
+    if (!av || av->n != 1 || !av->l[0].ext || av->l[0].rank != in->rank)
+      continue;
+    for (uint32_t j = 0; j < in->rank; j++) {
+      uint32_t d = in->dim[j];
+      LLVMValueRef base = LLVMBuildAdd(B, lo[d], cg_i64(M, in->off[j]), "");
+      LLVMValueRef a = LLVMBuildAdd(B, base, xmin[d], "");
+      LLVMValueRef b = LLVMBuildAdd(B, base, xmax[d], "");
+      /* a <= b: i + c does not wrap over the box */
+      LLVMValueRef in_range =
+          LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSLE, a, b, ""),
+                       LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, a, cg_i64(M, 0), ""),
+                                    LLVMBuildICmp(B, LLVMIntSLT, b, av->l[0].ext[j], ""), ""),
+                       "");
+      *ok = LLVMBuildAnd(B, *ok, in_range, "");
+    }
+    proven[n++] = in->at;
+  }
+  if (n)
+    qsort(proven, n, sizeof *proven, cg_ref_cmp);
+  *count = n;
+  return proven;
+}

@@ -286,7 +286,7 @@ void cg_delayed_value(cg_fn *f, cg_delayed *d, cg_val *out) {
  * cg_new_array: too large when an extent alone or, with no extent zero,
  * the product exceeds the limit of the largest element leaf); after a
  * failure the extents are 0. Extents are >= 0 here. */
-static void dl_size_check(cg_fn *f, ir_ref at, uint32_t rank, LLVMValueRef *ext) {
+void cg_seq_size_check(cg_fn *f, ir_ref at, uint32_t rank, LLVMValueRef *ext) {
   cg_module *M = f->M;
   LLVMBuilderRef B = M->b;
   cg_val shape;
@@ -446,7 +446,7 @@ static bool dl_prepare(cg_fn *f, cg_delayed *d, ir_ref p) {
   }
   d->sext = A.ext;
   if (M->st == AC_OK && alloc)
-    dl_size_check(f, p, q, d->ext);
+    cg_seq_size_check(f, p, q, d->ext);
   return M->st == AC_OK;
 }
 

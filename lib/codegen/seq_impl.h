@@ -218,5 +218,13 @@ void cg_seq_reshape(cg_fn *f, ir_ref e, cg_val *out);
 void cg_seq_reorder(cg_fn *f, ir_ref e, cg_val *out); /* transpose, reverse, replicate */
 void cg_seq_loop(cg_fn *f, ir_ref e, cg_val *out);    /* iterate, while */
 void cg_seq_rec(cg_fn *f, ir_ref e, cg_val *out);
+/* fold(f, z, (rec ...)) computed with a window of the recurrence's rows
+ * instead of its table when it can be (seq_loop.c); false, having emitted
+ * nothing, when not. */
+bool cg_seq_rec_fold(cg_fn *f, ir_ref e, cg_val *out);
+/* The check of the allocation of an array of at's type and these extents
+ * would make ("array too large", as cg_seq_alloc); after a failure the
+ * extents are 0. */
+void cg_seq_size_check(cg_fn *f, ir_ref at, uint32_t rank, LLVMValueRef *ext);
 
 #endif

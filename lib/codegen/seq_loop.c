@@ -26,6 +26,7 @@
  */
 #include "codegen/seq_impl.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- iterate and while ---- */
@@ -174,17 +175,66 @@ void cg_seq_loop(cg_fn *f, ir_ref e, cg_val *out) {
 typedef struct seq_rec {
   uint32_t n;
   LLVMValueRef *lo;     /* logical index of element 0, per dimension */
-  seq_arr o;            /* the result arrays (safe extents) */
+  LLVMValueRef *ext;    /* the domain's extents (0 after a failure) */
+  seq_arr o;            /* where the points are stored: the table, or the window */
+  LLVMValueRef *sext;   /* the storage's extents per dimension (the window's: ring, ext1) */
+  /* a window whose leaves are all of one scalar type keeps a point's leaves
+   * side by side (aos of them) in the one array wl: fewer pointers live in
+   * the walk (else aos is 0 and o holds one array per leaf) */
+  uint32_t aos;
+  cg_leaf wl;
   const int64_t *sched; /* a, n coefficients */
   LLVMValueRef cur;     /* alloca: a.x of the point being computed */
   const char *name;
   cg_rec_reads rd;      /* the body's reads of the array (rec_reads.c) */
+  /* rec_rows: the point computed last, which the reads in `carried` (the
+   * neighbour before in the innermost dimension's walk) take instead of a
+   * load; NULL: none */
+  cg_var *carry;
+  const ir_ref *carried;
+  uint32_t ncarried;
+  /* while generating points whose every read is inside the domain
+   * (rec_rows' interior): no domain checks; the reads of outside arrays
+   * proven there, and the condition that they are */
+  bool proven;
+  const ir_ref *inputs;
+  uint32_t ninputs;
+  LLVMValueRef inputs_ok;
+  /* a window (cg_seq_rec_fold): o holds `ring` rows of the two
+   * dimensions' second, point (x0, x1) in row x0 % ring; and the fold of
+   * each row, its function and accumulator */
+  int64_t ring;
+  ir_ref fold_lam;
+  uint32_t fold_leaf, fold_nleaves;
+  cg_var *fold_acc;
+  const cg_val *fold_z;
+  const seq_arr *fold_out;
 } seq_rec;
 
 typedef struct seq_rfield {
   const seq_rec *r;
   uint32_t field;
 } seq_rfield;
+
+/* Leaf `leaf` of the stored point lin. */
+static LLVMValueRef rec_load(cg_fn *f, const seq_rec *s, uint32_t leaf, LLVMValueRef lin) {
+  if (!s->aos)
+    return cg_load_elem(f, &s->o.l[leaf], lin);
+  LLVMBuilderRef B = f->M->b;
+  lin = LLVMBuildAdd(B, LLVMBuildMul(B, lin, cg_i64(f->M, s->aos), ""), cg_i64(f->M, leaf), "");
+  return cg_load_elem(f, &s->wl, lin);
+}
+
+static void rec_store(cg_fn *f, const seq_rec *s, LLVMValueRef lin, const cg_val *r) {
+  if (!s->aos) {
+    cg_seq_store(f, &s->o, lin, r);
+    return;
+  }
+  LLVMBuilderRef B = f->M->b;
+  LLVMValueRef base = LLVMBuildMul(B, lin, cg_i64(f->M, s->aos), "");
+  for (uint32_t i = 0; i < r->n && i < s->aos; i++)
+    cg_store_elem(f, &s->wl, LLVMBuildAdd(B, base, cg_i64(f->M, i), ""), r->l[i].v);
+}
 
 /* d[i1, .., in] in the body: logical indices, read only inside the domain
  * and from an earlier wavefront (interp_rec_read's checks and messages). */
@@ -197,21 +247,26 @@ static LLVMValueRef rec_read(cg_fn *f, const cg_leaf *leaf, LLVMValueRef *idx, i
   LLVMValueRef inside = LLVMConstInt(M->t_i1, 1, 0), key = cg_i64(M, 0), lin = cg_i64(M, 0);
   /* an ordered read is on an earlier wavefront whenever it is inside */
   bool ordered = cg_rec_read_ordered(&s->rd, at);
+  bool proven = s->proven && ordered;
   for (uint32_t d = 0; d < n; d++) {
     /* idx - lo as unsigned: exact whenever idx >= lo */
     LLVMValueRef k = LLVMBuildSub(B, idx[d], s->lo[d], "");
-    LLVMValueRef in = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, idx[d], s->lo[d], ""),
-                                   LLVMBuildICmp(B, LLVMIntULT, k, s->o.ext[d], ""), "");
-    inside = LLVMBuildAnd(B, inside, in, "");
+    if (!proven) {
+      LLVMValueRef in = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, idx[d], s->lo[d], ""),
+                                     LLVMBuildICmp(B, LLVMIntULT, k, s->ext[d], ""), "");
+      inside = LLVMBuildAnd(B, inside, in, "");
+    }
     if (s->sched[d] && !ordered)
       key = LLVMBuildAdd(B, key, LLVMBuildMul(B, cg_i64(M, s->sched[d]), k, ""), "");
-    lin = LLVMBuildAdd(B, LLVMBuildMul(B, lin, s->o.ext[d], ""), k, "");
+    if (s->ring && d == 0)
+      k = LLVMBuildURem(B, k, cg_i64(M, s->ring), "");
+    lin = LLVMBuildAdd(B, LLVMBuildMul(B, lin, s->sext[d], ""), k, "");
   }
   LLVMValueRef before =
       ordered ? LLVMConstInt(M->t_i1, 1, 0)
               : LLVMBuildICmp(B, LLVMIntSLT, key, LLVMBuildLoad2(B, M->t_i64, s->cur, ""), "");
   const char *why[2] = {"outside the domain", "before it is computed"};
-  for (int w = 0; w < 1 + !ordered; w++) {
+  for (int w = proven; w < 1 + !ordered; w++) {
     ir_buf b;
     ir_buf_init(&b, M->ctx);
     ir_buf_printf(&b, "rec: read of %s", s->name);
@@ -220,8 +275,13 @@ static LLVMValueRef rec_read(cg_fn *f, const cg_leaf *leaf, LLVMValueRef *idx, i
     LLVMValueRef ok = w == 0 ? inside : LLVMBuildOr(B, LLVMBuildNot(B, inside, ""), before, "");
     cg_seq_check_buf(f, at, ok, &b, n, idx);
   }
+  if (s->carry && bsearch(&at, s->carried, s->ncarried, sizeof at, cg_ref_cmp)) {
+    cg_val v;
+    cg_var_load(f, s->carry, &v);
+    return v.l[rf->field].v;
+  }
   lin = LLVMBuildSelect(B, LLVMBuildAnd(B, inside, before, ""), lin, cg_i64(M, 0), "");
-  return cg_load_elem(f, &s->o.l[rf->field], lin);
+  return rec_load(f, s, rf->field, lin);
 }
 
 /* Extent of a dimension from its bounds (interp's extent()): hi - lo + 1
@@ -254,7 +314,7 @@ static LLVMValueRef rec_fits(cg_fn *f, const seq_rec *s) {
     if (a == 0)
       continue;
     LLVMValueRef c = cg_i64(M, a < 0 ? -a : a);
-    LLVMValueRef span = cg_seq_smax(f, LLVMBuildSub(B, s->o.ext[d], one, ""), cg_i64(M, 0));
+    LLVMValueRef span = cg_seq_smax(f, LLVMBuildSub(B, s->ext[d], one, ""), cg_i64(M, 0));
     LLVMValueRef room = LLVMBuildSDiv(B, LLVMBuildSub(B, cg_i64(M, INT64_MAX), bound, ""),
                                       cg_seq_smax(f, span, one), "");
     LLVMValueRef over = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, span, cg_i64(M, 0), ""),
@@ -272,7 +332,13 @@ static void rec_point(cg_fn *f, const seq_rec *s, ir_ref body, const cg_val *sel
                       LLVMValueRef *pt) {
   cg_module *M = f->M;
   ir_type i64 = ir_ty_scalar(M->ctx, AC_I64);
-  LLVMValueRef lin = cg_linear(f, s->n, s->o.ext, pt);
+  LLVMValueRef lin;
+  if (s->ring) {
+    LLVMValueRef row = LLVMBuildURem(M->b, pt[0], cg_i64(M, s->ring), "");
+    lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, row, s->sext[1], ""), pt[1], "");
+  } else {
+    lin = cg_linear(f, s->n, s->sext, pt);
+  }
   cg_env_push(f, self);
   for (uint32_t d = 0; d < s->n; d++) {
     cg_val iv;
@@ -282,9 +348,87 @@ static void rec_point(cg_fn *f, const seq_rec *s, ir_ref body, const cg_val *sel
   LLVMValueRef mark = cg_seq_mark(f, cg_needs_tmp(M->m, body));
   cg_val r;
   cg_expr(f, body, &r);
-  cg_seq_store(f, &s->o, lin, &r);
+  rec_store(f, s, lin, &r);
+  if (s->carry)
+    cg_var_store(f, s->carry, &r);
+  if (s->fold_acc) { /* the row's fold, in the row's order (sigma[1] > 0) */
+    cg_val x = {.type = cg_seq_param(M, s->fold_lam, 1), .n = s->fold_nleaves,
+                .l = r.l + s->fold_leaf},
+           res;
+    cg_seq_step(f, s->fold_lam, s->fold_acc, &x, false, &res);
+  }
   cg_seq_release(f, mark);
   cg_env_pop(f, s->n + 1);
+}
+
+/* How far the reads reach back in dimension d walked in direction sigma. */
+static int64_t rec_reach(const seq_rec *s, uint32_t d, int sigma) {
+  int64_t r = sigma > 0 ? -s->rd.offmin[d] : s->rd.offmax[d];
+  return r > 0 ? r : 0;
+}
+
+/* The reads of outside arrays that the interior of rec_rows proves in
+ * range (s->inputs), and the condition that it does (s->inputs_ok). The
+ * interior's 0-based coordinates in dimension d walked upwards are
+ * reach..ext - 1, downwards 0..ext - 1 - reach. */
+static void rec_inputs(cg_fn *f, seq_rec *s, const int *sigma) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  LLVMValueRef *xmin = cg_new(M, (s->n + 1) * sizeof *xmin);
+  LLVMValueRef *xmax = cg_new(M, (s->n + 1) * sizeof *xmax);
+  for (uint32_t d = 0; d < s->n; d++) {
+    LLVMValueRef r = cg_i64(M, rec_reach(s, d, sigma[d]));
+    LLVMValueRef last = LLVMBuildSub(B, s->ext[d], cg_i64(M, 1), "");
+    xmin[d] = sigma[d] > 0 ? r : cg_i64(M, 0);
+    xmax[d] = sigma[d] > 0 ? last : LLVMBuildSub(B, last, r, "");
+  }
+  s->inputs_ok = LLVMConstInt(M->t_i1, 1, 0);
+  s->inputs = cg_rec_inputs_proven(f, &s->rd, s->lo, xmin, xmax, &s->inputs_ok, &s->ninputs);
+}
+
+/* The 0-based coordinate of walking coordinate y in dimension d. */
+static LLVMValueRef rec_walk(cg_fn *f, const seq_rec *s, uint32_t d, int sigma, LLVMValueRef y) {
+  cg_module *M = f->M;
+  if (sigma > 0)
+    return y;
+  return LLVMBuildSub(M->b, LLVMBuildSub(M->b, s->ext[d], cg_i64(M, 1), ""), y, "");
+}
+
+/* Sets up the carried neighbour of rec_rows: the reads of the point before
+ * in the innermost dimension's walk (d[.., i_n - 1] walking upwards). */
+static void rec_carry(cg_fn *f, seq_rec *s, ir_type arr, int sigma) {
+  cg_module *M = f->M;
+  s->carried = sigma > 0 ? s->rd.prev : s->rd.next;
+  s->ncarried = sigma > 0 ? s->rd.nprev : s->rd.nnext;
+  ir_type elem;
+  uint32_t rank;
+  if (!s->ncarried || !ir_ty_array_view(M->ctx, arr, &elem, &rank))
+    return;
+  s->carry = cg_new(M, sizeof *s->carry);
+  cg_var_new(f, elem, s->carry);
+}
+
+/* The points of walking coordinates from..to-1 of the innermost dimension
+ * of the row at pt[0..n-2], without domain checks (and with the reads of
+ * outside arrays proven, s->inputs) when `proven`. */
+static void rec_columns(cg_fn *f, seq_rec *s, ir_ref body, const cg_val *self, LLVMValueRef *pt,
+                        const int *sigma, LLVMValueRef from, LLVMValueRef to, bool proven) {
+  uint32_t n = s->n;
+  const ir_ref *unchecked = f->unchecked;
+  uint32_t nunchecked = f->nunchecked;
+  if (proven) {
+    s->proven = true;
+    f->unchecked = s->inputs;
+    f->nunchecked = s->ninputs;
+  }
+  cg_loop inner;
+  LLVMValueRef j = cg_loop_begin(f, &inner, from, to);
+  pt[n - 1] = rec_walk(f, s, n - 1, sigma[n - 1], j);
+  rec_point(f, s, body, self, pt);
+  cg_loop_end(f, &inner);
+  s->proven = false;
+  f->unchecked = unchecked;
+  f->nunchecked = nunchecked;
 }
 
 /* Every point of the domain (not empty) row by row, dimension d walked
@@ -293,19 +437,49 @@ static void rec_point(cg_fn *f, const seq_rec *s, ir_ref body, const cg_val *sel
  * all of the walk's opposite sign (or zero). Only for recurrences whose
  * every read is uniform and ordered (cg_rec_reads.uniform), which need no
  * wavefront key. */
-static void rec_rows(cg_fn *f, const seq_rec *s, ir_ref body, const cg_val *self,
-                     const int *sigma) {
+static void rec_rows(cg_fn *f, seq_rec *s, ir_ref body, const cg_val *self, const int *sigma) {
   cg_module *M = f->M;
   LLVMBuilderRef B = M->b;
-  LLVMValueRef *pt = cg_new(M, (s->n + 1) * sizeof *pt);
-  seq_nest all;
-  cg_seq_nest_begin(f, &all, s->n, s->o.ext);
-  for (uint32_t d = 0; d < s->n; d++)
-    pt[d] = sigma[d] > 0 ? all.idx[d]
-                         : LLVMBuildSub(B, LLVMBuildSub(B, s->o.ext[d], cg_i64(M, 1), ""),
-                                        all.idx[d], "");
-  rec_point(f, s, body, self, pt);
-  cg_seq_nest_end(f, &all);
+  uint32_t n = s->n;
+  LLVMValueRef *pt = cg_new(M, (n + 1) * sizeof *pt);
+  rec_carry(f, s, self->type, sigma[n - 1]);
+  rec_inputs(f, s, sigma);
+  /* the dimensions before the innermost, then the innermost: a window
+   * folds each row, from z at its start to its result at its end */
+  seq_nest outer;
+  cg_seq_nest_begin(f, &outer, n - 1, s->ext);
+  if (s->fold_acc)
+    cg_var_store(f, s->fold_acc, s->fold_z);
+  for (uint32_t d = 0; d + 1 < n; d++)
+    pt[d] = rec_walk(f, s, d, sigma[d], outer.idx[d]);
+  /* the interior, where walking coordinate y_d is at least the reads'
+   * reach in dimension d, computes its points without domain checks (the
+   * reads are uniform: each is inside there), and without the index checks
+   * of the reads of outside arrays at i_k + c when the interior keeps them
+   * in range (decided once, before the walk) */
+  LLVMValueRef interior = s->inputs_ok;
+  for (uint32_t d = 0; d + 1 < n; d++)
+    interior = LLVMBuildAnd(B, interior,
+                            LLVMBuildICmp(B, LLVMIntSGE, outer.idx[d],
+                                          cg_i64(M, rec_reach(s, d, sigma[d])), ""),
+                            "");
+  /* an interior row: its first columns with checks, the others without
+   * (two loops, so that the optimiser sees the bounds of each); another
+   * row: every column with checks */
+  LLVMValueRef r1 = cg_seq_smin(f, cg_i64(M, rec_reach(s, n - 1, sigma[n - 1])), s->ext[n - 1]);
+  LLVMBasicBlockRef after = cg_seq_if(f, interior);
+  rec_columns(f, s, body, self, pt, sigma, cg_i64(M, 0), r1, false);
+  rec_columns(f, s, body, self, pt, sigma, r1, s->ext[n - 1], true);
+  cg_seq_endif(f, after);
+  after = cg_seq_if(f, LLVMBuildNot(B, interior, ""));
+  rec_columns(f, s, body, self, pt, sigma, cg_i64(M, 0), s->ext[n - 1], false);
+  cg_seq_endif(f, after);
+  if (s->fold_acc) {
+    cg_val v;
+    cg_var_load(f, s->fold_acc, &v);
+    cg_seq_store(f, s->fold_out, pt[0], &v);
+  }
+  cg_seq_nest_end(f, &outer);
 }
 
 /* The walking direction of each dimension for rec_rows, or false when the
@@ -334,7 +508,7 @@ static void rec_order(cg_fn *f, const seq_rec *s, ir_ref body, const cg_val *sel
   seq_nest pre, post;
   if (p == n) { /* one wavefront */
     LLVMBuildStore(B, cg_i64(M, 0), s->cur);
-    cg_seq_nest_begin(f, &pre, n, s->o.ext);
+    cg_seq_nest_begin(f, &pre, n, s->ext);
     rec_point(f, s, body, self, pre.idx);
     cg_seq_nest_end(f, &pre);
     return;
@@ -344,7 +518,7 @@ static void rec_order(cg_fn *f, const seq_rec *s, ir_ref body, const cg_val *sel
     if (!s->sched[d])
       continue;
     LLVMValueRef k =
-        LLVMBuildMul(B, cg_i64(M, s->sched[d]), LLVMBuildSub(B, s->o.ext[d], one, ""), "");
+        LLVMBuildMul(B, cg_i64(M, s->sched[d]), LLVMBuildSub(B, s->ext[d], one, ""), "");
     if (s->sched[d] > 0)
       kmax = LLVMBuildAdd(B, kmax, k, "");
     else
@@ -355,7 +529,7 @@ static void rec_order(cg_fn *f, const seq_rec *s, ir_ref body, const cg_val *sel
                                  LLVMBuildAdd(B, LLVMBuildSub(B, kmax, kmin, ""), one, ""));
   LLVMValueRef t = LLVMBuildAdd(B, kmin, w, "");
   LLVMBuildStore(B, t, s->cur);
-  cg_seq_nest_begin(f, &pre, p, s->o.ext);
+  cg_seq_nest_begin(f, &pre, p, s->ext);
   LLVMValueRef rest = t;
   for (uint32_t d = 0; d < p; d++) {
     pt[d] = pre.idx[d];
@@ -374,10 +548,10 @@ static void rec_order(cg_fn *f, const seq_rec *s, ir_ref body, const cg_val *sel
   LLVMValueRef in =
       LLVMBuildAnd(B, exact,
                    LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, pt[p], cg_i64(M, 0), ""),
-                                LLVMBuildICmp(B, LLVMIntSLT, pt[p], s->o.ext[p], ""), ""),
+                                LLVMBuildICmp(B, LLVMIntSLT, pt[p], s->ext[p], ""), ""),
                    "");
   LLVMBasicBlockRef after = cg_seq_if(f, in);
-  cg_seq_nest_begin(f, &post, n - p - 1, s->o.ext + p + 1);
+  cg_seq_nest_begin(f, &post, n - p - 1, s->ext + p + 1);
   for (uint32_t d = p + 1; d < n; d++)
     pt[d] = post.idx[d - p - 1];
   rec_point(f, s, body, self, pt);
@@ -387,19 +561,17 @@ static void rec_order(cg_fn *f, const seq_rec *s, ir_ref body, const cg_val *sel
   cg_loop_end(f, &wave);
 }
 
-/* rec (i1 in lo1..hi1, ..): kids lo1, hi1, .., lon, hin, body; attr = n;
- * lit bit k: dimension k is exclusive; m->ints[aux..] the schedule. */
-void cg_seq_rec(cg_fn *f, ir_ref e, cg_val *out) {
+/* The recurrence e's state: its reads, then its bounds and extents in the
+ * interpreter's order with its checks (s->ext; NULL on a compile error). */
+static seq_rec *rec_begin(cg_fn *f, ir_ref e) {
   cg_module *M = f->M;
-  LLVMBuilderRef B = M->b;
   const ir_node *nd = ir_node_get(M->m, e);
   uint32_t n = (uint32_t)nd->attr, nk = nd->nkids;
-  ir_type t = nd->type;
   uint64_t excl = nd->lit.u;
   if (nd->attr < 1 || nk != 2 * (uint64_t)n + 1 || nd->aux == 0 ||
       nd->aux + (uint64_t)n > M->m->nints) {
     cg_error(M, AC_ERR_INTERNAL, e, "rec without bounds or schedule");
-    return;
+    return NULL;
   }
   seq_rec *s = cg_new(M, sizeof *s);
   s->n = n;
@@ -407,9 +579,8 @@ void cg_seq_rec(cg_fn *f, ir_ref e, cg_val *out) {
   s->sched = &M->m->ints[nd->aux];
   ir_sym name = ir_binder_name(M->m, e, nk - 1, 0);
   s->name = name ? ir_sym_str(M->ctx, name) : "rec";
-  ir_ref body = nk ? ir_kid(M->m, e, nk - 1) : 0;
-  cg_rec_reads_find(M, M->m, body, n, s->sched, &s->rd);
-  LLVMValueRef *ext = cg_new(M, (n + 1) * sizeof *ext);
+  cg_rec_reads_find(M, M->m, ir_kid(M->m, e, nk - 1), n, s->sched, &s->rd);
+  s->ext = cg_new(M, (n + 1) * sizeof *s->ext);
   for (uint32_t d = 0; d < n; d++) {
     cg_val lv, hv;
     LLVMValueRef hi;
@@ -417,28 +588,49 @@ void cg_seq_rec(cg_fn *f, ir_ref e, cg_val *out) {
     cg_expr(f, ir_kid(M->m, e, 2 * d + 1), &hv);
     cg_seq_ints(f, &lv, 1, &s->lo[d]);
     cg_seq_ints(f, &hv, 1, &hi);
-    ext[d] = rec_extent(f, e, s->lo[d], hi, d >= 64 || ((excl >> d) & 1) == 0);
+    s->ext[d] = rec_extent(f, e, s->lo[d], hi, d >= 64 || ((excl >> d) & 1) == 0);
   }
-  cg_seq_alloc(f, e, t, n, ext, out, &s->o);
-  if (M->st != AC_OK)
-    return;
-  LLVMValueRef fits = rec_fits(f, s);
-  cg_seq_check(f, e, fits, "rec: the schedule overflows on a domain this large", 0, NULL);
   s->cur = cg_alloca(f, M->t_i64);
-  /* the body's binders: the array itself (one reader per field), then
-   * i1..in (in is variable 0) */
-  cg_val self;
-  cg_val_alloc(M, t, &self);
-  seq_rfield *rf = cg_new(M, (self.n + 1) * sizeof *rf);
-  for (uint32_t i = 0; i < self.n; i++) {
+  return s;
+}
+
+/* The body's binders: the array itself (one reader per field), then
+ * i1..in (in is variable 0). */
+static void rec_self(cg_fn *f, seq_rec *s, ir_type t, cg_val *self) {
+  cg_module *M = f->M;
+  cg_val_alloc(M, t, self);
+  seq_rfield *rf = cg_new(M, (self->n + 1) * sizeof *rf);
+  for (uint32_t i = 0; i < self->n; i++) {
     rf[i].r = s;
     rf[i].field = i;
-    self.l[i].kind = CL_FUNC;
-    self.l[i].ext = NULL; /* the reader checks with its own messages */
-    self.l[i].read = rec_read;
-    self.l[i].env = &rf[i];
+    self->l[i].kind = CL_FUNC;
+    self->l[i].ext = NULL; /* the reader checks with its own messages */
+    self->l[i].read = rec_read;
+    self->l[i].env = &rf[i];
   }
-  LLVMValueRef size = cg_seq_size(f, n, s->o.ext);
+}
+
+/* rec (i1 in lo1..hi1, ..): kids lo1, hi1, .., lon, hin, body; attr = n;
+ * lit bit k: dimension k is exclusive; m->ints[aux..] the schedule. */
+void cg_seq_rec(cg_fn *f, ir_ref e, cg_val *out) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  const ir_node *nd = ir_node_get(M->m, e);
+  uint32_t n = (uint32_t)nd->attr;
+  ir_type t = nd->type;
+  ir_ref body = ir_kid(M->m, e, nd->nkids - 1);
+  seq_rec *s = rec_begin(f, e);
+  if (!s)
+    return;
+  cg_seq_alloc(f, e, t, n, s->ext, out, &s->o);
+  if (M->st != AC_OK)
+    return;
+  s->ext = s->sext = s->o.ext; /* 0 after a failed allocation */
+  LLVMValueRef fits = rec_fits(f, s);
+  cg_seq_check(f, e, fits, "rec: the schedule overflows on a domain this large", 0, NULL);
+  cg_val self;
+  rec_self(f, s, t, &self);
+  LLVMValueRef size = cg_seq_size(f, n, s->ext);
   LLVMBasicBlockRef after =
       cg_seq_if(f, LLVMBuildAnd(B, fits, LLVMBuildICmp(B, LLVMIntSGT, size, cg_i64(M, 0), ""), ""));
   int *sigma = cg_new(M, (n + 1) * sizeof *sigma);
@@ -447,4 +639,137 @@ void cg_seq_rec(cg_fn *f, ir_ref e, cg_val *out) {
   else
     rec_order(f, s, body, &self);
   cg_seq_endif(f, after);
+}
+
+/* The window's storage: rows min(ring, ext0) (x0 % ring stays below it),
+ * each of ext1 points; side by side when the leaves share one scalar
+ * type. It is internal: temporary memory, no "array too large" of its
+ * own (the table's size was checked). */
+static void rec_window(cg_fn *f, seq_rec *s, ir_ref r, ir_type t) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  LLVMValueRef rows = cg_seq_smin(f, cg_i64(M, s->ring), s->ext[0]);
+  cg_val shape;
+  cg_val_alloc(M, t, &shape);
+  bool same = shape.n > 0;
+  for (uint32_t i = 1; i < shape.n; i++)
+    same = same && shape.l[i].sc == shape.l[0].sc;
+  if (!same) {
+    LLVMValueRef wext[2] = {rows, s->ext[1]};
+    cg_val win;
+    cg_seq_alloc(f, r, t, 2, wext, &win, &s->o);
+    return;
+  }
+  s->aos = shape.n;
+  ac_scalar sc = (ac_scalar)shape.l[0].sc;
+  LLVMValueRef count = LLVMBuildMul(
+      B, LLVMBuildMul(B, rows, s->ext[1], ""), cg_i64(M, s->aos), "");
+  LLVMValueRef bytes = LLVMBuildMul(B, count, cg_i64(M, (int64_t)ac_scalar_size(sc)), "");
+  s->wl.kind = CL_ARRAY;
+  s->wl.sc = (uint8_t)sc;
+  s->wl.rank = 1;
+  s->wl.v = cg_tmp_alloc(f, bytes, r);
+  s->wl.ext = cg_new(M, 2 * sizeof *s->wl.ext);
+  s->wl.ext[0] = count;
+}
+
+/* Rows of the window at most (the reads' reach in the outer dimension). */
+#define REC_RING_MAX 8
+
+/* fold(f, z, r) with r a rank-2 recurrence (or one field of one,
+ * `(rec ...).k`, after `let`s that prepare it): the rows' folds, computed
+ * point by point while the recurrence is, which keeps only the rows its
+ * reads reach (a window of at most REC_RING_MAX rows) instead of the
+ * table. Only when the points are walked row by row with the innermost
+ * dimension upwards (so each row's fold sees its elements in order, as the
+ * fold would: results are bit for bit the table's), and f cannot fail (so
+ * the first error is the one the table's order gives). The table's size is
+ * still checked as its allocation would be. Returns false, having emitted
+ * nothing, when the fold is not of this kind. */
+bool cg_seq_rec_fold(cg_fn *f, ir_ref e, cg_val *out) {
+  cg_module *M = f->M;
+  const ac_module *m = M->m;
+  if (f->coop != CG_COOP_NONE)
+    return false;
+  ir_ref lam = ir_kid(m, e, 0), arr = ir_kid(m, e, 2);
+  if (ir_node_get(m, lam)->op != IR_LAM || cg_may_fail(m, ir_kid(m, lam, 0)))
+    return false;
+  /* through lets, then an optional projection */
+  uint32_t nlets = 0, field = UINT32_MAX;
+  ir_ref r = arr;
+  while (ir_node_get(m, r)->op == IR_LET) {
+    r = ir_kid(m, r, 1);
+    nlets++;
+  }
+  if (ir_node_get(m, r)->op == IR_PROJ) {
+    field = (uint32_t)ir_node_get(m, r)->attr;
+    r = ir_kid(m, r, 0);
+  }
+  const ir_node *rn = ir_node_get(m, r);
+  if (rn->op != IR_REC || rn->attr != 2 || rn->nkids != 5 || rn->aux == 0 ||
+      rn->aux + 2 > m->nints)
+    return false;
+  /* the element's leaves the fold sees */
+  ir_type elem;
+  uint32_t rank, first = 0, nleaves;
+  if (!ir_ty_array_view(M->ctx, rn->type, &elem, &rank))
+    return false;
+  nleaves = ir_ty_num_leaves(M->ctx, elem);
+  if (field != UINT32_MAX) {
+    ir_typeinfo ti = ir_ty_info(M->ctx, elem);
+    if (ti.kind != TK_TUPLE || field >= ti.n)
+      return false;
+    for (uint32_t i = 0; i < field; i++)
+      first += ir_ty_num_leaves(M->ctx, ti.fields[i]);
+    nleaves = ir_ty_num_leaves(M->ctx, ti.fields[field]);
+  }
+  /* the reads: uniform, rows upwards, a reach of a few rows */
+  cg_rec_reads rd;
+  const int64_t *a = &m->ints[rn->aux];
+  cg_rec_reads_find(M, m, ir_kid(m, r, 4), 2, a, &rd);
+  seq_rec probe = {.n = 2, .rd = rd};
+  int sigma[2];
+  if (!rec_rows_ok(&probe, sigma) || sigma[1] < 0)
+    return false;
+  int64_t reach = rd.offmin[0] < 0 ? -rd.offmin[0] : rd.offmax[0];
+  if (reach >= REC_RING_MAX)
+    return false;
+  /* z, then the operand: the lets, the recurrence */
+  cg_val z;
+  cg_expr(f, ir_kid(m, e, 1), &z);
+  ir_ref l = arr;
+  for (uint32_t i = 0; i < nlets; i++) {
+    cg_val v;
+    cg_expr(f, ir_kid(m, l, 0), &v);
+    cg_env_push(f, &v);
+    l = ir_kid(m, l, 1);
+  }
+  seq_rec *s = rec_begin(f, r);
+  if (s) {
+    cg_seq_size_check(f, r, 2, s->ext); /* the table's, as cg_seq_alloc would */
+    s->ring = reach + 1;
+    s->sext = cg_new(M, 3 * sizeof *s->sext);
+    s->sext[0] = cg_i64(M, s->ring);
+    s->sext[1] = s->ext[1];
+    rec_window(f, s, r, rn->type);
+    seq_arr o;
+    cg_seq_alloc(f, e, ir_node_get(m, e)->type, 1, s->ext, out, &o);
+    LLVMValueRef fits = rec_fits(f, s);
+    cg_seq_check(f, r, fits, "rec: the schedule overflows on a domain this large", 0, NULL);
+    cg_val self;
+    rec_self(f, s, rn->type, &self);
+    s->fold_lam = lam;
+    s->fold_leaf = first;
+    s->fold_nleaves = nleaves;
+    s->fold_z = &z;
+    s->fold_out = &o;
+    s->fold_acc = cg_new(M, sizeof *s->fold_acc);
+    cg_var_new(f, z.type, s->fold_acc);
+    LLVMBasicBlockRef after =
+        cg_seq_if(f, LLVMBuildAnd(M->b, fits, LLVMBuildNot(M->b, cg_failed(f), ""), ""));
+    rec_rows(f, s, ir_kid(m, r, 4), &self, sigma);
+    cg_seq_endif(f, after);
+  }
+  cg_env_pop(f, nlets);
+  return true;
 }

@@ -96,6 +96,8 @@ void cg_seq_step(cg_fn *f, ir_ref lam, cg_var *acc, const cg_val *x, bool right,
 void cg_seq_fold(cg_fn *f, ir_ref e, cg_val *out) {
   cg_module *M = f->M;
   ir_ref lam = ir_kid(M->m, e, 0);
+  if (cg_seq_rec_fold(f, e, out)) /* the rows of a recurrence, in a window */
+    return;
   cg_val z, av, res;
   cg_expr(f, ir_kid(M->m, e, 1), &z);
   cg_seq_operand(f, ir_kid(M->m, e, 2), &av);

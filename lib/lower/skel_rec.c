@@ -582,31 +582,8 @@ static uint32_t rc_inputs_proven(cg_fn *f, const rc_kernel *k, LLVMValueRef *b, 
       xmax[d] = LLVMBuildSub(M->b, LLVMBuildSub(M->b, k->ext[d], one, ""), b[d], "");
     }
   }
-  ir_ref *proven = cg_new(M, (c->rd.ninputs + 1) * sizeof *proven);
-  uint32_t n = 0;
-  for (uint32_t r = 0; r < c->rd.ninputs; r++) {
-    const cg_rec_input *in = &c->rd.inputs[r];
-    const cg_val *av = in->var < f->nenv ? &f->env[f->nenv - 1 - in->var] : NULL;
-    if (!av || av->n != 1 || !av->l[0].ext || av->l[0].rank != in->rank)
-      continue;
-    for (uint32_t j = 0; j < in->rank; j++) {
-      uint32_t d = in->dim[j];
-      LLVMValueRef base = LLVMBuildAdd(M->b, k->lo[d], cg_i64(M, in->off[j]), "");
-      LLVMValueRef lo = LLVMBuildAdd(M->b, base, xmin[d], "");
-      LLVMValueRef hi = LLVMBuildAdd(M->b, base, xmax[d], "");
-      /* lo <= hi: i + c does not wrap on the tile */
-      LLVMValueRef ok =
-          LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSLE, lo, hi, ""),
-                       LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, lo, cg_i64(M, 0), ""),
-                                    LLVMBuildICmp(M->b, LLVMIntSLT, hi, av->l[0].ext[j], ""), ""),
-                       "");
-      *interior = LLVMBuildAnd(M->b, *interior, ok, "");
-    }
-    proven[n++] = in->at;
-  }
-  if (n)
-    qsort(proven, n, sizeof *proven, cg_ref_cmp);
-  *out = proven;
+  uint32_t n;
+  *out = cg_rec_inputs_proven(f, &c->rd, k->lo, xmin, xmax, interior, &n);
   return n;
 }
 

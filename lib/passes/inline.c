@@ -2,7 +2,8 @@
  *
  * What: a call f(a1, .., an) of a function whose body is small (ps_size
  * under INL_SIZE nodes), or that is called from one place only in the
- * module (and is not huge: INL_ONCE_SIZE), becomes
+ * module, or whose body is a recurrence (neither huge: INL_ONCE_SIZE),
+ * becomes
  * `let p1 = a1; ..; let pn = an; body`: the arguments are still
  * evaluated once each, in order, before the body, exactly as a call does,
  * so results and errors (positions included: the body keeps the callee's
@@ -242,6 +243,19 @@ static ir_ref inl_expand(inl *S, ir_ref call, uint32_t g) {
   return body;
 }
 
+/* Whether a body is a recurrence (after the lets that prepare it): how a
+ * recurrence is computed depends on what uses it (a fold of its rows or one
+ * element keeps a window instead of the table, docs/language.md 7.14), so
+ * it is inlined at every call, up to INL_ONCE_SIZE, to meet its use. */
+static bool inl_makes_rec(const ac_module *m, ir_ref body) {
+  const ir_node *n = ir_node_get(m, body);
+  while (n->op == IR_LET || n->op == IR_LETTUP) {
+    body = ir_kid(m, body, 1);
+    n = ir_node_get(m, body);
+  }
+  return n->op == IR_REC;
+}
+
 static bool inl_wanted(const inl *S, uint32_t g) {
   const ir_func *fn = &S->m->funcs[g];
   if (fn->is_extern || fn->body == IR_NONE)
@@ -251,7 +265,8 @@ static bool inl_wanted(const inl *S, uint32_t g) {
   if (ps_has_empty_arrlit(S->m, fn->body))
     return false;
   uint32_t size = ps_size(S->m, fn->body, INL_ONCE_SIZE + 1);
-  return size < INL_SIZE || (S->sites[g] == 1 && size <= INL_ONCE_SIZE);
+  return size < INL_SIZE || ((S->sites[g] == 1 || inl_makes_rec(S->m, fn->body)) &&
+                             size <= INL_ONCE_SIZE);
 }
 
 /* The body at r with the chosen calls inlined (r itself if none). */
