@@ -692,7 +692,7 @@ bool cg_seq_rec_fold(cg_fn *f, ir_ref e, cg_val *out) {
   if (f->coop != CG_COOP_NONE)
     return false;
   ir_ref lam = ir_kid(m, e, 0), arr = ir_kid(m, e, 2);
-  if (ir_node_get(m, lam)->op != IR_LAM || cg_may_fail(m, ir_kid(m, lam, 0)))
+  if (ir_node_get(m, lam)->op != IR_LAM)
     return false;
   /* through lets, then an optional projection */
   uint32_t nlets = 0, field = UINT32_MAX;
@@ -707,7 +707,7 @@ bool cg_seq_rec_fold(cg_fn *f, ir_ref e, cg_val *out) {
   }
   const ir_node *rn = ir_node_get(m, r);
   if (rn->op != IR_REC || rn->attr != 2 || rn->nkids != 5 || rn->aux == 0 ||
-      rn->aux + 2 > m->nints)
+      rn->aux + 2 > m->nints || cg_may_fail(m, ir_kid(m, lam, 0)))
     return false;
   /* the element's leaves the fold sees */
   ir_type elem;
