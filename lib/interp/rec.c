@@ -13,9 +13,10 @@
  * could see unwritten, whatever order it happens to use inside a wavefront.
  *
  * The body sees the array being defined through leaves of kind LK_REC (one
- * per field of the element type, so `d.1[i - 1]` works) pointing at this
- * rec's state; indices in the body are logical: element k of the result is
- * logical index lo + k.
+ * per field of the element type, read together by `d[i - 1]`, whose `.1`
+ * then picks a field: the verifier allows the array only as the array of an
+ * index) pointing at this rec's state; indices in the body are logical:
+ * element k of the result is logical index lo + k.
  */
 #include "interp/interp.h"
 
