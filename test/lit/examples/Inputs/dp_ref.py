@@ -182,6 +182,35 @@ def local_align(m, s, t, gap_open=12):
     return top[0], [c[0] for c in cols], [c[1] for c in cols]
 
 
+def global_align(s, t, gap=1):
+    """Needleman-Wunsch and global.ac's traceback, rule for rule."""
+    n, m = len(s), len(t)
+    sc = lambda a, b: 1 if a == b else -1
+    d = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n + 1):
+        for j in range(m + 1):
+            if i == 0:
+                d[i][j] = -gap * j
+            elif j == 0:
+                d[i][j] = -gap * i
+            else:
+                d[i][j] = max(d[i - 1][j - 1] + sc(s[i - 1], t[j - 1]),
+                              max(d[i - 1][j] - gap, d[i][j - 1] - gap))
+    i, j, cols = n, m, []
+    while i or j:
+        if i > 0 and j > 0 and d[i][j] == d[i - 1][j - 1] + sc(s[i - 1], t[j - 1]):
+            cols.append((i - 1, j - 1))
+            i, j = i - 1, j - 1
+        elif i > 0 and d[i][j] == d[i - 1][j] - gap:
+            cols.append((i - 1, -1))
+            i -= 1
+        else:
+            cols.append((-1, j - 1))
+            j -= 1
+    cols.reverse()
+    return d[n][m], [c[0] for c in cols], [c[1] for c in cols]
+
+
 def protein(rnd, lo, hi):
     return [ord(rnd.choice(AMINO + "X")) for _ in range(rnd.randint(lo, hi))]
 
@@ -197,7 +226,7 @@ def lit(xs):
 
 
 def args_lines(tool, ex, backend):
-    for name in ("nussinov.ac", "matrix_chain.ac", "hmm.ac", "protein.ac"):
+    for name in ("nussinov.ac", "matrix_chain.ac", "hmm.ac", "protein.ac", "global.ac"):
         with open(ex + "/" + name, encoding="utf-8") as f:
             for line in f:
                 if line.startswith("// ARGS: "):
@@ -255,6 +284,16 @@ def main():
         if got != want:
             bad += 1
             print("MISMATCH align %s %s: want %s, got %s" % (lit(s1), lit(s2), want, got))
+    for _ in range(4):
+        s1 = [rnd.choice(b"ACGT") for _ in range(rnd.randint(0, 50))]
+        s2 = [rnd.choice(b"ACGT") for _ in range(rnd.randint(0, 50))]
+        score, ca, cb = global_align(s1, s2)
+        want = "%d\n%s\n%s" % (score, lit(ca), lit(cb))
+        got = run(tool, ex + "/global.ac", backend, ["--fn", "align", lit(s1), lit(s2)])
+        runs += 1
+        if got != want:
+            bad += 1
+            print("MISMATCH global %s %s: want %s, got %s" % (lit(s1), lit(s2), want, got))
     pairs = [(protein(rnd, 0, 40), protein(rnd, 0, 40)) for _ in range(30)]
     want = lit([local_align(m, x, y)[0] for x, y in pairs])
     so, to = [0], [0]
