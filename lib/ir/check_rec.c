@@ -599,31 +599,64 @@ static uint32_t lam_params(const rw *w, ir_ref r) {
   return 0;
 }
 
+/* The form of a generate's extent as the bound of its index's range:
+ * max(c, e) with an integer constant c <= 0 lets the index take the same
+ * values as extent e would (none when e <= 0), so it has e's form; the
+ * guard programs write against negative extents. Else the extent's form. */
+static form extent_form(rw *w, ir_ref k) {
+  const ir_node *kn = ir_node_get(w->m, k);
+  if (kn->op != IR_MAX || kn->nkids != 2)
+    return walk(w, k);
+  form a = walk(w, ir_kid(w->m, k, 0));
+  form b = walk(w, ir_kid(w->m, k, 1));
+  if (a.kind == F_CONST && a.c <= 0)
+    return b;
+  if (b.kind == F_CONST && b.c <= 0)
+    return a;
+  return taint(mentions(a) || mentions(b));
+}
+
 /* Walks child i of r; when it gives the extents the lambda's parameters
  * range over (a generate's shape, the n of a map over iota(n)), also their
  * forms, one per parameter, in shp (*nshp of them, 0 when unknown). */
 static form walk_extent(rw *w, ir_ref r, uint32_t i, form *shp, uint32_t *nshp) {
   const ir_node *n = ir_node_get(w->m, r);
   ir_ref k = ir_kid(w->m, r, i);
-  const ir_node *kn = ir_node_get(w->m, k);
   uint32_t np = lam_params(w, r);
   if (n->op == IR_GENERATE && i == 0 && np == 1) {
-    shp[0] = walk(w, k);
+    shp[0] = extent_form(w, k);
     *nshp = 1;
     return shp[0];
   }
-  if (n->op == IR_GENERATE && i == 0 && np <= FORM_RV && kn->op == IR_TUPLE && kn->nkids == np) {
+  if (n->op == IR_GENERATE && i == 0 && np > 1 && np <= FORM_RV) {
+    /* a tuple of extents, maybe under the lets cse makes of its parts */
+    size_t pushed = 0;
+    ir_ref tk = k;
     bool any = false;
-    for (uint32_t j = 0; j < np; j++)
-      any |= mentions(shp[j] = walk(w, ir_kid(w->m, k, j)));
-    *nshp = np;
+    while (ir_node_get(w->m, tk)->op == IR_LET && rw_ok(w)) {
+      form v = walk(w, ir_kid(w->m, tk, 0));
+      any |= mentions(v);
+      if (!rw_push(w, v, chk_node_name(w->c, tk, 0)))
+        break;
+      pushed++;
+      tk = ir_kid(w->m, tk, 1);
+    }
+    const ir_node *tn = ir_node_get(w->m, tk);
+    if (tn->op == IR_TUPLE && tn->nkids == np && rw_ok(w)) {
+      for (uint32_t j = 0; j < np; j++)
+        any |= mentions(shp[j] = extent_form(w, ir_kid(w->m, tk, j)));
+      *nshp = np;
+    } else if (rw_ok(w)) {
+      any |= mentions(walk(w, tk));
+    }
+    w->nenv -= pushed;
     return taint(any);
   }
   ir_ref io = k; /* fusion marks the iota delay(iota(n)) */
   while (ir_node_get(w->m, io)->op == IR_DELAY)
     io = ir_kid(w->m, io, 0);
   if (n->op == IR_MAP && i == 1 && n->nkids == 2 && ir_node_get(w->m, io)->op == IR_IOTA) {
-    shp[0] = walk(w, ir_kid(w->m, io, 0));
+    shp[0] = extent_form(w, ir_kid(w->m, io, 0));
     *nshp = 1;
     return taint(mentions(shp[0]));
   }
