@@ -184,9 +184,10 @@ static LLVMValueRef sc_log_add(cg_fn *f, ac_scalar sc, LLVMValueRef x, LLVMValue
   LLVMBuilderRef b = f->M->b;
   LLVMValueRef ge = LLVMBuildFCmp(b, LLVMRealOGE, x, y, "");
   LLVMValueRef m = LLVMBuildSelect(b, ge, x, y, ""), lo = LLVMBuildSelect(b, ge, y, x, "");
-  LLVMValueRef d = LLVMBuildFSub(b, lo, m, "");
-  LLVMValueRef e = sc_float_op(f, IR_EXP, sc, &d);
-  LLVMValueRef l = sc_float_op(f, IR_LOG1P, sc, &e);
+  /* sc_float_op reads two operands (and fma three) whatever the op */
+  LLVMValueRef d[3] = {LLVMBuildFSub(b, lo, m, ""), NULL, NULL};
+  LLVMValueRef e[3] = {sc_float_op(f, IR_EXP, sc, d), NULL, NULL};
+  LLVMValueRef l = sc_float_op(f, IR_LOG1P, sc, e);
   LLVMValueRef r = LLVMBuildFAdd(b, m, l, "");
   LLVMValueRef inf = LLVMBuildFCmp(b, LLVMRealOEQ, sc_unary_intrinsic(f, "llvm.fabs", m),
                                    sc_fconst(f->M, sc, INFINITY), "");
