@@ -561,9 +561,10 @@ static void rec_order(cg_fn *f, const seq_rec *s, ir_ref body, const cg_val *sel
   cg_loop_end(f, &wave);
 }
 
-/* The recurrence e's state: its reads, then its bounds and extents in the
- * interpreter's order with its checks (s->ext; NULL on a compile error). */
-static seq_rec *rec_begin(cg_fn *f, ir_ref e) {
+/* The recurrence e's state: its reads (rd when the caller has found them,
+ * else found here), then its bounds and extents in the interpreter's order
+ * with its checks (s->ext; NULL on a compile error). */
+static seq_rec *rec_begin(cg_fn *f, ir_ref e, const cg_rec_reads *rd) {
   cg_module *M = f->M;
   const ir_node *nd = ir_node_get(M->m, e);
   uint32_t n = (uint32_t)nd->attr, nk = nd->nkids;
@@ -579,7 +580,10 @@ static seq_rec *rec_begin(cg_fn *f, ir_ref e) {
   s->sched = &M->m->ints[nd->aux];
   ir_sym name = ir_binder_name(M->m, e, nk - 1, 0);
   s->name = name ? ir_sym_str(M->ctx, name) : "rec";
-  cg_rec_reads_find(M, M->m, ir_kid(M->m, e, nk - 1), n, s->sched, &s->rd);
+  if (rd)
+    s->rd = *rd;
+  else
+    cg_rec_reads_find(M, M->m, ir_kid(M->m, e, nk - 1), n, s->sched, &s->rd);
   s->ext = cg_new(M, (n + 1) * sizeof *s->ext);
   for (uint32_t d = 0; d < n; d++) {
     cg_val lv, hv;
@@ -619,7 +623,7 @@ void cg_seq_rec(cg_fn *f, ir_ref e, cg_val *out) {
   uint32_t n = (uint32_t)nd->attr;
   ir_type t = nd->type;
   ir_ref body = ir_kid(M->m, e, nd->nkids - 1);
-  seq_rec *s = rec_begin(f, e);
+  seq_rec *s = rec_begin(f, e, NULL);
   if (!s)
     return;
   cg_seq_alloc(f, e, t, n, s->ext, out, &s->o);
@@ -744,7 +748,7 @@ bool cg_seq_rec_fold(cg_fn *f, ir_ref e, cg_val *out) {
     cg_env_push(f, &v);
     l = ir_kid(m, l, 1);
   }
-  seq_rec *s = rec_begin(f, r);
+  seq_rec *s = rec_begin(f, r, &rd);
   if (s) {
     cg_seq_size_check(f, r, 2, s->ext); /* the table's, as cg_seq_alloc would */
     s->ring = reach + 1;

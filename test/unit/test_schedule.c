@@ -33,12 +33,18 @@ static void dep(prob *p, const int64_t *v) {
   p->m++;
 }
 
+/* rec_schedule, and any schedule it finds checked by rec_schedule_valid. */
+static rec_status solve_checked(ac_context *ctx, const rec_problem *rp, int64_t *a, uint32_t *cul,
+                                uint32_t *nc) {
+  rec_status st = rec_schedule(ctx, rp, a, cul, nc);
+  if (st == REC_OK)
+    CHECK(rec_schedule_valid(ctx, rp, a));
+  return st;
+}
+
 static rec_status solve(ac_context *ctx, const prob *p, int64_t *a, uint32_t *cul, uint32_t *nc) {
   rec_problem rp = {p->d, p->m, p->dist, p->isfree, 0, NULL};
-  rec_status st = rec_schedule(ctx, &rp, a, cul, nc);
-  if (st == REC_OK)
-    CHECK(rec_schedule_valid(ctx, &rp, a));
-  return st;
+  return solve_checked(ctx, &rp, a, cul, nc);
 }
 
 static prob mk(uint32_t d) {
@@ -434,10 +440,7 @@ static void split(sprob *q, const int64_t *ix, const int64_t *it, const int64_t 
 
 static rec_status ssolve(ac_context *ctx, sprob *q, int64_t *a, uint32_t *cul, uint32_t *nc) {
   rec_problem rp = {q->p.d, q->p.m, q->p.dist, q->p.isfree, q->nr, q->r};
-  rec_status st = rec_schedule(ctx, &rp, a, cul, nc);
-  if (st == REC_OK)
-    CHECK(rec_schedule_valid(ctx, &rp, a));
-  return st;
+  return solve_checked(ctx, &rp, a, cul, nc);
 }
 
 static sprob smk(uint32_t d) {

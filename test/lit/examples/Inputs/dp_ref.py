@@ -275,25 +275,19 @@ def main():
             bad += 1
             print("MISMATCH viterbi of %d rolls: want %r %s, got %s" % (count, score, lit(path)[:80], got))
     m = blosum62(ex + "/protein.ac")
-    for _ in range(4):
-        s1, s2 = protein(rnd, 0, 60), protein(rnd, 0, 60)
-        score, ca, cb = local_align(m, s1, s2)
-        want = "%d\n%s\n%s" % (score, lit(ca), lit(cb))
-        got = run(tool, ex + "/protein.ac", backend, ["--fn", "align", lit(s1), lit(s2)])
-        runs += 1
-        if got != want:
-            bad += 1
-            print("MISMATCH align %s %s: want %s, got %s" % (lit(s1), lit(s2), want, got))
-    for _ in range(4):
-        s1 = [rnd.choice(b"ACGT") for _ in range(rnd.randint(0, 50))]
-        s2 = [rnd.choice(b"ACGT") for _ in range(rnd.randint(0, 50))]
-        score, ca, cb = global_align(s1, s2)
-        want = "%d\n%s\n%s" % (score, lit(ca), lit(cb))
-        got = run(tool, ex + "/global.ac", backend, ["--fn", "align", lit(s1), lit(s2)])
-        runs += 1
-        if got != want:
-            bad += 1
-            print("MISMATCH global %s %s: want %s, got %s" % (lit(s1), lit(s2), want, got))
+    dna = lambda: [rnd.choice(b"ACGT") for _ in range(rnd.randint(0, 50))]
+    cases = [("protein.ac", lambda x, y: local_align(m, x, y), lambda: protein(rnd, 0, 60)),
+             ("global.ac", global_align, dna)]
+    for name, aligner, sequence in cases:
+        for _ in range(4):
+            s1, s2 = sequence(), sequence()
+            score, ca, cb = aligner(s1, s2)
+            want = "%d\n%s\n%s" % (score, lit(ca), lit(cb))
+            got = run(tool, ex + "/" + name, backend, ["--fn", "align", lit(s1), lit(s2)])
+            runs += 1
+            if got != want:
+                bad += 1
+                print("MISMATCH %s align %s %s: want %s, got %s" % (name, lit(s1), lit(s2), want, got))
     pairs = [(protein(rnd, 0, 40), protein(rnd, 0, 40)) for _ in range(30)]
     want = lit([local_align(m, x, y)[0] for x, y in pairs])
     so, to = [0], [0]
