@@ -151,7 +151,7 @@ AC_API ac_value ac_name(ac_builder *b, ac_value v, const char *name);
 AC_API ac_value ac_lit_bool(ac_builder *b, bool x);
 AC_API ac_value ac_lit_int(ac_builder *b, ac_scalar type, int64_t x);   /* signed kinds */
 AC_API ac_value ac_lit_uint(ac_builder *b, ac_scalar type, uint64_t x); /* unsigned kinds */
-AC_API ac_value ac_lit_float(ac_builder *b, ac_scalar type, double x);  /* f32, f64 */
+AC_API ac_value ac_lit_float(ac_builder *b, ac_scalar type, double x);  /* f32, f64, prob */
 
 /* Any operation whose arguments are plain values, lambdas or function
  * references, in the order of the text syntax: ac_apply(b, AC_OP_ADD, 2, {x, y}),

@@ -55,11 +55,20 @@ typedef enum ac_scalar {
   AC_F32 = 9,
   AC_F64 = 10
 } ac_scalar;
+/* The storage kinds, AC_BOOL .. AC_F64: what arrays and arguments hold. */
 #define AC_NUM_SCALARS 11
+/* A probability (docs/language.md §6.7), stored as its natural logarithm in
+ * an f64. It exists only in the types of programs (ac_type_scalar, ac_cast,
+ * ac_lit_float): verifying a module replaces it by AC_F64 and its operations
+ * by their log-space equivalents, so arrays, arguments, plans and headers
+ * never hold it (a macro, not an enumerator, so that switches over storage
+ * kinds need no case for it). */
+#define AC_PROB ((ac_scalar)11)
 
-/* Name of a scalar kind as the language spells it ("f32"); NULL if invalid. */
+/* Name of a scalar kind as the language spells it ("f32", "prob"); NULL if
+ * invalid. */
 AC_API const char *ac_scalar_name(ac_scalar s);
-/* Size in bytes of one element of that kind (bool is one byte). */
+/* Size in bytes of one element of that kind (bool is one byte, prob 8). */
 AC_API size_t ac_scalar_size(ac_scalar s);
 
 /* Allocator hooks. `realloc_fn(ud, NULL, n)` allocates, `realloc_fn(ud, p, 0)`

@@ -117,7 +117,7 @@ static bool valid_name(const char *s, bool fn_name) {
   if (fn_name) {
     if (ir_op_by_call_name(s, n) != IR_NUM_OPS)
       return false;
-    for (int k = 0; k < AC_NUM_SCALARS; k++)
+    for (int k = 0; k <= (int)AC_PROB; k++)
       if (strcmp(s, ac_scalar_name((ac_scalar)k)) == 0)
         return false;
   }
@@ -295,6 +295,16 @@ static ac_fn declare(ac_builder *b, const char *api, int kind, const char *name,
     bld_fail(b, "%s: invalid result type of '%s'", api, name);
     return (ac_fn){0};
   }
+  /* Verifying a finished function turns prob into f64 logs (§6.7) in the
+   * whole module, while functions may still be finished later against the
+   * declared types: a signature must mean the same before and after. */
+  if (ir_ty_has_prob(b->ctx, result.id)) {
+    bld_fail(b,
+             "%s: the result of '%s' mentions prob: a signature holds a probability as its "
+             "log, an f64 (convert with AC_OP_LOG and AC_OP_FROM_LOG)",
+             api, name);
+    return (ac_fn){0};
+  }
   if (kind == DECL_EXTERN && !ir_ty_is_scalar(b->ctx, result.id, NULL)) {
     bld_fail(b, "%s: the result of extern function '%s' must be a scalar", api, name);
     return (ac_fn){0};
@@ -318,6 +328,14 @@ static ac_fn declare(ac_builder *b, const char *api, int kind, const char *name,
     pt[i] = param_types[i].id;
     if (!value_type_ok(b->ctx, pt[i])) {
       bld_fail(b, "%s: invalid type of parameter %zu of '%s'", api, i + 1, name);
+      ok = false;
+      break;
+    }
+    if (ir_ty_has_prob(b->ctx, pt[i])) {
+      bld_fail(b,
+               "%s: parameter %zu of '%s' mentions prob: a signature holds a probability as "
+               "its log, an f64 (convert with AC_OP_LOG and AC_OP_FROM_LOG)",
+               api, i + 1, name);
       ok = false;
       break;
     }
@@ -708,8 +726,15 @@ ac_value ac_lit_uint(ac_builder *b, ac_scalar type, uint64_t x) {
 ac_value ac_lit_float(ac_builder *b, ac_scalar type, double x) {
   if (!b)
     return (ac_value){0};
+  if (type == AC_PROB) { /* a probability (§6.7): never negative */
+    if (x < 0) {
+      bld_fail(b, "ac_lit_float: a probability cannot be negative: %g as prob", x);
+      return (ac_value){0};
+    }
+    return lit(b, type, (ir_litval){.f = x});
+  }
   if (!is_float(type)) {
-    bld_fail(b, "ac_lit_float: the type must be f32 or f64");
+    bld_fail(b, "ac_lit_float: the type must be f32, f64 or prob");
     return (ac_value){0};
   }
   double d;
@@ -868,7 +893,7 @@ ac_value ac_if(ac_builder *b, ac_value cond, ac_value then_v, ac_value else_v) {
 ac_value ac_cast(ac_builder *b, ac_scalar to, ac_value x) {
   if (!b)
     return (ac_value){0};
-  if ((unsigned)to >= AC_NUM_SCALARS) {
+  if ((unsigned)to > AC_PROB) {
     bld_fail(b, "ac_cast: %d is not a scalar kind", (int)to);
     return (ac_value){0};
   }

@@ -196,6 +196,33 @@ static LLVMValueRef sc_log_add(cg_fn *f, ac_scalar sc, LLVMValueRef x, LLVMValue
   return LLVMBuildSelect(b, nan, LLVMBuildFAdd(b, x, y, ""), r, "");
 }
 
+/* log_sub(x, y) step by step as the interpreter computes it (NaN if either
+ * operand is or if y > x, -inf if x == y but NaN for two +inf, x if it is
+ * +inf, else x + log(-expm1(d)) above d = -ln 2 and x + log1p(-exp(d))
+ * below, d = y - x). Both sides are computed and one is selected: branches
+ * would split the element loop for an operation that is rare in it. */
+static LLVMValueRef sc_log_sub(cg_fn *f, ac_scalar sc, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef b = f->M->b;
+  LLVMValueRef d = LLVMBuildFSub(b, y, x, "");
+  LLVMValueRef t[3] = {d, NULL, NULL};
+  t[0] = LLVMBuildFNeg(b, sc_float_op(f, IR_EXPM1, sc, t), "");
+  LLVMValueRef near = sc_float_op(f, IR_LOG, sc, t); /* log(-expm1(d)) */
+  t[0] = d;
+  t[0] = LLVMBuildFNeg(b, sc_float_op(f, IR_EXP, sc, t), "");
+  LLVMValueRef far = sc_float_op(f, IR_LOG1P, sc, t); /* log1p(-exp(d)) */
+  LLVMValueRef above =
+      LLVMBuildFCmp(b, LLVMRealOGT, d, sc_fconst(f->M, sc, -0.693147180559945309), "");
+  LLVMValueRef r = LLVMBuildFAdd(b, x, LLVMBuildSelect(b, above, near, far, ""), "");
+  LLVMValueRef inf = sc_fconst(f->M, sc, INFINITY), nan = sc_fconst(f->M, sc, NAN);
+  r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, x, inf, ""), x, r, "");
+  LLVMValueRef same = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, x, inf, ""), nan,
+                                      sc_fconst(f->M, sc, -INFINITY), "");
+  r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, x, y, ""), same, r, "");
+  r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, y, x, ""), nan, r, "");
+  LLVMValueRef unord = LLVMBuildFCmp(b, LLVMRealUNO, x, y, "");
+  return LLVMBuildSelect(b, unord, LLVMBuildFAdd(b, x, y, ""), r, "");
+}
+
 static LLVMValueRef sc_float_op(cg_fn *f, ir_op op, ac_scalar sc, LLVMValueRef *ops) {
   cg_module *M = f->M;
   LLVMBuilderRef b = M->b;
@@ -221,6 +248,8 @@ static LLVMValueRef sc_float_op(cg_fn *f, ir_op op, ac_scalar sc, LLVMValueRef *
     return sc_unary_intrinsic(f, "llvm.fabs", x);
   case IR_LOG_ADD:
     return sc_log_add(f, sc, x, y);
+  case IR_LOG_SUB:
+    return sc_log_sub(f, sc, x, y);
   case IR_RSQRT: /* 1 / sqrt(x): two roundings, as the interpreter */
     return LLVMBuildFDiv(b, sc_fconst(M, sc, 1.0), sc_unary_intrinsic(f, "llvm.sqrt", x), "");
   case IR_ISNAN:

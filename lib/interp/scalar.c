@@ -363,6 +363,29 @@ static interp_scalar float_binary(ir_op op, ac_scalar sc, interp_scalar a, inter
     }
     return mk_f(m + log1p(exp(lo - m)));
   }
+  case IR_LOG_SUB: {
+    /* docs/language.md 6.6: NaN if either operand is or if y > x (a
+     * negative difference); -inf if x == y (NaN for two +inf); x if it is
+     * +inf; else x + log1m(exp(y - x)), where log1m(e^d) is
+     * log(-expm1(d)) above -ln 2 and log1p(-exp(d)) below (Maechler's
+     * choice, accurate on both sides), every step rounded to the operands'
+     * type */
+    if (isnan(a.f) || isnan(b.f))
+      return mk_f(f32 ? (double)(x + y) : a.f + b.f);
+    if (b.f > a.f)
+      return mk_f(NAN);
+    if (a.f == b.f)
+      return mk_f(isinf(a.f) && a.f > 0 ? NAN : -INFINITY);
+    if (isinf(a.f))
+      return mk_f(a.f);
+    if (f32) {
+      float d = y - x;
+      float l = d > -0.693147180559945309f ? logf(-expm1f(d)) : log1pf(-expf(d));
+      return mk_f((double)(x + l));
+    }
+    double d = b.f - a.f;
+    return mk_f(a.f + (d > -0.693147180559945309 ? log(-expm1(d)) : log1p(-exp(d))));
+  }
   default:
     return mk_f(0);
   }

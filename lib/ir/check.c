@@ -205,8 +205,9 @@ static rawlit lit_raw(const chk *c, const ir_node *n) {
   if (n->type == IR_TY_NONE || !ir_ty_is_scalar(c->ctx, n->type, &sc)) {
     v.mag = n->lit.u;
     v.neg = (n->flags & IR_F_NEG) != 0 && v.mag != 0;
-  } else if (sc == AC_F32 || sc == AC_F64) {
-    /* an integer literal typed as a float earlier: its value is integral */
+  } else if (sc == AC_F32 || sc == AC_F64 || sc == AC_PROB) {
+    /* an integer literal typed as a float (or a prob, §6.7) earlier: its
+     * value is integral */
     double d = n->lit.f;
     v.neg = d < 0;
     d = fabs(d);
@@ -245,8 +246,13 @@ static void fmt_double(char *buf, size_t size, double d) {
 static bool lit_store(chk *c, ir_ref r, rawlit v, ac_scalar sc) {
   ir_node *n = ir_node_get(c->m, r);
   const char *tn = ac_scalar_name(sc);
-  if (sc == AC_F32 || sc == AC_F64) {
+  if (sc == AC_F32 || sc == AC_F64 || sc == AC_PROB) {
     double d = v.isfloat ? v.f : v.mag == 0 ? 0.0 : v.neg ? -(double)v.mag : (double)v.mag;
+    if (sc == AC_PROB && d < 0) { /* a prob literal holds the probability until erased */
+      char num[32];
+      fmt_double(num, sizeof num, d);
+      return chk_fail(c, r, "a probability cannot be negative: %s as prob", num);
+    }
     if (sc == AC_F32) {
       if (isfinite(d) && fabs(d) >= F32_OVERFLOW) {
         char num[32];
@@ -289,12 +295,17 @@ static ir_type lit_typed(chk *c, ir_ref r) {
     fmt_double(num, sizeof num, n->lit.f);
     return chk_fail(c, r, "float literal %s out of range for f32", num), IR_TY_NONE;
   }
+  if (sc == AC_PROB && n->lit.f < 0) {
+    char num[32];
+    fmt_double(num, sizeof num, n->lit.f);
+    return chk_fail(c, r, "a probability cannot be negative: %s as prob", num), IR_TY_NONE;
+  }
   if (sc == AC_F32)
     n->lit.f = fabs(n->lit.f) > FLT_MAX && isfinite(n->lit.f) ? copysign((double)FLT_MAX, n->lit.f)
                                                               : (double)(float)n->lit.f;
   else if (sc == AC_BOOL)
     n->lit.u = n->lit.u != 0;
-  else if (sc != AC_F64) {
+  else if (sc != AC_F64 && sc != AC_PROB) {
     /* re-extend from the type's width: the bits are what the type holds */
     unsigned bits = scalar_bits(sc);
     if (bits < 64) {
@@ -316,7 +327,7 @@ static ir_type infer_lit(chk *c, ir_ref r, ir_type expect) {
     rawlit v = lit_raw(c, n);
     ac_scalar want;
     bool fromctx = ir_ty_is_scalar(c->ctx, expect, &want) && want != AC_BOOL;
-    if (fromctx && v.isfloat && want != AC_F32 && want != AC_F64)
+    if (fromctx && v.isfloat && want != AC_F32 && want != AC_F64 && want != AC_PROB)
       return chk_fail(c, r, "float literal cannot have integer type %s", ac_scalar_name(want)),
              IR_TY_NONE;
     ac_scalar sc = fromctx ? want : v.isfloat ? AC_F64 : AC_I32;
@@ -613,7 +624,8 @@ static ir_type infer_cast(chk *c, ir_ref r) {
   ir_ref x = ir_kid(c->m, r, 0);
   /* f32(1) is the literal 1.0f32; i32(2.7) converts the f64 2.7 (§5.4) */
   unsigned lits = chk_flex_lits(c, x);
-  bool fits = sc != AC_BOOL && (!(lits & FLEX_FLOAT) || sc == AC_F32 || sc == AC_F64);
+  bool fits =
+      sc != AC_BOOL && (!(lits & FLEX_FLOAT) || sc == AC_F32 || sc == AC_F64 || sc == AC_PROB);
   ir_type t;
   if (lits && fits)
     t = chk_check(c, x, to) ? to : IR_TY_NONE;
@@ -623,6 +635,8 @@ static ir_type infer_cast(chk *c, ir_ref r) {
     return chk_fail(c, x, "conversion to %s expects a scalar, found %s", ac_scalar_name(sc),
                     chk_tyname(c, t)),
            IR_TY_NONE;
+  if (t && sc == AC_PROB && t == c->t_bool)
+    return chk_fail(c, x, "conversion to prob expects a number, found bool"), IR_TY_NONE;
   return t ? to : IR_TY_NONE;
 }
 
@@ -1211,7 +1225,8 @@ ac_status ir_check_module(ac_module *m, ac_error **err) {
   c.t_i32 = ir_ty_scalar(c.ctx, AC_I32);
   c.t_i64 = ir_ty_scalar(c.ctx, AC_I64);
   c.t_f64 = ir_ty_scalar(c.ctx, AC_F64);
-  if (!c.t_bool || !c.t_i32 || !c.t_i64 || !c.t_f64)
+  c.t_prob = ir_ty_scalar(c.ctx, AC_PROB);
+  if (!c.t_bool || !c.t_i32 || !c.t_i64 || !c.t_f64 || !c.t_prob)
     chk_oom(&c);
   c.nonpath = m->nnodes;
   c.onpath = ac_alloc(c.ctx, c.nonpath ? c.nonpath : 1);
@@ -1227,6 +1242,9 @@ ac_status ir_check_module(ac_module *m, ac_error **err) {
     check_recursion(&c);
   if (c.st == AC_OK)
     check_kernel_calls(&c);
+  int erased = c.st == AC_OK ? chk_erase_prob(m) : 0;
+  if (erased < 0)
+    chk_oom(&c);
   if (c.st == AC_OK && m->oom)
     c.st = AC_ERR_NOMEM;
   ac_free(c.ctx, c.env);
@@ -1234,5 +1252,7 @@ ac_status ir_check_module(ac_module *m, ac_error **err) {
   ac_free(c.ctx, c.onpath);
   for (int i = 0; i < 4; i++)
     ir_buf_free(&c.names[i]);
+  if (c.st == AC_OK && erased > 0) /* no prob is left: this does not recurse */
+    return ir_check_module(m, err);
   return ir_report(err, c.err, c.st);
 }

@@ -57,7 +57,7 @@ typedef struct chk {
   size_t nonpath;
   ir_buf names[4]; /* ring of buffers for type names in messages */
   unsigned nextname;
-  ir_type t_bool, t_i32, t_i64, t_f64;
+  ir_type t_bool, t_i32, t_i64, t_f64, t_prob;
 } chk;
 
 /* ---- errors ---- */
@@ -107,6 +107,10 @@ ir_type chk_index_pos(chk *c, ir_ref r, const char *what, const char *whats);
 ir_type chk_index_tuple(chk *c, ir_ref r, uint32_t rank, const char *what);
 /* A shape: an integer (rank 1) or a tuple of integers; gives the rank. */
 bool chk_shape(chk *c, ir_ref r, uint32_t *rank);
+/* True if t is the scalar prob (docs/language.md §6.7). */
+static inline bool chk_is_prob(const chk *c, ir_type t) {
+  return t != IR_TY_NONE && t == c->t_prob;
+}
 /* True if t is a value type: no function or window anywhere in it. */
 bool chk_is_value_type(const chk *c, ir_type t);
 /* Records a call-graph edge from the current function. */
@@ -135,5 +139,12 @@ ir_type chk_lambda(chk *c, ir_ref owner, uint32_t kid, const chk_lam *l);
 ir_type chk_op(chk *c, ir_ref r, ir_type expect);
 /* check_rec.c: a REC node, its dependencies and schedule. */
 ir_type chk_rec(chk *c, ir_ref r);
+/* check_prob.c: after a module checked without error, prob becomes f64
+ * holding logarithms and its operations their log-space equivalents
+ * (docs/language.md §6.7), in every function's types and reachable nodes.
+ * Returns 0 if the module has no prob, 1 if it was rewritten (the caller
+ * checks it again, which sets the literals' context flags for the new
+ * types), -1 if memory ran out. */
+int chk_erase_prob(ac_module *m);
 
 #endif

@@ -60,9 +60,17 @@ static ir_type binary(chk *c, ir_ref r, ir_type expect, ir_typing cls) {
   }
   if (!(t = chk_share(c, 2, ops, e)))
     return IR_TY_NONE;
+  ir_op op = (ir_op)ir_node_get(c->m, r)->op;
+  if (chk_is_prob(c, t) && (cls == TC_ORD || (cls == TC_ARITH && op != IR_REM)))
+    return cls == TC_ORD ? c->t_bool : t; /* §6.7: + - * / and comparisons */
   switch (cls) {
   case TC_ARITH:
   case TC_ORD:
+    if (chk_is_prob(c, t))
+      return chk_fail(c, r,
+                      "operator '%%' is not defined on prob (§6.7: a prob has + - * / and "
+                      "comparisons)"),
+             IR_TY_NONE;
     if (!ir_ty_is_numeric(c->ctx, t))
       return chk_fail(c, r, "operator '%s' expects numeric operands, found %s", spelling(c, r),
                       chk_tyname(c, t)),
@@ -96,6 +104,9 @@ static ir_type unary(chk *c, ir_ref r, ir_type expect, ir_typing cls) {
   bool ok = cls == TC_NOT   ? t == c->t_bool
             : cls == TC_NEG ? ir_ty_is_numeric(c->ctx, t)
                             : ir_ty_is_int(c->ctx, t);
+  if (!ok && chk_is_prob(c, t))
+    return chk_fail(c, r, "operator '%s' is not defined on prob (§6.7)", spelling(c, r)),
+           IR_TY_NONE;
   if (!ok)
     return chk_fail(c, r, "operator '%s' expects %s operand, found %s", spelling(c, r),
                     cls == TC_NOT   ? "a bool"
@@ -112,12 +123,38 @@ static ir_type unary(chk *c, ir_ref r, ir_type expect, ir_typing cls) {
  * square root of 2. */
 static ir_type math(chk *c, ir_ref r, ir_typing cls, ir_type expect) {
   uint32_t n = ir_node_get(c->m, r)->nkids;
+  ir_op op = (ir_op)ir_node_get(c->m, r)->op;
   ir_ref ks[3];
   for (uint32_t i = 0; i < n; i++)
     ks[i] = ir_kid(c->m, r, i);
+  /* log(p) of a prob p is the f64 it is stored as (§6.7): its argument
+   * is synthesised unless it is flexible (then it takes the expected type as
+   * every float function's does) */
+  if (op == IR_LOG && expect != IR_TY_NONE && !chk_flexible(c, ks[0])) {
+    ir_type a = chk_synth(c, ks[0]);
+    if (!a)
+      return IR_TY_NONE;
+    if (chk_is_prob(c, a))
+      return c->t_f64;
+    if (a != expect)
+      return chk_fail(c, ks[0], "type mismatch: expected %s, found %s", chk_tyname(c, expect),
+                      chk_tyname(c, a)),
+             IR_TY_NONE;
+  }
   ir_type t = chk_share(c, n, ks, cls == TC_FPRED ? IR_TY_NONE : expect);
   if (!t)
     return IR_TY_NONE;
+  if (chk_is_prob(c, t)) {
+    if (op == IR_LOG)
+      return c->t_f64;
+    if (op == IR_MIN || op == IR_MAX)
+      return t;
+    return chk_fail(c, r,
+                    "%s is not defined on prob (§6.7: a prob has + - * /, comparisons, min, "
+                    "max and log; convert with f64(p) for the rest)",
+                    spelling(c, r)),
+           IR_TY_NONE;
+  }
   bool numeric = cls == TC_NUM1 || cls == TC_NUM2;
   if (numeric ? !ir_ty_is_numeric(c->ctx, t) : !ir_ty_is_float(c->ctx, t))
     return chk_fail(c, r, "%s expects %s argument%s, found %s", spelling(c, r),
@@ -623,6 +660,8 @@ static ir_type array_op(chk *c, ir_ref r, ir_op op) {
 ir_type chk_op(chk *c, ir_ref r, ir_type expect) {
   ir_op op = (ir_op)ir_node_get(c->m, r)->op;
   ir_typing cls = ir_ops[op].typing;
+  if (op == IR_FROM_LOG) /* from_log(l): f64 -> prob (§6.7) */
+    return chk_check(c, ir_kid(c->m, r, 0), c->t_f64) ? c->t_prob : IR_TY_NONE;
   switch (cls) {
   case TC_ARITH:
   case TC_INT:

@@ -326,7 +326,7 @@ static ir_type ty_intern(ac_context *ctx, ty_rec r, const ir_type *fields) {
 }
 
 ir_type ir_ty_scalar(ac_context *ctx, ac_scalar s) {
-  if ((unsigned)s >= AC_NUM_SCALARS)
+  if ((unsigned)s > AC_PROB)
     return IR_TY_NONE;
   ty_rec r = {.kind = TK_SCALAR, .sc = s};
   return ty_intern(ctx, r, NULL);
@@ -425,7 +425,28 @@ bool ir_ty_is_float(const ac_context *ctx, ir_type t) {
 
 bool ir_ty_is_numeric(const ac_context *ctx, ir_type t) {
   ac_scalar s;
-  return ir_ty_is_scalar(ctx, t, &s) && s != AC_BOOL;
+  return ir_ty_is_scalar(ctx, t, &s) && s != AC_BOOL && s != AC_PROB;
+}
+
+bool ir_ty_has_prob(const ac_context *ctx, ir_type t) {
+  if (t == IR_TY_NONE || t >= ctx->ntys)
+    return false;
+  ty_rec r = ctx->tys[t];
+  switch (r.kind) {
+  case TK_SCALAR:
+  case TK_ARRAY:
+    return r.sc == AC_PROB;
+  case TK_WINDOW:
+    return ir_ty_has_prob(ctx, r.elem);
+  case TK_TUPLE:
+  case TK_FN:
+    for (uint32_t i = 0; i < r.n; i++)
+      if (ir_ty_has_prob(ctx, ctx->tyfields[r.fields + i]))
+        return true;
+    return r.kind == TK_FN && ir_ty_has_prob(ctx, r.ret);
+  default:
+    return false;
+  }
 }
 
 bool ir_ty_array_view(ac_context *ctx, ir_type t, ir_type *elem, uint32_t *rank) {
@@ -514,16 +535,17 @@ void ir_ty_leaves(ac_context *ctx, ir_type t, void (*fn)(void *ud, ac_scalar sc,
       ir_ty_leaves(ctx, ctx->tyfields[ctx->tys[t].fields + i], fn, ud);
 }
 
-static const char *const scalar_names[AC_NUM_SCALARS] = {"bool", "i8",  "i16", "i32",
-                                                         "i64",  "u8",  "u16", "u32",
-                                                         "u64",  "f32", "f64"};
-static const size_t scalar_sizes[AC_NUM_SCALARS] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
+static const char *const scalar_names[AC_PROB + 1] = {"bool", "i8",  "i16", "i32", "i64", "u8",
+                                                      "u16",  "u32", "u64", "f32", "f64", "prob"};
+static const size_t scalar_sizes[AC_PROB + 1] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 8};
 
 const char *ac_scalar_name(ac_scalar s) {
-  return (unsigned)s < AC_NUM_SCALARS ? scalar_names[s] : NULL;
+  return (unsigned)s <= AC_PROB ? scalar_names[s] : NULL;
 }
 
-size_t ac_scalar_size(ac_scalar s) { return (unsigned)s < AC_NUM_SCALARS ? scalar_sizes[s] : 0; }
+size_t ac_scalar_size(ac_scalar s) {
+  return (unsigned)s <= AC_PROB ? scalar_sizes[s] : 0;
+}
 
 void ir_ty_print(const ac_context *ctx, ir_type t, ir_buf *out) {
   if (t == IR_TY_NONE || t >= ctx->ntys) {

@@ -117,7 +117,9 @@ ir_typeinfo ir_ty_info(const ac_context *ctx, ir_type t);
 bool ir_ty_is_scalar(const ac_context *ctx, ir_type t, ac_scalar *sc);
 bool ir_ty_is_int(const ac_context *ctx, ir_type t);   /* any integer scalar */
 bool ir_ty_is_float(const ac_context *ctx, ir_type t); /* f32, f64 */
-bool ir_ty_is_numeric(const ac_context *ctx, ir_type t);
+bool ir_ty_is_numeric(const ac_context *ctx, ir_type t); /* int or float (not bool, not prob) */
+/* t mentions prob anywhere (docs/language.md §6.7; the verifier removes it). */
+bool ir_ty_has_prob(const ac_context *ctx, ir_type t);
 /* Array view: t is TK_ARRAY, or a tuple whose fields are all array views of
  * the same rank (structure of arrays). Gives the element type (a scalar or a
  * tuple of element types) and the rank. */

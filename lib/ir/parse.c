@@ -316,7 +316,7 @@ static int32_t find_fn(const parser *p, ir_sym s) {
 }
 
 static bool is_scalar_name(const char *s, size_t n, ac_scalar *sc) {
-  for (int i = 0; i < AC_NUM_SCALARS; i++) {
+  for (int i = 0; i <= (int)AC_PROB; i++) {
     const char *name = ac_scalar_name((ac_scalar)i);
     if (strlen(name) == n && memcmp(name, s, n) == 0) {
       if (sc)

@@ -854,6 +854,58 @@ UNIT_TEST(full_stencil_loop_and_array_literal) {
   teardown();
 }
 
+/* prob (docs/language.md §6.7) in a built body: casts, prob literals and
+ * arithmetic become log-space f64 code when the function is finished, and
+ * a signature that mentions prob is refused (it would change meaning when
+ * another function is finished). */
+UNIT_TEST(full_prob_in_bodies_not_in_signatures) {
+  setup();
+  ac_fn bad = ac_fn_declare(b, "bad", 1, (ac_type[]){ty(AC_PROB)}, NULL, ty(AC_F64));
+  CHECK(bad.id == 0);
+  CHECK_STR(first_misuse(),
+            "ac_fn_declare: parameter 1 of 'bad' mentions prob: a signature holds a probability "
+            "as its log, an f64 (convert with AC_OP_LOG and AC_OP_FROM_LOG)");
+  teardown();
+  setup();
+  ac_fn bad2 = ac_fn_declare(b, "bad", 0, NULL, NULL, ac_type_array(ctx, ty(AC_PROB), 2));
+  CHECK(bad2.id == 0);
+  teardown();
+  setup();
+  ac_value neg = ac_lit_float(b, AC_PROB, -0.5);
+  CHECK(neg.id == 0);
+  CHECK_STR(first_misuse(), "ac_lit_float: a probability cannot be negative: -0.5 as prob");
+  teardown();
+  setup();
+  /* f(x, l) = log(prob(x) * 0.5 + from_log(l)) */
+  ac_fn f = ac_fn_declare(b, "f", 2, (ac_type[]){ty(AC_F64), ty(AC_F64)},
+                          (const char *[]){"x", "l"}, ty(AC_F64));
+  ac_value p = ac_cast(b, AC_PROB, ac_fn_param(b, f, 0));
+  ac_value q = ac_unary(b, AC_OP_FROM_LOG, ac_fn_param(b, f, 1));
+  ac_value s = bin(AC_OP_ADD, bin(AC_OP_MUL, p, ac_lit_float(b, AC_PROB, 0.5)), q);
+  ac_error *err = NULL;
+  CHECK_EQ_INT(ac_fn_finish(b, f, ac_unary(b, AC_OP_LOG, s), &err), AC_OK);
+  if (err)
+    fprintf(stderr, "%s", ac_error_text(err));
+  ac_error_destroy(err);
+  char *text = ac_module_print(m, NULL);
+  CHECK_STR(text, "fn f(x: f64, l: f64) -> f64 {\n"
+                  "  log_add(log(x) + -0.6931471805599453, l)\n"
+                  "}\n");
+  ac_string_destroy(ctx, text);
+  ac_function *fn = NULL;
+  CHECK_EQ_INT(ac_function_create(m, "f", AC_BACKEND_INTERP, &fn, NULL), AC_OK);
+  ac_datum args[2] = {{.kind = AC_DATUM_SCALAR, .type = AC_F64, .s.f = 0.5},
+                      {.kind = AC_DATUM_SCALAR, .type = AC_F64, .s.f = -1000.0}},
+           out;
+  if (fn && ac_function_call(fn, args, 2, &out, 1, NULL) == AC_OK)
+    CHECK(fabs(out.s.f - log(0.25 + exp(-1000.0))) < 1e-15); /* log(0.25) */
+  else
+    CHECK(!"the call failed");
+  if (fn)
+    ac_function_destroy(fn);
+  teardown();
+}
+
 /* ---- random graphs: the converted IR means what the graph means ---- */
 
 /* A node of a random integer program: op 0 = leaf (value in `leaf`), 1 add,
@@ -1109,4 +1161,5 @@ UNIT_MAIN(value_used_twice_is_let_bound_once, value_used_once_is_not_let_bound,
           types_wrap_the_ir_types, graph_depth_is_bounded, ir_depth_after_sharing_is_bounded,
           full_finish_verifies_and_prints, full_type_errors_leave_the_function_unfinished,
           full_calls_between_functions, full_stencil_loop_and_array_literal,
-          random_graphs_keep_their_meaning, allocation_failures_are_reported)
+          full_prob_in_bodies_not_in_signatures, random_graphs_keep_their_meaning,
+          allocation_failures_are_reported)
