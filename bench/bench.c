@@ -1096,25 +1096,23 @@ static void bench_rec(bench_ctx *B, const char *name, int64_t n,
 /* ---- a batch of protein alignments ---- */
 
 typedef struct protein_state {
-  int64_t npairs;
-  uint8_t *s, *t, *ra, *rb;
-  int64_t *so, *to;
-  int32_t *matrix, *h, *f, *ref_out, *ac_out;
+  ref_pairs pairs;
+  int32_t *matrix, *ref_out, *ac_out;
   ac_function *f_scores;
   ac_datum args[4];
 } protein_state;
 
 static void protein_ref(void *ud) {
   protein_state *p = ud;
-  ref_protein_scores(p->npairs, p->s, p->so, p->t, p->to, p->matrix, 12, 1, p->ref_out, p->h,
-                     p->f, p->ra, p->rb);
+  if (!ref_pairs_scores(&p->pairs, p->matrix, 12, 1, p->ref_out))
+    die("the protein batch", NULL);
 }
 
 static void protein_ac(void *ud) {
   protein_state *p = ud;
   ac_datum res;
   call(p->f_scores, p->args, 4, &res, 1);
-  memcpy(p->ac_out, ac_array_data(res.array), (size_t)p->npairs * sizeof *p->ac_out);
+  memcpy(p->ac_out, ac_array_data(res.array), (size_t)p->pairs.npairs * sizeof *p->ac_out);
   ac_datum_release(&res);
 }
 
@@ -1122,29 +1120,11 @@ static void protein_ac(void *ud) {
  * lengths 100..500 (Smith-Waterman, BLOSUM62, affine gaps 12/1), against
  * ref_protein_scores with the matrix the program's own blosum62() gives. */
 static void bench_protein(bench_ctx *B, int64_t npairs) {
-  static const char amino[] = "ARNDCQEGHILKMFPSTWYV";
-  protein_state p = {.npairs = npairs};
-  p.so = xmalloc((size_t)(npairs + 1) * sizeof *p.so);
-  p.to = xmalloc((size_t)(npairs + 1) * sizeof *p.to);
-  int64_t total_s = 0, total_t = 0;
-  double cells = 0;
-  p.so[0] = p.to[0] = 0;
-  for (int64_t i = 0; i < npairs; i++) {
-    int64_t n = 100 + (int64_t)(rnd() % 401), m = 100 + (int64_t)(rnd() % 401);
-    p.so[i + 1] = total_s += n;
-    p.to[i + 1] = total_t += m;
-    cells += (double)n * (double)m;
-  }
-  p.s = xmalloc((size_t)total_s);
-  p.t = xmalloc((size_t)total_t);
-  for (int64_t i = 0; i < total_s; i++)
-    p.s[i] = (uint8_t)amino[rnd() % 20];
-  for (int64_t i = 0; i < total_t; i++)
-    p.t[i] = (uint8_t)amino[rnd() % 20];
-  p.h = xmalloc(501 * sizeof *p.h);
-  p.f = xmalloc(501 * sizeof *p.f);
-  p.ra = xmalloc(501);
-  p.rb = xmalloc(501);
+  protein_state p = {0};
+  if (!ref_pairs_make(&p.pairs, npairs, 100, 500, rnd()))
+    die("the protein batch", NULL);
+  int64_t total_s = p.pairs.so[npairs], total_t = p.pairs.to[npairs];
+  double cells = p.pairs.cells;
   p.ref_out = xmalloc((size_t)npairs * sizeof *p.ref_out);
   p.ac_out = xmalloc((size_t)npairs * sizeof *p.ac_out);
   /* the program and its matrix */
@@ -1158,10 +1138,10 @@ static void bench_protein(bench_ctx *B, int64_t npairs) {
   ac_function_destroy(fm);
   p.f_scores = compile_fn(B, m, "scores", NULL);
   int64_t es[1] = {total_s}, et[1] = {total_t}, eo[1] = {npairs + 1};
-  p.args[0] = arr(B, AC_U8, 1, es, p.s);
-  p.args[1] = arr(B, AC_I64, 1, eo, p.so);
-  p.args[2] = arr(B, AC_U8, 1, et, p.t);
-  p.args[3] = arr(B, AC_I64, 1, eo, p.to);
+  p.args[0] = arr(B, AC_U8, 1, es, p.pairs.s);
+  p.args[1] = arr(B, AC_I64, 1, eo, p.pairs.so);
+  p.args[2] = arr(B, AC_U8, 1, et, p.pairs.t);
+  p.args[3] = arr(B, AC_I64, 1, eo, p.pairs.to);
   double peak = peak_growth(protein_ac, &p);
   protein_ref(&p);
   int64_t differ = 0;
@@ -1190,7 +1170,7 @@ static void bench_protein(bench_ctx *B, int64_t npairs) {
   release_all(p.args, 4);
   ac_function_destroy(p.f_scores);
   ac_module_destroy(m);
-  free(p.s), free(p.t), free(p.so), free(p.to), free(p.ra), free(p.rb), free(p.h), free(p.f);
+  ref_pairs_free(&p.pairs);
   free(p.matrix), free(p.ref_out), free(p.ac_out);
 }
 

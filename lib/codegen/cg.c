@@ -780,6 +780,35 @@ bool cg_is_manifest(const cg_leaf *a) {
   return a->kind == CL_ARRAY;
 }
 
+/* What the optimiser may assume of the runtime helpers (runtime/services.c)
+ * beyond "may read and write any memory":
+ *   - ac_rt_fail and ac_rt_failed touch only the call's error record
+ *     (rt_call, reached through the thread's context), which kernels never
+ *     load or store themselves: LLVM's memory(inaccessiblemem: ...). So a
+ *     check that fails inside a loop does not stop LICM and GVN from
+ *     keeping loads of the inputs and of temporary arrays in registers;
+ *   - ac_rt_tmp_alloc returns memory that no other pointer of the kernel
+ *     reaches (a fresh piece of the worker's arena, as malloc's): a noalias
+ *     result, so stores into a temporary array (a recurrence's window, a
+ *     nested generate's buffer) cannot clobber the inputs' elements.
+ * The encoding of memory(...) is LLVM 19's MemoryEffects: two bits (1 read,
+ * 2 write) per location, argmem at bit 0, inaccessiblemem at bit 2. */
+enum { CG_MEM_INACC_READ = 1u << 2, CG_MEM_INACC_RW = 3u << 2 };
+
+static void cg_helper_facts(cg_module *M, const char *name, LLVMValueRef fn) {
+  unsigned mem = strcmp(name, "ac_rt_fail") == 0     ? CG_MEM_INACC_RW
+                 : strcmp(name, "ac_rt_failed") == 0 ? CG_MEM_INACC_READ
+                                                     : 0;
+  if (mem) {
+    unsigned kind = LLVMGetEnumAttributeKindForName("memory", strlen("memory"));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(M->llctx, kind, mem));
+    cg_fn_attr(M, fn, LLVMAttributeFunctionIndex, "willreturn");
+  }
+  if (strcmp(name, "ac_rt_tmp_alloc") == 0)
+    cg_fn_attr(M, fn, LLVMAttributeReturnIndex, "noalias");
+}
+
 /* Declares (once per module) a runtime helper of rt.h. */
 static LLVMValueRef cg_helper(cg_module *M, const char *name, LLVMTypeRef ret, LLVMTypeRef *ps,
                               unsigned n, bool cold) {
@@ -790,6 +819,8 @@ static LLVMValueRef cg_helper(cg_module *M, const char *name, LLVMTypeRef ret, L
   cg_fn_attr(M, fn, LLVMAttributeFunctionIndex, "nounwind");
   if (cold)
     cg_fn_attr(M, fn, LLVMAttributeFunctionIndex, "cold");
+  if (M->target == CG_TARGET_CPU)
+    cg_helper_facts(M, name, fn);
   return fn;
 }
 
@@ -810,17 +841,49 @@ static LLVMValueRef cg_as_i64(cg_module *M, LLVMValueRef v) {
   return cg_i64(M, 0);
 }
 
+/* The CPU's failure path: a call of ac_rt_fail through "arrayc.fail", a
+ * module-local thunk with LLVM's preserve_all calling convention (the
+ * callee saves every register it uses, vector registers included, and
+ * then calls ac_rt_fail with C's). A check's failure path is cold but sits
+ * inside the hot loops (a read of an input in a recurrence's row, a
+ * matrix lookup per cell): with C's convention every value live across it
+ * must be in one of the six callee-saved registers or be spilled around
+ * the loop's body, and the fold accumulators and row pointers of a
+ * Smith-Waterman row went to the stack; with preserve_all the loop keeps
+ * them in registers and only the failure path pays for saving them. */
+static void cg_cpu_fail(cg_fn *f, LLVMValueRef site, LLVMValueRef a, LLVMValueRef b) {
+  cg_module *M = f->M;
+  LLVMTypeRef ps[4] = {M->t_ptr, M->t_i32, M->t_i64, M->t_i64};
+  LLVMValueRef th = LLVMGetNamedFunction(M->mod, "arrayc.fail");
+  if (!th) {
+    LLVMValueRef rt = cg_helper(M, "ac_rt_fail", M->t_void, ps, 4, true);
+    th = LLVMAddFunction(M->mod, "arrayc.fail", LLVMFunctionType(M->t_void, ps, 4, 0));
+    LLVMSetLinkage(th, LLVMInternalLinkage);
+    LLVMSetFunctionCallConv(th, LLVMPreserveAllCallConv);
+    cg_fn_attr(M, th, LLVMAttributeFunctionIndex, "nounwind");
+    cg_fn_attr(M, th, LLVMAttributeFunctionIndex, "cold");
+    cg_fn_attr(M, th, LLVMAttributeFunctionIndex, "noinline");
+    cg_helper_facts(M, "ac_rt_fail", th);
+    LLVMBuilderRef tb = LLVMCreateBuilderInContext(M->llctx);
+    LLVMPositionBuilderAtEnd(tb, LLVMAppendBasicBlockInContext(M->llctx, th, "entry"));
+    LLVMValueRef args[4];
+    for (unsigned i = 0; i < 4; i++)
+      args[i] = LLVMGetParam(th, i);
+    LLVMBuildCall2(tb, LLVMGlobalGetValueType(rt), rt, args, 4, "");
+    LLVMBuildRetVoid(tb);
+    LLVMDisposeBuilder(tb);
+  }
+  LLVMValueRef args[4] = {f->tctx, site, cg_as_i64(M, a), cg_as_i64(M, b)};
+  LLVMSetInstructionCallConv(cg_call(M, th, args, 4), LLVMPreserveAllCallConv);
+}
+
 void cg_fail(cg_fn *f, uint32_t site, LLVMValueRef a, LLVMValueRef b) {
   cg_module *M = f->M;
   if (M->target != CG_TARGET_CPU) {
     cg_gpu_fail(f, LLVMConstInt(M->t_i32, site, 0), cg_as_i64(M, a), cg_as_i64(M, b));
     return;
   }
-  LLVMTypeRef ps[4] = {M->t_ptr, M->t_i32, M->t_i64, M->t_i64};
-  LLVMValueRef fn = cg_helper(M, "ac_rt_fail", M->t_void, ps, 4, true);
-  LLVMValueRef args[4] = {f->tctx, LLVMConstInt(M->t_i32, site, 0), cg_as_i64(M, a),
-                          cg_as_i64(M, b)};
-  cg_call(M, fn, args, 4);
+  cg_cpu_fail(f, LLVMConstInt(M->t_i32, site, 0), a, b);
 }
 
 void cg_cpu_yield(cg_fn *f) {
@@ -888,10 +951,7 @@ LLVMValueRef cg_read(cg_fn *f, const cg_leaf *a, LLVMValueRef *idx, bool check, 
   if (M->target != CG_TARGET_CPU) {
     cg_gpu_fail(f, site, cg_as_i64(M, va), cg_as_i64(M, vb));
   } else {
-    LLVMTypeRef ps[4] = {M->t_ptr, M->t_i32, M->t_i64, M->t_i64};
-    LLVMValueRef fn = cg_helper(M, "ac_rt_fail", M->t_void, ps, 4, true);
-    LLVMValueRef args[4] = {f->tctx, site, cg_as_i64(M, va), cg_as_i64(M, vb)};
-    cg_call(M, fn, args, 4);
+    cg_cpu_fail(f, site, va, vb);
   }
   LLVMBasicBlockRef bad_end = LLVMGetInsertBlock(M->b); /* a GPU failure adds blocks */
   LLVMBuildBr(M->b, join);
