@@ -205,6 +205,12 @@ typedef struct ac_rec {
 } ac_rec;
 AC_API ac_rec ac_rec_begin(ac_builder *b, size_t ndims, const ac_value *lo, const ac_value *hi,
                            ac_type elem, const char *const *names, ac_value *self, ac_value *idx);
+/* Asks for the schedule a (ndims coefficients) of the open rec r, as
+ * `by (a1, .., an)` does in the text (docs/language.md §7.14): verifying
+ * the function then checks that it orders every read, and reports the
+ * reads it does not, instead of searching for a schedule. Call it between
+ * ac_rec_begin and ac_rec_end. */
+AC_API void ac_rec_schedule(ac_builder *b, ac_rec r, const int64_t *a);
 AC_API ac_value ac_rec_end(ac_builder *b, ac_rec r, ac_value body);
 
 #ifdef __cplusplus

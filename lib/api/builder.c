@@ -1174,6 +1174,29 @@ ac_rec ac_rec_begin(ac_builder *b, size_t ndims, const ac_value *lo, const ac_va
   return (ac_rec){id};
 }
 
+void ac_rec_schedule(ac_builder *b, ac_rec r, const int64_t *a) {
+  if (!b)
+    return;
+  if (r.id == 0 || r.id >= b->nbinders || b->binders[r.id].op != IR_REC ||
+      b->binders[r.id].node != 0) {
+    bld_fail(b, "ac_rec_schedule: not an open rec of this builder");
+    return;
+  }
+  if (!a) {
+    bld_fail(b, "ac_rec_schedule: no coefficients");
+    return;
+  }
+  uint32_t n = b->binders[r.id].nparams - 1;
+  if (!ac_grow(b->ctx, (void **)&b->ints, &b->capints, b->nints + n, sizeof *b->ints)) {
+    bld_nomem(b);
+    return;
+  }
+  b->binders[r.id].has_sched = true;
+  b->binders[r.id].sched = (uint32_t)b->nints;
+  memcpy(b->ints + b->nints, a, n * sizeof *a);
+  b->nints += n;
+}
+
 ac_value ac_rec_end(ac_builder *b, ac_rec r, ac_value body) {
   if (!b)
     return (ac_value){0};

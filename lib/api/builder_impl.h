@@ -72,6 +72,8 @@ typedef struct bbinder {
   bool copying;     /* scratch: being duplicated (sharing.c) */
   ir_type elem;     /* REC: element type */
   uint32_t bounds;  /* REC: offset in b->kids of lo1, hi1, .., lon, hin */
+  bool has_sched;   /* REC: ac_rec_schedule asked for a schedule, at b->ints[sched] */
+  uint32_t sched;
 } bbinder;
 
 typedef struct bfunc {
@@ -89,7 +91,7 @@ struct ac_builder {
   uint32_t *kids;
   size_t nkids, capkids; /* children of values, by id */
   int64_t *ints;
-  size_t nints, capints; /* array literal extents */
+  size_t nints, capints; /* array literal extents, requested rec schedules */
   bbinder *binders;
   size_t nbinders, capbinders; /* binders[0] unused */
   bfunc *funcs;

@@ -578,6 +578,13 @@ static ir_ref emit_def(conv *c, uint32_t v, uint32_t *depth) {
   if (binds) {
     in->names = names;
     in->attr = b->binders[n->attr].nparams - (n->op == IR_REC ? 1 : 0);
+    const bbinder *bb = &b->binders[n->attr];
+    if (n->op == IR_REC && bb->has_sched) { /* ac_rec_schedule: `by` */
+      uint32_t off = ir_ints_push(c->m, bb->nparams - 1, b->ints + bb->sched);
+      in = ir_node_get(c->m, res);
+      in->aux = off;
+      in->flags |= IR_F_SCHED;
+    }
   } else if (n->op == IR_ARRLIT) {
     uint32_t rank = (uint32_t)n->attr;
     in->aux = ir_ints_push(c->m, rank, b->ints + n->aux);

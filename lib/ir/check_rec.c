@@ -912,6 +912,61 @@ static void report_conflict(rw *w, const uint32_t *cul, uint32_t nc) {
   ir_buf_free(&b);
 }
 
+/* Appends " (a1, .., an)" to b. */
+static void put_sched(ir_buf *b, uint32_t n, const int64_t *a) {
+  ir_buf_putc(b, '(');
+  for (uint32_t k = 0; k < n; k++)
+    ir_buf_printf(b, k ? ", %lld" : "%lld", (long long)a[k]);
+  ir_buf_putc(b, ')');
+}
+
+/* The schedule the user asked for with `by` (want) orders not every read of
+ * p: names those it does not (each on its own is a problem of one
+ * dependency) and the schedule the search found (found). */
+static void report_unordered(rw *w, const rec_problem *p, const int64_t *want,
+                             const int64_t *found) {
+  uint32_t n = p->ndims;
+  ir_buf b;
+  ir_buf_init(&b, w->c->ctx);
+  ir_buf_puts(&b, "rec schedule by ");
+  put_sched(&b, n, want);
+  uint32_t bad = 0, *which = ac_alloc(w->c->ctx, (p->ndeps ? p->ndeps : 1) * sizeof *which);
+  if (!which) {
+    ir_buf_free(&b);
+    chk_oom(w->c);
+    return;
+  }
+  for (uint32_t j = 0; j < p->ndeps; j++) {
+    rec_range one;
+    rec_problem q = {n, 1, p->dist + (size_t)j * n, p->isfree + (size_t)j * n, 0, NULL};
+    for (uint32_t i = 0; i < p->nranges; i++)
+      if (p->ranges[i].dep == j) {
+        one = p->ranges[i];
+        one.dep = 0;
+        q.nranges = 1;
+        q.ranges = &one;
+      }
+    if (!rec_schedule_valid(w->c->ctx, &q, want))
+      which[bad++] = j;
+  }
+  ir_buf_puts(&b, bad == 1 ? " does not order the read " : " does not order the reads ");
+  for (uint32_t i = 0; i < bad; i++) {
+    if (i > 0)
+      ir_buf_puts(&b, i + 1 == bad ? " and " : ", ");
+    ir_buf_puts(&b, w->texts.data + w->text[which[i]]);
+  }
+  ac_free(w->c->ctx, which);
+  ir_buf_puts(&b, ": an element read must lie on an earlier wavefront (a smaller product of the "
+                  "schedule with its indices) than the element reading it; by ");
+  put_sched(&b, n, found);
+  ir_buf_puts(&b, " would do");
+  if (b.oom)
+    chk_oom(w->c);
+  else
+    chk_fail(w->c, w->rec, "%s", ir_buf_cstr(&b));
+  ir_buf_free(&b);
+}
+
 static void schedule(rw *w) {
   chk *c = w->c;
   ac_module *m = w->m;
@@ -960,6 +1015,13 @@ static void schedule(rw *w) {
     switch (rec_schedule(c->ctx, &p, a, cul, &nc)) {
     case REC_OK: {
       ir_node *rn = ir_node_get(m, w->rec);
+      if (rn->flags & IR_F_SCHED) { /* asked for with `by`: kept if valid */
+        if (rn->aux == 0 || (size_t)rn->aux + n > m->nints)
+          chk_fail(c, w->rec, "malformed IR: rec with a requested schedule but no coefficients");
+        else if (!rec_schedule_valid(c->ctx, &p, m->ints + rn->aux))
+          report_unordered(w, &p, m->ints + rn->aux, a);
+        break;
+      }
       if (rn->aux != 0 && (size_t)rn->aux + n <= m->nints) {
         memcpy(m->ints + rn->aux, a, n * sizeof *a);
       } else {

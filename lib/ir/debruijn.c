@@ -153,7 +153,11 @@ bool ir_equal(const ac_module *m, ir_ref a, ir_ref b) {
     return false;
   if (x->op == IR_CAST && x->type != y->type)
     return false;
-  if (x->op == IR_REC && (x->lit.u != y->lit.u || x->type != y->type))
+  if (x->op == IR_REC &&
+      (x->lit.u != y->lit.u || x->type != y->type ||
+       (x->flags & IR_F_SCHED) != (y->flags & IR_F_SCHED) ||
+       ((x->flags & IR_F_SCHED) &&
+        memcmp(&m->ints[x->aux], &m->ints[y->aux], (size_t)x->attr * sizeof(int64_t)) != 0)))
     return false;
   if (x->op == IR_ARRLIT &&
       memcmp(&m->ints[x->aux], &m->ints[y->aux], (size_t)x->attr * sizeof(int64_t)) != 0)

@@ -198,7 +198,8 @@ enum {
   IR_F_CTX = 1u << 1,    /* LIT: type came from context; printer omits the suffix */
   IR_F_NEG = 1u << 2,    /* LIT before checking: integer literal is negative (lit.u = magnitude) */
   IR_F_FLOATLIT = 1u << 3, /* LIT: written as a float literal (has '.' or exponent) */
-  IR_F_INFNAN = 1u << 4  /* LIT: written as inf / nan */
+  IR_F_INFNAN = 1u << 4,   /* LIT: written as inf / nan */
+  IR_F_SCHED = 1u << 5     /* REC: the schedule in aux was asked for (`by`), not searched for */
 };
 
 /* Boundary kinds (STENCIL.attr): AC_BOUNDARY_* of builder.h. */

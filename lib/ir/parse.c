@@ -1086,10 +1086,44 @@ static ir_ref parse_rec(parser *p, ir_sym selfname) {
       break;
   } while (accept(p, TOK_COMMA));
   close_bracket(p, TOK_RPAREN, "',' or ')' after a dimension");
+  uint32_t n = (uint32_t)(p->nnames - nbase - 1);
+  /* by (a1, .., an): the schedule the user asks for (docs/language.md
+   * §7.14); `by` means this only here */
+  int64_t sched[PARSE_MAX_RANK + 1];
+  bool has_sched = false;
+  if (!p->failed && p->tok.kind == TOK_IDENT && p->tok.len == 2 &&
+      memcmp(tok_text(p, &p->tok), "by", 2) == 0) {
+    ir_loc sloc = p->tok.loc;
+    advance(p);
+    has_sched = true;
+    uint32_t k = 0;
+    if (p->tok.kind != TOK_LPAREN)
+      expected(p, "'(' and the schedule's coefficients after 'by'");
+    else if (open_bracket(p)) {
+      do {
+        bool neg = accept(p, TOK_MINUS);
+        if (p->tok.kind != TOK_INT || p->tok.suffix != LEX_NO_SUFFIX) {
+          expected(p, "an integer coefficient without suffix");
+          break;
+        }
+        if (p->tok.u > (uint64_t)INT64_MAX) {
+          syntax_error(p, p->tok.loc, "schedule coefficient out of range");
+          break;
+        }
+        if (k < n)
+          sched[k] = neg ? -(int64_t)p->tok.u : (int64_t)p->tok.u;
+        k++;
+        advance(p);
+      } while (accept(p, TOK_COMMA));
+      close_bracket(p, TOK_RPAREN, "',' or ')' in the schedule");
+    }
+    if (!p->failed && k != n)
+      syntax_error(p, sloc, "a schedule of %u coefficient%s for a rec of rank %u", k,
+                   k == 1 ? "" : "s", n);
+  }
   ir_loc tloc = p->tok.loc;
   expect(p, TOK_ARROW, "'->' and the element type");
   ir_type elem = p->failed ? IR_TY_NONE : parse_type(p);
-  uint32_t n = (uint32_t)(p->nnames - nbase - 1);
   ir_type ty = IR_TY_NONE;
   if (elem && !(ir_ty_is_element(p->ctx, elem) && (ty = ir_ty_array(p->ctx, elem, n))))
     syntax_error(p, tloc, "the element type of a rec must be a scalar or a tuple of scalars");
@@ -1109,6 +1143,13 @@ static ir_ref parse_rec(parser *p, ir_sym selfname) {
     rn->lit.u = excl;
     rn->type = ty;
     rn->names = push_names(p, nbase, n + 1);
+    if (has_sched) {
+      uint32_t off = ir_ints_push(p->m, n, sched);
+      node(p, r)->aux = off;
+      node(p, r)->flags |= IR_F_SCHED;
+      if (!off)
+        fail_oom(p);
+    }
   }
   p->nnames = nbase;
   return p->failed ? IR_NONE : r;

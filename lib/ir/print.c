@@ -675,7 +675,21 @@ static void print_rec(printer *pr, ir_ref e, unsigned ind, ir_sym self, bool let
     puts_(pr, k < 64 && ((n->lit.u >> k) & 1) ? ".." : "..=");
     print_expr(pr, ir_kid(pr->m, e, 2 * k + 1), ind, LV_EXPR);
   }
-  puts_(pr, ") -> ");
+  putc_(pr, ')');
+  if (n->flags & IR_F_SCHED) { /* the schedule asked for (by) */
+    if (n->aux == 0 || (size_t)n->aux + dims > pr->m->nints) {
+      fail(pr, n->loc, "cannot print a rec whose requested schedule is missing");
+      return;
+    }
+    puts_(pr, " by (");
+    for (uint32_t k = 0; k < dims; k++) {
+      char num[32];
+      snprintf(num, sizeof num, k ? ", %lld" : "%lld", (long long)pr->m->ints[n->aux + k]);
+      puts_(pr, num);
+    }
+    putc_(pr, ')');
+  }
+  puts_(pr, " -> ");
   ir_ty_print(pr->ctx, elem, pr->out);
   puts_(pr, " {\n");
   bind(pr, self);

@@ -459,8 +459,14 @@ static bool cse_same(const cse *S, uint32_t a, uint32_t b) {
       break;
     }
     case IR_LIT:
-    case IR_REC:
       if (x->lit.u != y->lit.u || x->type != y->type)
+        return false;
+      break;
+    case IR_REC: /* and the same schedule asked for, if any (`by`) */
+      if (x->lit.u != y->lit.u || x->type != y->type ||
+          (x->flags & IR_F_SCHED) != (y->flags & IR_F_SCHED) ||
+          ((x->flags & IR_F_SCHED) &&
+           memcmp(&m->ints[x->aux], &m->ints[y->aux], (size_t)x->attr * sizeof(int64_t)) != 0))
         return false;
       break;
     case IR_CAST:

@@ -906,6 +906,58 @@ UNIT_TEST(full_prob_in_bodies_not_in_signatures) {
   teardown();
 }
 
+/* ac_rec_schedule asks for a schedule as `by` does: printed with the rec,
+ * checked by ac_fn_finish (a schedule that does not order a read leaves
+ * the function unfinished), and after ac_rec_end or on a lambda refused. */
+static ac_status build_rows(ac_builder *bb, const int64_t *a, ac_error **err) {
+  ac_context *c = bb->ctx;
+  ac_fn f = ac_fn_declare(bb, "rows", 1, (ac_type[]){ac_type_scalar(c, AC_I64)},
+                          (const char *[]){"n"}, ac_type_array(c, ac_type_scalar(c, AC_I64), 2));
+  ac_value n = ac_fn_param(bb, f, 0), self, idx[2];
+  ac_value zero = ac_lit_int(bb, AC_I64, 0), one = ac_lit_int(bb, AC_I64, 1);
+  ac_rec r = ac_rec_begin(bb, 2, (ac_value[]){zero, zero}, (ac_value[]){n, n},
+                          ac_type_scalar(c, AC_I64), (const char *[]){"d", "i", "j"}, &self, idx);
+  ac_rec_schedule(bb, r, a);
+  ac_value up = ac_index(bb, self, 2, (ac_value[]){ac_binary(bb, AC_OP_SUB, idx[0], one), idx[1]});
+  ac_value body =
+      ac_if(bb, ac_binary(bb, AC_OP_EQ, idx[0], zero), idx[1], ac_binary(bb, AC_OP_ADD, up, one));
+  return ac_fn_finish(bb, f, ac_rec_end(bb, r, body), err);
+}
+
+UNIT_TEST(full_rec_schedule) {
+  setup();
+  ac_error *err = NULL;
+  CHECK_EQ_INT(build_rows(b, (const int64_t[]){2, 0}, &err), AC_OK);
+  if (err)
+    fprintf(stderr, "%s", ac_error_text(err));
+  ac_error_destroy(err);
+  char *text = ac_module_print(m, NULL);
+  CHECK_STR(text, "fn rows(n: i64) -> i64[,] {\n"
+                  "  let d = rec (i in 0..=n, j in 0..=n) by (2, 0) -> i64 {\n"
+                  "    if i == 0 { j } else { d[i - 1, j] + 1 }\n"
+                  "  };\n"
+                  "  d\n"
+                  "}\n");
+  ac_string_destroy(ctx, text);
+  teardown();
+  setup();
+  err = NULL;
+  CHECK_EQ_INT(build_rows(b, (const int64_t[]){0, 1}, &err), AC_ERR_TYPE);
+  CHECK_STR(err ? ac_error_message(err) : "",
+            "rec schedule by (0, 1) does not order the read d[i - 1, j]: an element read must "
+            "lie on an earlier wavefront (a smaller product of the schedule with its indices) "
+            "than the element reading it; by (1, 0) would do");
+  ac_error_destroy(err);
+  CHECK_EQ_INT(m->funcs[0].body, IR_NONE);
+  teardown();
+  setup();
+  ac_value p[1];
+  ac_lambda l = ac_lambda_begin(b, 1, NULL, p);
+  ac_rec_schedule(b, (ac_rec){l.id}, (const int64_t[]){1});
+  CHECK_STR(first_misuse(), "ac_rec_schedule: not an open rec of this builder");
+  teardown();
+}
+
 /* ---- random graphs: the converted IR means what the graph means ---- */
 
 /* A node of a random integer program: op 0 = leaf (value in `leaf`), 1 add,
@@ -1161,5 +1213,5 @@ UNIT_MAIN(value_used_twice_is_let_bound_once, value_used_once_is_not_let_bound,
           types_wrap_the_ir_types, graph_depth_is_bounded, ir_depth_after_sharing_is_bounded,
           full_finish_verifies_and_prints, full_type_errors_leave_the_function_unfinished,
           full_calls_between_functions, full_stencil_loop_and_array_literal,
-          full_prob_in_bodies_not_in_signatures, random_graphs_keep_their_meaning,
-          allocation_failures_are_reported)
+          full_prob_in_bodies_not_in_signatures, full_rec_schedule,
+          random_graphs_keep_their_meaning, allocation_failures_are_reported)
