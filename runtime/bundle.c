@@ -538,7 +538,6 @@ ac_status rt_ptx_bundle_text(ac_context *ctx, const char *where, const char *ptx
                    where);
   const char *s = ptx + n0, *end = ptx + ptxlen;
   unsigned long long want = 0, h = 0;
-  int used = 0;
   char head[64];
   size_t hn = 0;
   while (s + hn < end && s[hn] != '\n' && hn + 1 < sizeof head) {
@@ -546,8 +545,19 @@ ac_status rt_ptx_bundle_text(ac_context *ctx, const char *where, const char *ptx
     hn++;
   }
   head[hn] = 0;
-  if (sscanf(head, "%llu %llx%n", &want, &h, &used) != 2 || (size_t)used != hn ||
-      s + hn >= end)
+  /* exactly what rt_ptx_with_bundle writes: decimal digits, one space,
+   * 16 lowercase hex digits (sscanf's %llx would also take "0x": a hash
+   * starting with "00" edited to "0x" would read as the same number) */
+  size_t k = 0;
+  while (k < hn && head[k] >= '0' && head[k] <= '9' && k < 19)
+    want = want * 10 + (unsigned long long)(head[k++] - '0');
+  bool ok = k > 0 && k < hn && head[k] == ' ' && hn == k + 1 + 16;
+  for (size_t q = k + 1; ok && q < hn; q++) {
+    char c = head[q];
+    ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    h = h * 16 + (unsigned long long)(c <= '9' ? c - '0' : c - 'a' + 10);
+  }
+  if (!ok || s + hn >= end)
     return rt_fail(ctx, err, AC_ERR_INVALID, "%s: the arrayc bundle's first line is damaged",
                    where);
   s += hn + 1;

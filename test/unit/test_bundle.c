@@ -301,4 +301,51 @@ UNIT_TEST(out_of_memory) {
   CHECK(ok == 1 && failed > 10);
 }
 
-UNIT_MAIN(round_trip, bad_bundles, stale, ptx_block, mutations, out_of_memory)
+/* The first line is exactly what rt_ptx_with_bundle writes: a decimal
+ * length, one space, 16 lowercase hex digits. sscanf's %llx used to read it
+ * and also took "0x" (a hash starting with "00" edited to "0x" read as the
+ * same number, one build id in 256 of them), upper case and a sign. */
+UNIT_TEST(ptx_first_line_is_exact) {
+  ac_context *ctx = ac_context_create();
+  const char *text = "arrayc-bundle 1\n";
+  size_t tlen = strlen(text);
+  unsigned long long h = (unsigned long long)rt_bundle_hash(text, tlen);
+  char hex[17], good[256], bad[256];
+  snprintf(hex, sizeof hex, "%016llx", h);
+  const char *rest = "//arrayc-bundle 1\n//arrayc-bundle-end\n.version 7.0\n";
+  snprintf(good, sizeof good, "//arrayc-bundle %zu %s\n%s", tlen, hex, rest);
+  char *back = NULL;
+  size_t blen = 0;
+  uint64_t hash = 0;
+  CHECK_EQ_INT(rt_ptx_bundle_text(ctx, "t.ptx", good, strlen(good), &back, &blen, &hash, NULL),
+               AC_OK);
+  ac_free(ctx, back);
+  char upper[17], zx[17];
+  for (int k = 0; k < 17; k++)
+    upper[k] = hex[k] >= 'a' && hex[k] <= 'f' ? (char)(hex[k] - 'a' + 'A') : hex[k];
+  snprintf(zx, sizeof zx, "0x%.14s",
+           hex + 2); /* "00..." as "0x...": the same number if hex[0..1] is "00" */
+  const char *heads[] = {upper, zx};
+  for (int v = 0; v < 2; v++) {
+    if (strcmp(heads[v], hex) == 0)
+      continue; /* no letter to change case of */
+    snprintf(bad, sizeof bad, "//arrayc-bundle %zu %s\n%s", tlen, heads[v], rest);
+    back = NULL;
+    CHECK_EQ_INT(rt_ptx_bundle_text(ctx, "t.ptx", bad, strlen(bad), &back, &blen, &hash, NULL),
+                 AC_ERR_INVALID);
+    ac_free(ctx, back);
+  }
+  const char *lines[] = {"//arrayc-bundle +%zu %s\n%s", "//arrayc-bundle %zu  %s\n%s",
+                         "//arrayc-bundle %zu 0%s\n%s"};
+  for (int v = 0; v < 3; v++) {
+    snprintf(bad, sizeof bad, lines[v], tlen, hex, rest);
+    back = NULL;
+    CHECK_EQ_INT(rt_ptx_bundle_text(ctx, "t.ptx", bad, strlen(bad), &back, &blen, &hash, NULL),
+                 AC_ERR_INVALID);
+    ac_free(ctx, back);
+  }
+  ac_context_destroy(ctx);
+}
+
+UNIT_MAIN(ptx_first_line_is_exact, round_trip, bad_bundles, stale, ptx_block, mutations,
+          out_of_memory)
