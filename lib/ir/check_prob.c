@@ -116,21 +116,15 @@ static bool erase_op(eraser *e, ir_ref r, bool *ident) {
         n->flags |= IR_F_INFNAN;
     }
     return true;
-  case IR_ADD:
-    if (p)
-      n->op = IR_LOG_ADD;
-    return true;
+  case IR_ADD: /* + - * / of probs: log_add, log_sub, + and - of the logs */
   case IR_SUB:
-    if (p)
-      n->op = IR_LOG_SUB;
-    return true;
   case IR_MUL:
-    if (p)
-      n->op = IR_ADD;
-    return true;
   case IR_DIV:
     if (p)
-      n->op = IR_SUB;
+      n->op = n->op == IR_ADD   ? IR_LOG_ADD
+              : n->op == IR_SUB ? IR_LOG_SUB
+              : n->op == IR_MUL ? IR_ADD
+                                : IR_SUB;
     return true;
   case IR_FROM_LOG: /* the log is the value */
     *ident = true;
