@@ -18,26 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *read_file(const char *path) {
-  FILE *fp = fopen(path, "rb");
-  if (!fp)
-    return NULL;
-  char *buf = NULL;
-  if (fseek(fp, 0, SEEK_END) == 0) {
-    long n = ftell(fp);
-    if (n >= 0 && fseek(fp, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
-      if (fread(buf, 1, (size_t)n, fp) == (size_t)n) {
-        buf[n] = '\0';
-      } else {
-        free(buf);
-        buf = NULL;
-      }
-    }
-  }
-  fclose(fp);
-  return buf;
-}
-
 static void report(const char *what, ac_error *e) {
   fprintf(stderr, "  %s: %s", what, e ? ac_error_text(e) : "failed\n");
   ac_error_destroy(e);
@@ -114,7 +94,7 @@ static bool setup(void) {
     return false;
   char path[4096];
   snprintf(path, sizeof path, "%s/examples/recurrences/protein.ac", root);
-  B.text = read_file(path);
+  B.text = unit_read_file(path, NULL);
   CHECK(B.text != NULL);
   if (!B.text)
     return false;

@@ -1064,26 +1064,6 @@ typedef struct walk_st {
   int files, raw, checked;
 } walk_st;
 
-static char *read_file(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  size_t cap = 1 << 16;
-  char *buf = malloc(cap);
-  *n = 0;
-  while (buf) {
-    *n += fread(buf + *n, 1, cap - *n, f);
-    if (*n < cap)
-      break;
-    char *nb = realloc(buf, cap *= 2);
-    if (!nb)
-      free(buf);
-    buf = nb;
-  }
-  fclose(f);
-  return buf;
-}
-
 static void walk(const char *dir, walk_st *st, int depth) {
   DIR *d = opendir(dir);
   if (!d || depth > 12) {
@@ -1106,7 +1086,7 @@ static void walk(const char *dir, walk_st *st, int depth) {
       walk(path, st, depth + 1);
     } else if (len > 3 && strcmp(name + len - 3, ".ac") == 0) {
       size_t n;
-      char *text = read_file(path, &n);
+      char *text = unit_read_file(path, &n);
       if (!text)
         continue;
       st->files++;

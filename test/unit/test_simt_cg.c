@@ -860,30 +860,6 @@ static const char *find_tool(const char *const *paths) {
   return NULL;
 }
 
-static char *read_file(const char *path) {
-  FILE *fp = fopen(path, "rb");
-  if (!fp)
-    return NULL;
-  char *buf = NULL;
-  size_t len = 0, cap = 0, n;
-  char chunk[4096];
-  while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) {
-    if (len + n + 1 > cap) {
-      cap = (len + n + 1) * 2;
-      char *nb = realloc(buf, cap);
-      if (!nb)
-        break;
-      buf = nb;
-    }
-    memcpy(buf + len, chunk, n);
-    len += n;
-  }
-  fclose(fp);
-  if (buf)
-    buf[len] = 0;
-  return buf;
-}
-
 static int count(const char *text, const char *needle) {
   int n = 0;
   for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
@@ -1019,7 +995,7 @@ UNIT_TEST(nvptx_kernels_verify_and_assemble) {
     CHECK(!LLVMPrintModuleToFile(M->mod, ll, NULL));
     snprintf(cmd, sizeof cmd, "%s -mcpu=sm_75 %s -o %s", llc, ll, ptx);
     CHECK_EQ_INT(system(cmd), 0);
-    char *text = read_file(ptx);
+    char *text = unit_read_file(ptx, NULL);
     CHECK(text != NULL);
     if (text)
       check_ptx(text);

@@ -13,6 +13,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int unit_failed_checks;
@@ -44,6 +45,37 @@ static int unit_failed_checks;
       unit_failed_checks++;                                                                        \
     }                                                                                              \
   } while (0)
+
+/* The whole file at path, NUL-terminated (malloc'd; free it), its length
+ * in *n when n is not NULL; NULL if it cannot be read. */
+static inline char *unit_read_file(const char *path, size_t *n) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp)
+    return NULL;
+  size_t len = 0, cap = 1 << 16;
+  char *buf = malloc(cap);
+  while (buf) {
+    len += fread(buf + len, 1, cap - len, fp);
+    if (len < cap)
+      break;
+    char *nb = realloc(buf, cap *= 2);
+    if (!nb)
+      free(buf);
+    buf = nb;
+  }
+  int failed = ferror(fp) != 0;
+  fclose(fp);
+  if (buf && failed) {
+    free(buf);
+    buf = NULL;
+  }
+  if (buf) {
+    buf[len] = '\0'; /* len < cap */
+    if (n)
+      *n = len;
+  }
+  return buf;
+}
 
 typedef void (*unit_fn)(void);
 typedef struct unit_case {
