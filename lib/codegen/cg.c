@@ -772,6 +772,15 @@ LLVMValueRef cg_load_elem(cg_fn *f, const cg_leaf *a, LLVMValueRef lin) {
   return cg_load_scalar(f, a->sc, cg_elem_ptr(f, a, lin), a->ro);
 }
 
+LLVMValueRef cg_load_elem_volatile(cg_fn *f, const cg_leaf *a, LLVMValueRef lin) {
+  cg_module *M = f->M;
+  LLVMValueRef v = LLVMBuildLoad2(M->b, cg_mem_type(M, a->sc), cg_elem_ptr(f, a, lin), "");
+  LLVMSetVolatile(v, 1);
+  if (a->sc == AC_BOOL)
+    v = LLVMBuildICmp(M->b, LLVMIntNE, v, LLVMConstInt(M->t_i8, 0, 0), "");
+  return v;
+}
+
 void cg_store_elem(cg_fn *f, const cg_leaf *a, LLVMValueRef lin, LLVMValueRef v) {
   cg_store_scalar(f, a->sc, cg_elem_ptr(f, a, lin), v);
 }

@@ -296,6 +296,9 @@ LLVMValueRef cg_no_wrap(LLVMValueRef v);
 LLVMValueRef cg_widen_index(cg_module *M, LLVMValueRef v);
 /* Element `lin` of a manifest leaf: load / store with the memory type. */
 LLVMValueRef cg_load_elem(cg_fn *f, const cg_leaf *a, LLVMValueRef lin);
+/* The same as a volatile load: for memory another GPU block wrote (no
+ * stale L1 line, no load hoisted above a wait). */
+LLVMValueRef cg_load_elem_volatile(cg_fn *f, const cg_leaf *a, LLVMValueRef lin);
 void cg_store_elem(cg_fn *f, const cg_leaf *a, LLVMValueRef lin, LLVMValueRef v);
 /* Reads element idx of any array leaf (manifest or CL_FUNC). With `check`,
  * an index out of range fails at `at` with the interpreter's message

@@ -27,8 +27,15 @@
  *     problem would leave all but one thread idle. A plain 1-D rec is one
  *     problem, one thread (it is sequential by nature).
  *
- *   |P| >= 2, decided per call by a plan `if` on the average wavefront
+ *   |P| >= 2, decided per call by plan `if`s on the average wavefront
  *     width w = (cells of a problem) / (wavefronts):
+ *     - one problem of two dimensions whose reads are uniform with one
+ *       sign per dimension (the CPU's tiles, lw_rec_tileable) and whose
+ *       cells fit: "rec.tiles", TILES ACROSS THE DEVICE when their critical
+ *       path is the shorter (gr_xtiles_win, gr_tiles_kernel): a band of 32
+ *       rows per block, drawn by ticket, its tiles computed in shared
+ *       memory and published to the band below through a flag, in one
+ *       launch;
  *     - w <= GR_BLOCK * GR_PER_THREAD: "rec.block", A BLOCK PER PROBLEM,
  *       or for narrow problems a GROUP of warps per problem: the block's
  *       GR_BLOCK threads form G = 1, 2, 4 or 8 groups (8 when a wavefront
@@ -225,12 +232,13 @@ static void gr_point(cg_fn *f, gr_kernel *k, const cg_val *self, LLVMValueRef *x
 }
 
 /* Starts a point kernel (block: fixed block size or 0): loads the result
- * and the bounds and builds the array value the body sees. */
+ * and the bounds and builds the array value the body sees, read by gr_read
+ * (or by `read`, when not NULL). */
 static cg_fn *gr_begin(const lw_rec *c, const char *kind, unsigned block, uint32_t *kernel,
-                       gr_kernel *k, cg_val *self) {
+                       gr_kernel *k, cg_val *self, cg_read_fn read) {
   *k = (gr_kernel){0};
   cg_fn *f = lw_gpu_kernel_begin(c->L, c->e, kind, 1, block, kernel);
-  lw_rec_kern_setup(c, f, *kernel, &k->r, gr_read, self);
+  lw_rec_kern_setup(c, f, *kernel, &k->r, read ? read : gr_read, self);
   return f;
 }
 
@@ -408,7 +416,7 @@ static uint32_t gr_all_kernel(const lw_rec *c) {
   uint32_t kern;
   gr_kernel k;
   cg_val self;
-  cg_fn *f = gr_begin(c, "rec", 0, &kern, &k, &self);
+  cg_fn *f = gr_begin(c, "rec", 0, &kern, &k, &self, NULL);
   lw_gpu_leave_if_failed(f);
   LLVMValueRef *x = cg_new(M, c->n * sizeof *x);
   lw_gloop il;
@@ -427,7 +435,7 @@ static uint32_t gr_seq_kernel(const lw_rec *c, uint64_t batch, uint32_t s) {
   uint32_t kern;
   gr_kernel k;
   cg_val self;
-  cg_fn *f = gr_begin(c, "rec.seq", 0, &kern, &k, &self);
+  cg_fn *f = gr_begin(c, "rec.seq", 0, &kern, &k, &self, NULL);
   lw_gpu_leave_if_failed(f);
   LLVMValueRef *x = cg_new(M, c->n * sizeof *x);
   lw_gloop pl;
@@ -452,7 +460,7 @@ static uint32_t gr_front_kernel(const lw_rec *c) {
   uint32_t kern;
   gr_kernel k;
   cg_val self;
-  cg_fn *f = gr_begin(c, "rec.front", 0, &kern, &k, &self);
+  cg_fn *f = gr_begin(c, "rec.front", 0, &kern, &k, &self, NULL);
   lw_gpu_leave_if_failed(f);
   LLVMValueRef t = sk_ld(L, f, kern, &c->t), kulo = sk_ld(L, f, kern, &c->kulo);
   LLVMValueRef cnt = sk_ld(L, f, kern, &c->cnt);
@@ -505,7 +513,7 @@ static uint32_t gr_block_kernel(const lw_rec *c, uint64_t pmask, const lw_val *g
   uint32_t kern;
   gr_kernel k;
   cg_val self;
-  cg_fn *f = gr_begin(c, "rec.block", GR_BLOCK, &kern, &k, &self);
+  cg_fn *f = gr_begin(c, "rec.block", GR_BLOCK, &kern, &k, &self, NULL);
   k.pmask = pmask;
   LLVMValueRef zero = cg_i64(M, 0), one = cg_i64(M, 1);
   LLVMValueRef flags = simt_shared(f, M->t_i32, 2, "rec.failed");
@@ -618,6 +626,317 @@ static uint32_t gr_hoist(lw *L, uint32_t x) {
   return lw_x_is_const(L, x, NULL) ? x : lw_x_word(L, lw_x_to_word(L, x));
 }
 
+/* ---- tiles: one large problem over the whole device ---- */
+
+/* The tile of "rec.tiles" (see gr_tiles_kernel): GR_TILE_ROWS rows, one
+ * thread of its block (a warp) each, and a number of columns set at
+ * compile time from the size of a cell (gr_tile_cols). */
+#define GR_TILE_ROWS 32u
+/* Reach (in either dimension) up to which a tile's halo is loaded. */
+#define GR_TILE_REACH 8
+
+typedef struct gr_tiles {
+  /* i32[bands + 1]: [0] the next band's ticket, [1 + I] how many tiles
+   * band I has finished; zero before the launch (gr_clear_kernel) */
+  lw_val flags;
+  int64_t cols;
+} gr_tiles;
+
+/* The shared tile's row length for `cols` columns and a reach of r1:
+ * even, so that the threads of a wavefront, one per row, which touch cells
+ * (p + k, q - k), stride an odd number of words apart and hit 32
+ * different banks (with a row of 129 words, every lane hit the same
+ * bank). */
+static int64_t gr_tile_stride(int64_t cols, int64_t r1) {
+  return (cols + r1 + 1) / 2 * 2;
+}
+
+/* Bytes of one cell, all leaves. */
+static uint64_t gr_cell_bytes(const lw_rec *c) {
+  cg_val v;
+  cg_val_alloc(c->L->M, ir_node_get(c->L->m, c->body)->type, &v);
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < v.n; i++)
+    bytes += ac_scalar_size((ac_scalar)v.l[i].sc);
+  return bytes;
+}
+
+/* The columns of a tile: the most of 128, 64 and 32 whose tile and halo
+ * fit in GR_SMEM bytes of shared memory; 0 when none does, or when the
+ * recurrence cannot be tiled (a two-dimensional problem, reads of one sign
+ * per dimension reaching at most GR_TILE_REACH back). */
+static int64_t gr_tile_cols(const lw_rec *c) {
+  if (c->n != 2 || !lw_rec_tileable(c))
+    return 0;
+  int64_t r0 = lw_rec_reach(c, 0), r1 = lw_rec_reach(c, 1);
+  uint64_t bytes = gr_cell_bytes(c);
+  if (r0 > GR_TILE_REACH || r1 > GR_TILE_REACH || bytes == 0)
+    return 0;
+  for (int64_t cols = 128; cols >= 32; cols /= 2)
+    if ((uint64_t)(GR_TILE_ROWS + r0) * (uint64_t)gr_tile_stride(cols, r1) * bytes <= GR_SMEM)
+      return cols;
+  return 0;
+}
+
+/* "rec.tiles.clear": the flags to zero (n words). */
+static uint32_t gr_clear_kernel(const lw_rec *c, const lw_val *flags) {
+  lw *L = c->L;
+  cg_module *M = L->M;
+  uint32_t kern;
+  cg_fn *f = lw_gpu_kernel_begin(L, c->e, "rec.tiles.clear", LW_GRAIN, 0, &kern);
+  cg_val fv;
+  lw_load(L, f, kern, flags, &fv);
+  lw_gloop il;
+  LLVMValueRef i = lw_gloop_begin(f, &il, simt_gtid(f), f->hi, simt_gsize(f));
+  LLVMBuildStore(M->b, LLVMConstInt(M->t_i32, 0, 0),
+                 LLVMBuildGEP2(M->b, M->t_i32, fv.l[0].v, &i, 1, ""));
+  lw_gloop_end(f, &il);
+  lw_gpu_kernel_end(L, f, kern);
+  return kern;
+}
+
+/* The 0-based coordinate of walking coordinate y (rows of `len` from y)
+ * in dimension d: where a box of that many starts. */
+static LLVMValueRef gr_box_start(cg_fn *f, const lw_rec *c, uint32_t d, LLVMValueRef ext,
+                                 LLVMValueRef y, LLVMValueRef len) {
+  cg_module *M = f->M;
+  if (lw_rec_sigma(c, d) > 0)
+    return y;
+  return LLVMBuildSub(M->b, LLVMBuildSub(M->b, ext, y, ""), len, "");
+}
+
+/* The 0-based coordinate of walking coordinate y in dimension d. */
+static LLVMValueRef gr_unwalk(cg_fn *f, const lw_rec *c, uint32_t d, LLVMValueRef ext,
+                              LLVMValueRef y) {
+  return gr_box_start(f, c, d, ext, y, cg_i64(f->M, 1));
+}
+
+/* Copies cell (x0, x1) (0-based) of the table into the tile's shared
+ * copy, if it lies inside the table (walking coordinates y0, y1 >= 0). */
+static void gr_halo_cell(cg_fn *f, gr_kernel *k, const cg_val *table, LLVMValueRef y0,
+                         LLVMValueRef y1) {
+  cg_module *M = f->M;
+  const lw_rec *c = k->r.c;
+  LLVMValueRef zero = cg_i64(M, 0);
+  LLVMValueRef in = LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, y0, zero, ""),
+                                 LLVMBuildICmp(M->b, LLVMIntSGE, y1, zero, ""), "");
+  LLVMBasicBlockRef join = sk_if(f, in);
+  LLVMValueRef x0 = gr_unwalk(f, c, 0, k->r.ext[0], y0), x1 = gr_unwalk(f, c, 1, k->r.ext[1], y1);
+  LLVMValueRef lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, x0, k->r.ext[1], ""), x1, "");
+  LLVMValueRef loc = lw_rec_local_at(f, &k->r, x0, x1);
+  for (uint32_t i = 0; i < table->n; i++)
+    cg_store_elem(f, &k->r.out.l[i], loc, cg_load_elem_volatile(f, &table->l[i], lin));
+  sk_endif(f, join);
+}
+
+/* thread 0 of the block stores v (i1) in the shared word w; after the
+ * barrier every thread has it (returned). */
+static LLVMValueRef gr_share(cg_fn *f, LLVMValueRef w, LLVMValueRef thread0, LLVMValueRef v) {
+  cg_module *M = f->M;
+  LLVMBasicBlockRef join = sk_if(f, thread0);
+  LLVMBuildStore(M->b, LLVMBuildZExt(M->b, v, M->t_i32, ""), w);
+  sk_endif(f, join);
+  simt_barrier(f);
+  return LLVMBuildICmp(M->b, LLVMIntNE, LLVMBuildLoad2(M->b, M->t_i32, w, ""),
+                       LLVMConstInt(M->t_i32, 0, 0), "");
+}
+
+/* Leaves the kernel (block-uniform) when `stop`. */
+static void gr_leave_if(cg_fn *f, LLVMValueRef stop) {
+  cg_module *M = f->M;
+  LLVMBasicBlockRef out = cg_block(f, "rec.stop"), go = cg_block(f, "rec.go");
+  LLVMBuildCondBr(M->b, stop, out, go);
+  LLVMPositionBuilderAtEnd(M->b, out);
+  LLVMBuildRetVoid(M->b);
+  LLVMPositionBuilderAtEnd(M->b, go);
+}
+
+/* "rec.tiles": one large two-dimensional problem (tileable reads), its
+ * table cut into BANDS of GR_TILE_ROWS rows (walking order) and each band
+ * into tiles of g->cols columns. A block (one warp) draws a band by atomic
+ * ticket and computes its tiles in the walking order; before tile J it
+ * waits until the band above has finished its tile J (flags[band]), so
+ * that every cell the tile reads (up and to the left in walking order,
+ * within the reach) is in the table. The tile is computed in shared
+ * memory: its halo (the reach's rows above and columns to the left) is
+ * loaded from the table, its points are computed by wavefronts of the
+ * schedule inside the tile (a barrier between them; thread k takes points
+ * k, k + 32, ..), then the tile is copied to the table row by row
+ * (coalesced stores) and published: stores, fence, barrier, then thread 0
+ * raises the band's count. Bands go by ticket, so a band only waits for
+ * bands that running blocks own, and the launch needs no more blocks than
+ * fit on the device: one launch for the whole table, instead of one per
+ * wavefront, and every SM busy once the bands are under way. A failure
+ * stops the waits and the blocks at their next tile. */
+static uint32_t gr_tiles_kernel(const lw_rec *c, const gr_tiles *g) {
+  lw *L = c->L;
+  cg_module *M = L->M;
+  uint32_t kern;
+  gr_kernel k;
+  cg_val self;
+  cg_fn *f = gr_begin(c, "rec.tiles", GR_TILE_ROWS, &kern, &k, &self, lw_rec_kern_read);
+  LLVMValueRef zero = cg_i64(M, 0), one = cg_i64(M, 1);
+  int64_t r0 = lw_rec_reach(c, 0), r1 = lw_rec_reach(c, 1), TH = GR_TILE_ROWS, TW = g->cols;
+  cg_val fv;
+  lw_load(L, f, kern, &g->flags, &fv);
+  LLVMValueRef F = fv.l[0].v;
+  /* the table stays in `table`; the kernel's `out` becomes the tile */
+  cg_val table = k.r.out;
+  k.r.out.l = cg_new(M, table.n * sizeof *k.r.out.l);
+  for (uint32_t i = 0; i < table.n; i++) {
+    k.r.out.l[i] = table.l[i];
+    k.r.out.l[i].v = simt_shared(f, cg_mem_type(M, (ac_scalar)table.l[i].sc),
+                                 (uint32_t)((TH + r0) * gr_tile_stride(TW, r1)), "rec.tile");
+  }
+  k.r.window = true;
+  k.r.wdr = r0;
+  k.r.wdc = r1;
+  k.r.wsw = cg_i64(M, gr_tile_stride(TW, r1));
+  LLVMValueRef wticket = simt_shared(f, M->t_i32, 1, "rec.band");
+  LLVMValueRef wstop = simt_shared(f, M->t_i32, 1, "rec.stop");
+  lw_gpu_guard(f);
+  LLVMValueRef tid = gr_i64(f, simt_tid(f));
+  LLVMValueRef thread0 = LLVMBuildICmp(M->b, LLVMIntEQ, tid, zero, "");
+  LLVMValueRef *ext = k.r.ext, bands, ntc;
+  bands = LLVMBuildUDiv(M->b, LLVMBuildAdd(M->b, ext[0], cg_i64(M, TH - 1), ""), cg_i64(M, TH), "");
+  ntc = LLVMBuildUDiv(M->b, LLVMBuildAdd(M->b, ext[1], cg_i64(M, TW - 1), ""), cg_i64(M, TW), "");
+  uint32_t s, u;
+  gr_axes(c, gr_all(2), &s, &u);
+  uint64_t smask = (uint64_t)1 << s;
+
+  /* the band loop: a ticket per band */
+  LLVMBasicBlockRef head = cg_block(f, "rec.band"), body = cg_block(f, "rec.band.body");
+  LLVMBasicBlockRef done = cg_block(f, "rec.bands.done");
+  LLVMBuildBr(M->b, head);
+  LLVMPositionBuilderAtEnd(M->b, head);
+  LLVMBasicBlockRef join = sk_if(f, thread0);
+  LLVMBuildStore(M->b,
+                 simt_atomic_relaxed(f, LLVMAtomicRMWBinOpAdd, F, LLVMConstInt(M->t_i32, 1, 0)),
+                 wticket);
+  sk_endif(f, join);
+  simt_barrier(f);
+  LLVMValueRef I = gr_i64(f, LLVMBuildLoad2(M->b, M->t_i32, wticket, ""));
+  LLVMBuildCondBr(M->b, LLVMBuildICmp(M->b, LLVMIntULT, I, bands, ""), body, done);
+  LLVMPositionBuilderAtEnd(M->b, body);
+  LLVMValueRef Y[2], len[2], X[2];
+  Y[0] = LLVMBuildMul(M->b, I, cg_i64(M, TH), "");
+  len[0] = gr_smin(M, cg_i64(M, TH), LLVMBuildSub(M->b, ext[0], Y[0], ""));
+  X[0] = gr_box_start(f, c, 0, ext[0], Y[0], len[0]);
+  LLVMValueRef above = LLVMBuildGEP2(M->b, M->t_i32, F, &I, 1, "");
+  LLVMValueRef mine =
+      LLVMBuildGEP2(M->b, M->t_i32, F, (LLVMValueRef[]){LLVMBuildAdd(M->b, I, one, "")}, 1, "");
+  cg_loop jl;
+  LLVMValueRef J = cg_loop_begin(f, &jl, zero, ntc);
+  Y[1] = LLVMBuildMul(M->b, J, cg_i64(M, TW), "");
+  len[1] = gr_smin(M, cg_i64(M, TW), LLVMBuildSub(M->b, ext[1], Y[1], ""));
+  X[1] = gr_box_start(f, c, 1, ext[1], Y[1], len[1]);
+  /* thread 0 waits for the band above, if any, to finish tile J */
+  join = sk_if(f, LLVMBuildAnd(M->b, thread0, LLVMBuildICmp(M->b, LLVMIntUGT, I, zero, ""), ""));
+  LLVMBasicBlockRef wait = cg_block(f, "rec.wait"), nap = cg_block(f, "rec.nap");
+  LLVMBasicBlockRef ready = cg_block(f, "rec.ready");
+  LLVMBuildBr(M->b, wait);
+  LLVMPositionBuilderAtEnd(M->b, wait);
+  LLVMValueRef have = gr_i64(f, simt_load_volatile(f, M->t_i32, above));
+  LLVMValueRef go =
+      LLVMBuildOr(M->b, LLVMBuildICmp(M->b, LLVMIntUGT, have, J, ""), cg_failed(f), "");
+  LLVMBuildCondBr(M->b, go, ready, nap);
+  LLVMPositionBuilderAtEnd(M->b, nap);
+  simt_yield(f);
+  LLVMBuildBr(M->b, wait);
+  LLVMPositionBuilderAtEnd(M->b, ready);
+  simt_fence(f);
+  sk_endif(f, join);
+  gr_leave_if(f, gr_share(f, wstop, thread0, cg_failed(f)));
+  k.r.wb[0] = Y[0];
+  k.r.wb[1] = Y[1];
+  /* the halo: the reach's rows above (with the corner), then the columns
+   * to the left */
+  lw_gloop hl;
+  LLVMValueRef q =
+      lw_gloop_begin(f, &hl, tid, LLVMBuildAdd(M->b, len[1], cg_i64(M, r1), ""), cg_i64(M, TH));
+  LLVMValueRef y1 = LLVMBuildSub(M->b, LLVMBuildAdd(M->b, Y[1], q, ""), cg_i64(M, r1), "");
+  for (int64_t dr = 1; dr <= r0; dr++)
+    gr_halo_cell(f, &k, &table, LLVMBuildSub(M->b, Y[0], cg_i64(M, dr), ""), y1);
+  lw_gloop_end(f, &hl);
+  if (r1 > 0) {
+    LLVMBasicBlockRef hj = sk_if(f, LLVMBuildICmp(M->b, LLVMIntULT, tid, len[0], ""));
+    LLVMValueRef y0 = LLVMBuildAdd(M->b, Y[0], tid, "");
+    for (int64_t dc = 1; dc <= r1; dc++)
+      gr_halo_cell(f, &k, &table, y0, LLVMBuildSub(M->b, Y[1], cg_i64(M, dc), ""));
+    sk_endif(f, hj);
+  }
+  simt_barrier(f);
+  /* the tile's points, by wavefronts of a . x inside it */
+  LLVMValueRef tbase = zero;
+  for (uint32_t d = 0; d < 2; d++)
+    tbase = LLVMBuildAdd(M->b, tbase, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), X[d], ""), "");
+  LLVMValueRef tmin = gr_extreme(f, c, len, gr_all(2), -1);
+  LLVMValueRef tend = LLVMBuildAdd(M->b, gr_extreme(f, c, len, gr_all(2), 1), one, "");
+  LLVMValueRef rlo = gr_extreme(f, c, len, smask, -1), rhi = gr_extreme(f, c, len, smask, 1);
+  cg_loop tl;
+  LLVMValueRef tau = cg_loop_begin(f, &tl, tmin, tend);
+  LLVMValueRef from, cnt, xl[2], xg[2];
+  gr_urange(f, c, len, u, tau, rlo, rhi, &from, &cnt);
+  lw_gloop il;
+  LLVMValueRef i = lw_gloop_begin(f, &il, tid, cnt, cg_i64(M, TH));
+  LLVMValueRef valid = gr_decode(f, c, len, gr_all(2), s, u, i, tau, from, cnt, xl);
+  LLVMBasicBlockRef skip = sk_if(f, valid);
+  for (uint32_t d = 0; d < 2; d++)
+    xg[d] = LLVMBuildAdd(M->b, X[d], xl[d], "");
+  LLVMValueRef mark;
+  lw_rec_point_begin(f, &k.r, &self, xg, LLVMBuildAdd(M->b, tbase, tau, ""), &mark);
+  cg_val v;
+  cg_expr(f, c->body, &v);
+  sk_store(f, &k.r.out, lw_rec_local_at(f, &k.r, xg[0], xg[1]), &v);
+  lw_rec_point_end(f, &k.r, mark);
+  sk_endif(f, skip);
+  lw_gloop_end(f, &il);
+  simt_barrier(f);
+  cg_loop_end(f, &tl);
+  /* the tile to the table, row by row, then published */
+  cg_loop rl;
+  LLVMValueRef p = cg_loop_begin(f, &rl, zero, len[0]);
+  lw_gloop cl;
+  LLVMValueRef qc = lw_gloop_begin(f, &cl, tid, len[1], cg_i64(M, TH));
+  xg[0] = LLVMBuildAdd(M->b, X[0], p, "");
+  xg[1] = LLVMBuildAdd(M->b, X[1], qc, "");
+  LLVMValueRef loc = lw_rec_local_at(f, &k.r, xg[0], xg[1]);
+  LLVMValueRef lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, xg[0], ext[1], ""), xg[1], "");
+  for (uint32_t li = 0; li < table.n; li++)
+    cg_store_elem(f, &table.l[li], lin, cg_load_elem(f, &k.r.out.l[li], loc));
+  lw_gloop_end(f, &cl);
+  cg_loop_end(f, &rl);
+  simt_fence(f);
+  simt_barrier(f);
+  join = sk_if(f, thread0);
+  simt_store_volatile(f, LLVMBuildTrunc(M->b, LLVMBuildAdd(M->b, J, one, ""), M->t_i32, ""), mine);
+  sk_endif(f, join);
+  cg_loop_end(f, &jl);
+  /* the ticket word is written again only after every thread read it */
+  simt_barrier(f);
+  LLVMBuildBr(M->b, head);
+  LLVMPositionBuilderAtEnd(M->b, done);
+  lw_gpu_kernel_end(L, f, kern);
+  return kern;
+}
+
+/* The tiles' plan: the flags, zeroed, then one launch of "rec.tiles"
+ * with a block per band (as many as fit at once). */
+static void gr_tiles_plan(lw_rec *c, int64_t cols) {
+  lw *L = c->L;
+  gr_tiles g = {.cols = cols};
+  uint32_t bands = lw_x_bin(
+      L, PX_DIV, lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[0]), lw_x_const(L, GR_TILE_ROWS - 1)),
+      lw_x_const(L, GR_TILE_ROWS));
+  bands = gr_hoist(L, bands);
+  uint32_t words = lw_x_bin(L, PX_ADD, bands, lw_x_const(L, 1));
+  lw_fresh(L, ir_ty_array(L->ctx, ir_ty_scalar(L->ctx, AC_I32), 1), &g.flags);
+  lw_alloc_arrays(L, &g.flags, &words, c->e);
+  lw_launch(L, gr_clear_kernel(c, &g.flags), words, PL_AUTO);
+  lw_launch(L, gr_tiles_kernel(c, &g), lw_x_bin(L, PX_MUL, bands, lw_x_const(L, GR_TILE_ROWS)),
+            PL_AUTO);
+}
+
 /* 1 + (x > k1) + 2 (x > k2) + 4 (x > k4): a power of two from 1 to 8
  * picked by thresholds (plan expression). */
 static uint32_t gr_xsteps(lw *L, uint32_t x, int64_t k1, int64_t k2, int64_t k4) {
@@ -629,10 +948,41 @@ static uint32_t gr_xsteps(lw *L, uint32_t x, int64_t k1, int64_t k2, int64_t k4)
                   lw_x_bin(L, PX_MUL, lw_x_const(L, 4), lw_x_bin(L, PX_LT, lw_x_const(L, k4), x)));
 }
 
-/* Problems of two or more dimensions: blocks while the wavefronts are
- * narrow, else a launch per wavefront. */
+/* Whether the tiles beat the other paths for one problem of `cells`
+ * points in `waves` wavefronts of w + 1 points on average (plan
+ * expressions; tiles of `cols` columns): always when the wavefronts are
+ * wide (the alternative is a launch per wavefront), else when their
+ * critical path is shorter. A warp's steps through the tiles, one point per
+ * lane, wait for the band above: (bands + tiles per band - 1) tiles of
+ * GR_TILE_ROWS + cols - 1 steps; the block kernel's are a wavefront each,
+ * ceil((w + 1) / GR_BLOCK) points per thread. So the block keeps problems
+ * up to about 1500 x 1500, and a 4094 x 4094 problem, which it ran on one
+ * SM, goes to the tiles (25,000 steps against 65,500). */
+static uint32_t gr_xtiles_win(const lw_rec *c, int64_t cols, uint32_t cells, uint32_t waves,
+                              uint32_t w) {
+  lw *L = c->L;
+  uint32_t one = lw_x_const(L, 1), nt[2];
+  int64_t edge[2] = {GR_TILE_ROWS, cols};
+  for (uint32_t d = 0; d < 2; d++)
+    nt[d] =
+        lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]), lw_x_const(L, edge[d] - 1)),
+                 lw_x_const(L, edge[d]));
+  uint32_t tsteps = lw_x_bin(L, PX_MUL, lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_ADD, nt[0], nt[1]), one),
+                             lw_x_const(L, GR_TILE_ROWS + cols - 1));
+  uint32_t bsteps = lw_x_bin(L, PX_MUL, waves,
+                             lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_ADD, w, lw_x_const(L, GR_BLOCK)),
+                                      lw_x_const(L, GR_BLOCK)));
+  uint32_t wide = lw_x_bin(L, PX_LE, lw_x_const(L, (int64_t)GR_BLOCK * GR_PER_THREAD), w);
+  uint32_t win = lw_x_bin(L, PX_MAX, wide, lw_x_bin(L, PX_LT, tsteps, bsteps));
+  return lw_x_bin(L, PX_MUL, win, lw_x_bin(L, PX_LT, lw_x_const(L, 0), cells));
+}
+
+/* Problems of two or more dimensions: one large problem in tiles when
+ * they win (gr_xtiles_win), else blocks while the wavefronts are narrow,
+ * else a launch per wavefront. */
 static void gr_wide(lw_rec *c, uint64_t pmask) {
   lw *L = c->L;
+  int64_t cols = c->n == 2 && pmask == gr_all(2) ? gr_tile_cols(c) : 0;
   lw_val gw;
   lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &gw);
   uint32_t kb = gr_block_kernel(c, pmask, &gw);
@@ -641,10 +991,17 @@ static void gr_wide(lw_rec *c, uint64_t pmask) {
   /* w = ceil(cells / wavefronts) - 1, the average wavefront's points less
    * one; an empty domain (which makes it meaningless) takes the block
    * path, which does nothing */
-  uint32_t cells = gr_xproduct(c, pmask);
-  uint32_t waves = lw_x_bin(L, PX_MAX, gr_xwavefronts(c), lw_x_const(L, 1));
+  uint32_t cells = gr_hoist(L, gr_xproduct(c, pmask));
+  uint32_t waves = gr_hoist(L, lw_x_bin(L, PX_MAX, gr_xwavefronts(c), lw_x_const(L, 1)));
   uint32_t w =
       gr_hoist(L, lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_SUB, cells, lw_x_const(L, 1)), waves));
+  if (cols) {
+    lw_val tiles;
+    sk_word(L, gr_xtiles_win(c, cols, cells, waves, w), &tiles);
+    pl_if(L->p, tiles.words[0]);
+    gr_tiles_plan(c, cols);
+    pl_else(L->p);
+  }
   lw_val narrow;
   sk_word(L, lw_x_bin(L, PX_LT, w, lw_x_const(L, (int64_t)GR_BLOCK * GR_PER_THREAD)), &narrow);
   pl_if(L->p, narrow.words[0]);
@@ -664,6 +1021,8 @@ static void gr_wide(lw_rec *c, uint64_t pmask) {
   pl_else(L->p);
   lw_rec_fronts(c, kf);
   pl_end(L->p);
+  if (cols)
+    pl_end(L->p);
 }
 
 bool lw_gskel_rec(lw *L, ir_ref e, lw_val *out) {

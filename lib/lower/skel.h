@@ -296,7 +296,8 @@ typedef struct lw_rec_kern {
   cg_var *carry;
   const ir_ref *carried;
   uint32_t ncarried;
-  /* CPU windows: `out` is the tile's scratch, where the point of walking
+  /* CPU windows and the GPU's tiles (gskel_rec.c): `out` is the tile's
+   * scratch (shared memory on the GPU), where the point of walking
    * coordinates (y0, y1) of the tile starting at wb is element
    * (y0 - wb[0] + wdr) * wsw + y1 - wb[1] + wdc */
   bool window;
@@ -334,6 +335,21 @@ LLVMValueRef lw_rec_read(cg_fn *f, const lw_rec_kern *k, LLVMValueRef *idx, ir_r
 LLVMValueRef lw_rec_point_begin(cg_fn *f, const lw_rec_kern *k, const cg_val *self,
                                 LLVMValueRef *x, LLVMValueRef t, LLVMValueRef *mark);
 void lw_rec_point_end(cg_fn *f, const lw_rec_kern *k, LLVMValueRef mark);
+/* Tiles (rank >= 2, every read d[i_1 + c_1, ..] with each dimension's
+ * offsets c_k of one sign: lw_rec_tileable): dimension k is walked in
+ * direction lw_rec_sigma (+1 upwards when its offsets are <= 0, -1
+ * downwards), and its reads reach lw_rec_reach points back along it. The
+ * WALKING coordinate of 0-based x_k is x_k upwards, ext_k - 1 - x_k
+ * downwards. */
+bool lw_rec_tileable(const lw_rec *c);
+int lw_rec_sigma(const lw_rec *c, uint32_t k);
+int64_t lw_rec_reach(const lw_rec *c, uint32_t k);
+/* The reader of the CPU kernels (and of the GPU's tiles): the result, or
+ * with k->window the scratch. */
+LLVMValueRef lw_rec_kern_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_ref at);
+/* With k->window: the scratch element of the point of 0-based
+ * coordinates (x0, x1) (rank 2). */
+LLVMValueRef lw_rec_local_at(cg_fn *f, const lw_rec_kern *k, LLVMValueRef x0, LLVMValueRef x1);
 /* One launch per wavefront: lw_rec_fronts_setup picks s and u and makes
  * the words t, kulo and cnt; a kernel for wavefront t computes its points
  * i < cnt * (product of the extents other than s's and u's) by enumerating

@@ -116,12 +116,10 @@ LLVMValueRef lw_rec_read(cg_fn *f, const lw_rec_kern *k, LLVMValueRef *idx, ir_r
   return ok;
 }
 
-static int rc_sigma(const lw_rec *c, uint32_t k);
-
 /* The walking coordinate of 0-based coordinate x in dimension d (tiles). */
 static LLVMValueRef rc_walking(cg_fn *f, const rc_kernel *k, uint32_t d, LLVMValueRef x) {
   cg_module *M = f->M;
-  if (rc_sigma(k->c, d) > 0)
+  if (lw_rec_sigma(k->c, d) > 0)
     return x;
   return LLVMBuildSub(M->b, LLVMBuildSub(M->b, k->ext[d], cg_i64(M, 1), ""), x, "");
 }
@@ -134,8 +132,12 @@ static LLVMValueRef rc_local(cg_fn *f, const rc_kernel *k, LLVMValueRef y0, LLVM
   return LLVMBuildAdd(M->b, LLVMBuildMul(M->b, r, k->wsw, ""), c, "");
 }
 
+LLVMValueRef lw_rec_local_at(cg_fn *f, const lw_rec_kern *k, LLVMValueRef x0, LLVMValueRef x1) {
+  return rc_local(f, k, rc_walking(f, k, 0, x0), rc_walking(f, k, 1, x1));
+}
+
 /* d[idx] for leaf l of the array being defined (see the header). */
-static LLVMValueRef rc_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_ref at) {
+LLVMValueRef lw_rec_kern_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_ref at) {
   cg_module *M = f->M;
   const lw_rec_leafenv *le = l->env;
   const rc_kernel *k = le->k;
@@ -147,7 +149,7 @@ static LLVMValueRef rc_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_re
     return v.l[le->leaf].v;
   }
   if (k->window) {
-    lin = rc_local(f, k, rc_walking(f, k, 0, kd[0]), rc_walking(f, k, 1, kd[1]));
+    lin = lw_rec_local_at(f, k, kd[0], kd[1]);
     lin = LLVMBuildSelect(M->b, ok, lin, cg_i64(M, 0), "");
     return cg_load_elem(f, &k->out.l[le->leaf], lin);
   }
@@ -231,7 +233,7 @@ void lw_rec_kern_setup(const lw_rec *c, cg_fn *f, uint32_t kernel, lw_rec_kern *
 static cg_fn *rc_kernel_begin(const rc_ctx *c, const char *kind, int64_t grain, uint32_t *kernel,
                               rc_kernel *k, cg_val *self) {
   cg_fn *f = lw_kernel_begin(c->L, c->e, kind, grain, kernel);
-  lw_rec_kern_setup(c, f, *kernel, k, rc_read, self);
+  lw_rec_kern_setup(c, f, *kernel, k, lw_rec_kern_read, self);
   return f;
 }
 
@@ -355,23 +357,21 @@ static uint32_t rc_front_kernel(const rc_ctx *c) {
 #define RC_TILE_COLS 512
 #define RC_TILE_MIN 32
 
-/* How far the reads reach back along dimension k in the walking order
- * (the largest |offset|; 0 when no read moves along k). */
-static int64_t rc_reach(const lw_rec *c, uint32_t k) {
-  return rc_sigma(c, k) > 0 ? -c->rd.offmin[k] : c->rd.offmax[k];
+/* (skel.h) the largest |offset|; 0 when no read moves along k. */
+int64_t lw_rec_reach(const lw_rec *c, uint32_t k) {
+  return lw_rec_sigma(c, k) > 0 ? -c->rd.offmin[k] : c->rd.offmax[k];
 }
 
-/* The direction of dimension k: +1 (offsets <= 0), -1 (offsets >= 0; +1
- * wins when all are 0) or 0 (both signs: no tiling). */
-static int rc_sigma(const lw_rec *c, uint32_t k) {
+/* (skel.h) +1 wins when all offsets are 0; 0 for both signs (no tiling). */
+int lw_rec_sigma(const lw_rec *c, uint32_t k) {
   return c->rd.offmax[k] <= 0 ? 1 : c->rd.offmin[k] >= 0 ? -1 : 0;
 }
 
-static bool rc_tileable(const lw_rec *c) {
+bool lw_rec_tileable(const lw_rec *c) {
   if (!c->rd.uniform || c->n < 2 || c->n > 64)
     return false;
   for (uint32_t k = 0; k < c->n; k++)
-    if (rc_sigma(c, k) == 0)
+    if (lw_rec_sigma(c, k) == 0)
       return false;
   return true;
 }
@@ -574,7 +574,7 @@ static uint32_t rc_inputs_proven(cg_fn *f, const rc_kernel *k, LLVMValueRef *b, 
     if (d >= 2) {
       xmin[d] = cg_i64(M, 0);
       xmax[d] = LLVMBuildSub(M->b, k->ext[d], one, "");
-    } else if (rc_sigma(c, d) > 0) {
+    } else if (lw_rec_sigma(c, d) > 0) {
       xmin[d] = b[d];
       xmax[d] = LLVMBuildSub(M->b, e[d], one, "");
     } else {
@@ -624,8 +624,9 @@ static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
     e[d] = LLVMBuildAdd(M->b, b[d], T[d], "");
     e[d] = LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, e[d], k.ext[d], ""), e[d],
                            k.ext[d], "");
-    interior = LLVMBuildAnd(
-        M->b, interior, LLVMBuildICmp(M->b, LLVMIntSGE, b[d], cg_i64(M, rc_reach(c, d)), ""), "");
+    interior =
+        LLVMBuildAnd(M->b, interior,
+                     LLVMBuildICmp(M->b, LLVMIntSGE, b[d], cg_i64(M, lw_rec_reach(c, d)), ""), "");
   }
   LLVMValueRef rows = LLVMBuildSub(M->b, e[0], b[0], ""), cols = LLVMBuildSub(M->b, e[1], b[1], "");
   LLVMValueRef mark = NULL;
@@ -637,11 +638,11 @@ static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
     if (c->rd.offmin[d] == 0 && c->rd.offmax[d] == 0)
       inner |= (uint64_t)1 << d;
   /* the innermost neighbour before in the walking order: the last point */
-  if (rc_sigma(c, c->n - 1) > 0 ? c->rd.nprev : c->rd.nnext) {
+  if (lw_rec_sigma(c, c->n - 1) > 0 ? c->rd.nprev : c->rd.nnext) {
     k.carry = cg_new(M, sizeof *k.carry);
     cg_var_new(f, elem, k.carry);
-    k.carried = rc_sigma(c, c->n - 1) > 0 ? c->rd.prev : c->rd.next;
-    k.ncarried = rc_sigma(c, c->n - 1) > 0 ? c->rd.nprev : c->rd.nnext;
+    k.carried = lw_rec_sigma(c, c->n - 1) > 0 ? c->rd.prev : c->rd.next;
+    k.ncarried = lw_rec_sigma(c, c->n - 1) > 0 ? c->rd.nprev : c->rd.nnext;
   }
   if (win && win->fold) {
     k.fold_fn = win->fn;
@@ -976,7 +977,7 @@ bool lw_skel_rec(lw *L, ir_ref e, lw_val *out) {
     lw_launch(L, rc_all_kernel(&c), rc_size(&c), PL_AUTO);
   } else if (n == 1) {
     sk_launch1(L, rc_seq_kernel(&c));
-  } else if (rc_tileable(&c)) {
+  } else if (lw_rec_tileable(&c)) {
     rc_tiles(&c);
   } else {
     rc_wavefronts(&c);
@@ -992,7 +993,7 @@ static bool rc_window_ok(lw *L, ir_ref r, lw_rec *c) {
   ac_module *m = L->m;
   const ir_node *rn = ir_node_get(m, r);
   return !L->gpu && rn->op == IR_REC && rn->attr == 2 && rn->nkids == 5 && rn->aux != 0 &&
-         rn->aux + 2 <= m->nints && rc_init(L, r, c) && rc_tileable(c);
+         rn->aux + 2 <= m->nints && rc_init(L, r, c) && lw_rec_tileable(c);
 }
 
 /* The host side of a window for recurrence c (rc_window_ok): the bounds and their
@@ -1005,8 +1006,8 @@ static bool rc_window_begin(lw *L, rc_ctx *c, rc_window *win, uint32_t **ext) {
     return false;
   lw_size_check(L, r, c->n, *ext, NULL);
   rc_fits_check(c);
-  win->dr = rc_reach(c, 0);
-  win->dc = rc_reach(c, 1);
+  win->dr = lw_rec_reach(c, 0);
+  win->dc = lw_rec_reach(c, 1);
   rc_tile_sizes(c);
   ir_type elem = ir_node_get(L->m, c->body)->type, row = ir_ty_array(L->ctx, elem, 1);
   uint32_t n = lw_x_bin(L, PX_MUL, rc_tiles_of(c, 0),
@@ -1049,8 +1050,9 @@ bool lw_skel_rec_at(lw *L, ir_ref e, lw_rec *rec, lw_val *out) {
   win.point = true;
   for (uint32_t d = 0; d < 2; d++) {
     p[d] = rc_hoist(L, lw_int(L, ir_kid(m, e, 1 + d)));
-    uint32_t y =
-        rc_sigma(&c, d) > 0 ? p[d] : lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_SUB, ext[d], one), p[d]);
+    uint32_t y = lw_rec_sigma(&c, d) > 0
+                     ? p[d]
+                     : lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_SUB, ext[d], one), p[d]);
     sk_word(L, y, &win.at[d]);
   }
   lw_fresh(L, ir_node_get(m, c.body)->type, &win.out);
@@ -1083,7 +1085,7 @@ bool lw_rec_fold_ok(lw *L, ir_ref e, lw_rec *rec) {
   const ir_node *fnn = ir_node_get(m, fn);
   bool comm = cg_commutative(m, ir_node_get(m, c.body)->type, fn);
   return (comm || (fnn->op == IR_LAM && !ps_may_fail(m, ir_kid(m, fn, 0)))) &&
-         (comm || rc_sigma(&c, 1) > 0);
+         (comm || lw_rec_sigma(&c, 1) > 0);
 }
 
 /* "rec.fold.empty": rows[i] = z, for the rows of a recurrence without
