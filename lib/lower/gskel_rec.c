@@ -751,6 +751,187 @@ static void gr_leave_if(cg_fn *f, LLVMValueRef stop) {
   LLVMPositionBuilderAtEnd(M->b, go);
 }
 
+/* The tile's halo from the table: the reach's rows above (with the
+ * corner), then the columns to the left. */
+static void gr_table_halo(cg_fn *f, gr_kernel *k, const cg_val *table, LLVMValueRef tid,
+                          LLVMValueRef *Y, LLVMValueRef *len) {
+  cg_module *M = f->M;
+  int64_t r0 = k->r.wdr, r1 = k->r.wdc;
+  lw_gloop hl;
+  LLVMValueRef q = lw_gloop_begin(f, &hl, tid, LLVMBuildAdd(M->b, len[1], cg_i64(M, r1), ""),
+                                  cg_i64(M, GR_TILE_ROWS));
+  LLVMValueRef y1 = LLVMBuildSub(M->b, LLVMBuildAdd(M->b, Y[1], q, ""), cg_i64(M, r1), "");
+  for (int64_t dr = 1; dr <= r0; dr++)
+    gr_halo_cell(f, k, table, LLVMBuildSub(M->b, Y[0], cg_i64(M, dr), ""), y1);
+  lw_gloop_end(f, &hl);
+  if (r1 > 0) {
+    LLVMBasicBlockRef hj = sk_if(f, LLVMBuildICmp(M->b, LLVMIntULT, tid, len[0], ""));
+    LLVMValueRef y0 = LLVMBuildAdd(M->b, Y[0], tid, "");
+    for (int64_t dc = 1; dc <= r1; dc++)
+      gr_halo_cell(f, k, table, y0, LLVMBuildSub(M->b, Y[1], cg_i64(M, dc), ""));
+    sk_endif(f, hj);
+  }
+}
+
+/* The computed tile to the table, row by row (coalesced stores). */
+static void gr_table_out(cg_fn *f, gr_kernel *k, const cg_val *table, LLVMValueRef tid,
+                         LLVMValueRef *X, LLVMValueRef *len) {
+  cg_module *M = f->M;
+  cg_loop rl;
+  LLVMValueRef p = cg_loop_begin(f, &rl, cg_i64(M, 0), len[0]);
+  lw_gloop cl;
+  LLVMValueRef q = lw_gloop_begin(f, &cl, tid, len[1], cg_i64(M, GR_TILE_ROWS));
+  LLVMValueRef x0 = LLVMBuildAdd(M->b, X[0], p, ""), x1 = LLVMBuildAdd(M->b, X[1], q, "");
+  LLVMValueRef loc = lw_rec_local_at(f, &k->r, x0, x1);
+  LLVMValueRef lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, x0, k->r.ext[1], ""), x1, "");
+  for (uint32_t i = 0; i < table->n; i++)
+    cg_store_elem(f, &table->l[i], lin, cg_load_elem(f, &k->r.out.l[i], loc));
+  lw_gloop_end(f, &cl);
+  cg_loop_end(f, &rl);
+}
+
+/* ---- tiles with a window (lw_gskel_rec_window) ----
+ * No table: a tile's halo comes from h (the last dr rows of the band
+ * above, whole width, walking order: row k of h is the band's walking row
+ * Y0 - dr + k) and from the block's own tile before, whose last dc columns
+ * (with the rows above them, the corner) are still in shared memory; once
+ * computed, a tile of a whole band leaves its last dr rows in h for the
+ * band below. Band I + 1 reads h's columns of tile J after band I wrote
+ * them (its flag) and overwrites them only after reading them, and no
+ * other band touches them in between, so one h serves every band. The
+ * point wanted is stored by the thread 0 of the tile holding it; lane p
+ * folds row p of each tile into an accumulator the band keeps from its
+ * first tile to its last, then stores it. */
+typedef struct gr_win {
+  const lw_rec_window *w;
+  cg_val hv, z, rows;
+  LLVMValueRef at[2];
+  cg_var acc;
+} gr_win;
+
+static void gr_win_load(lw *L, cg_fn *f, uint32_t kern, gr_win *wk) {
+  const lw_rec_window *w = wk->w;
+  lw_load(L, f, kern, &w->h, &wk->hv);
+  for (uint32_t d = 0; d < 2 && w->point; d++)
+    wk->at[d] = sk_ld(L, f, kern, &w->at[d]);
+  if (w->fold) {
+    lw_load(L, f, kern, &w->z, &wk->z);
+    lw_load(L, f, kern, &w->rows, &wk->rows);
+    cg_var_new(f, wk->z.type, &wk->acc);
+  }
+}
+
+/* Element (row, col) of the tile's shared copy (local coordinates, the
+ * halo's included). */
+static LLVMValueRef gr_loc(cg_fn *f, const gr_kernel *k, LLVMValueRef row, LLVMValueRef col) {
+  return LLVMBuildAdd(f->M->b, LLVMBuildMul(f->M->b, row, k->r.wsw, ""), col, "");
+}
+
+static void gr_copy_cell(cg_fn *f, const cg_val *dst, LLVMValueRef di, const cg_val *src,
+                         LLVMValueRef si, bool vol) {
+  for (uint32_t i = 0; i < dst->n; i++)
+    cg_store_elem(f, &dst->l[i], di,
+                  vol ? cg_load_elem_volatile(f, &src->l[i], si) : cg_load_elem(f, &src->l[i], si));
+}
+
+static void gr_win_halo(cg_fn *f, gr_kernel *k, const gr_win *wk, LLVMValueRef tid, LLVMValueRef I,
+                        LLVMValueRef J, LLVMValueRef *Y, LLVMValueRef *len, int64_t TW) {
+  cg_module *M = f->M;
+  int64_t r0 = k->r.wdr, r1 = k->r.wdc;
+  LLVMValueRef zero = cg_i64(M, 0), step = cg_i64(M, GR_TILE_ROWS);
+  if (r1) { /* the tile before's last columns, whole height, to the left */
+    LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntUGT, J, zero, ""));
+    lw_gloop sl;
+    LLVMValueRef n = cg_i64(M, (GR_TILE_ROWS + r0) * r1);
+    LLVMValueRef idx = lw_gloop_begin(f, &sl, tid, n, step);
+    LLVMValueRef row = LLVMBuildUDiv(M->b, idx, cg_i64(M, r1), "");
+    LLVMValueRef col = LLVMBuildURem(M->b, idx, cg_i64(M, r1), "");
+    gr_copy_cell(f, &k->r.out, gr_loc(f, k, row, col), &k->r.out,
+                 gr_loc(f, k, row, LLVMBuildAdd(M->b, col, cg_i64(M, TW), "")), false);
+    lw_gloop_end(f, &sl);
+    sk_endif(f, join);
+    simt_barrier(f); /* before the rows above overwrite what was read */
+  }
+  if (r0) { /* the band above's last rows */
+    LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntUGT, I, zero, ""));
+    lw_gloop ql;
+    LLVMValueRef q = lw_gloop_begin(f, &ql, tid, len[1], step);
+    LLVMValueRef y1 = LLVMBuildAdd(M->b, Y[1], q, ""),
+                 col = LLVMBuildAdd(M->b, q, cg_i64(M, r1), "");
+    for (int64_t r = 0; r < r0; r++)
+      gr_copy_cell(f, &k->r.out, gr_loc(f, k, cg_i64(M, r), col), &wk->hv,
+                   LLVMBuildAdd(M->b, LLVMBuildMul(M->b, cg_i64(M, r), k->r.ext[1], ""), y1, ""),
+                   true);
+    lw_gloop_end(f, &ql);
+    sk_endif(f, join);
+  }
+}
+
+static void gr_win_out(cg_fn *f, gr_kernel *k, gr_win *wk, uint32_t kern, LLVMValueRef tid,
+                       LLVMValueRef *Y, LLVMValueRef *len) {
+  cg_module *M = f->M;
+  const lw_rec_window *w = wk->w;
+  const lw_rec *c = k->r.c;
+  int64_t r0 = k->r.wdr, r1 = k->r.wdc;
+  LLVMValueRef step = cg_i64(M, GR_TILE_ROWS);
+  if (r0) { /* a whole band's last rows, for the band below */
+    LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntEQ, len[0], step, ""));
+    lw_gloop ql;
+    LLVMValueRef q = lw_gloop_begin(f, &ql, tid, len[1], step);
+    LLVMValueRef y1 = LLVMBuildAdd(M->b, Y[1], q, ""),
+                 col = LLVMBuildAdd(M->b, q, cg_i64(M, r1), "");
+    for (int64_t r = 0; r < r0; r++)
+      gr_copy_cell(f, &wk->hv,
+                   LLVMBuildAdd(M->b, LLVMBuildMul(M->b, cg_i64(M, r), k->r.ext[1], ""), y1, ""),
+                   &k->r.out, gr_loc(f, k, cg_i64(M, GR_TILE_ROWS + r), col), false);
+    lw_gloop_end(f, &ql);
+    sk_endif(f, join);
+  }
+  ir_type elem = ir_node_get(c->L->m, c->body)->type;
+  if (w->point) {
+    LLVMValueRef in = LLVMBuildICmp(M->b, LLVMIntEQ, tid, cg_i64(M, 0), "");
+    for (uint32_t d = 0; d < 2; d++) {
+      LLVMValueRef off = LLVMBuildSub(M->b, wk->at[d], Y[d], "");
+      in = LLVMBuildAnd(M->b, in, LLVMBuildICmp(M->b, LLVMIntULT, off, len[d], ""), "");
+    }
+    LLVMBasicBlockRef join = sk_if(f, in);
+    LLVMValueRef row =
+        LLVMBuildAdd(M->b, LLVMBuildSub(M->b, wk->at[0], Y[0], ""), cg_i64(M, r0), "");
+    LLVMValueRef col =
+        LLVMBuildAdd(M->b, LLVMBuildSub(M->b, wk->at[1], Y[1], ""), cg_i64(M, r1), "");
+    cg_val v;
+    sk_load(f, &k->r.out, elem, gr_loc(f, k, row, col), &v);
+    lw_store(c->L, f, kern, &w->out, &v);
+    sk_endif(f, join);
+  }
+  if (w->fold) { /* lane p folds row p of the tile, in walking order */
+    LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntULT, tid, len[0], ""));
+    LLVMValueRef row = LLVMBuildAdd(M->b, tid, cg_i64(M, r0), "");
+    cg_loop ql;
+    LLVMValueRef q = cg_loop_begin(f, &ql, cg_i64(M, 0), len[1]);
+    cg_val a, v, next;
+    cg_var_load(f, &wk->acc, &a);
+    sk_load(f, &k->r.out, elem, gr_loc(f, k, row, LLVMBuildAdd(M->b, q, cg_i64(M, r1), "")), &v);
+    sk_apply2(f, w->fn, &a, &v, false, w->tmp, &next);
+    cg_var_store(f, &wk->acc, &next);
+    cg_loop_end(f, &ql);
+    sk_endif(f, join);
+  }
+}
+
+/* At a band's end: lane p stores its row's fold. */
+static void gr_win_rows(cg_fn *f, gr_kernel *k, gr_win *wk, LLVMValueRef tid, LLVMValueRef *Y,
+                        LLVMValueRef *len) {
+  cg_module *M = f->M;
+  const lw_rec *c = k->r.c;
+  LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntULT, tid, len[0], ""));
+  LLVMValueRef x0 = gr_unwalk(f, c, 0, k->r.ext[0], LLVMBuildAdd(M->b, Y[0], tid, ""));
+  cg_val a;
+  cg_var_load(f, &wk->acc, &a);
+  sk_store(f, &wk->rows, x0, &a);
+  sk_endif(f, join);
+}
+
 /* "rec.tiles": one large two-dimensional problem (tileable reads), its
  * table cut into BANDS of GR_TILE_ROWS rows (walking order) and each band
  * into tiles of g->cols columns. A block (one warp) draws a band by atomic
@@ -768,13 +949,17 @@ static void gr_leave_if(cg_fn *f, LLVMValueRef stop) {
  * fit on the device: one launch for the whole table, instead of one per
  * wavefront, and every SM busy once the bands are under way. A failure
  * stops the waits and the blocks at their next tile. */
-static uint32_t gr_tiles_kernel(const lw_rec *c, const gr_tiles *g) {
+static uint32_t gr_tiles_kernel(const lw_rec *c, const gr_tiles *g, const lw_rec_window *win) {
   lw *L = c->L;
   cg_module *M = L->M;
   uint32_t kern;
   gr_kernel k;
   cg_val self;
-  cg_fn *f = gr_begin(c, "rec.tiles", GR_TILE_ROWS, &kern, &k, &self, lw_rec_kern_read);
+  cg_fn *f = gr_begin(c, win ? "rec.tiles.window" : "rec.tiles", GR_TILE_ROWS, &kern, &k, &self,
+                      lw_rec_kern_read);
+  gr_win wk = {.w = win};
+  if (win)
+    gr_win_load(L, f, kern, &wk);
   LLVMValueRef zero = cg_i64(M, 0), one = cg_i64(M, 1);
   int64_t r0 = lw_rec_reach(c, 0), r1 = lw_rec_reach(c, 1), TH = GR_TILE_ROWS, TW = g->cols;
   cg_val fv;
@@ -822,6 +1007,8 @@ static uint32_t gr_tiles_kernel(const lw_rec *c, const gr_tiles *g) {
   Y[0] = LLVMBuildMul(M->b, I, cg_i64(M, TH), "");
   len[0] = gr_smin(M, cg_i64(M, TH), LLVMBuildSub(M->b, ext[0], Y[0], ""));
   X[0] = gr_box_start(f, c, 0, ext[0], Y[0], len[0]);
+  if (win && win->fold)
+    cg_var_store(f, &wk.acc, &wk.z);
   LLVMValueRef above = LLVMBuildGEP2(M->b, M->t_i32, F, &I, 1, "");
   LLVMValueRef mine =
       LLVMBuildGEP2(M->b, M->t_i32, F, (LLVMValueRef[]){LLVMBuildAdd(M->b, I, one, "")}, 1, "");
@@ -850,23 +1037,12 @@ static uint32_t gr_tiles_kernel(const lw_rec *c, const gr_tiles *g) {
   k.r.wb[0] = Y[0];
   k.r.wb[1] = Y[1];
   /* the halo: the reach's rows above (with the corner), then the columns
-   * to the left */
-  lw_gloop hl;
-  LLVMValueRef q =
-      lw_gloop_begin(f, &hl, tid, LLVMBuildAdd(M->b, len[1], cg_i64(M, r1), ""), cg_i64(M, TH));
-  LLVMValueRef y1 = LLVMBuildSub(M->b, LLVMBuildAdd(M->b, Y[1], q, ""), cg_i64(M, r1), "");
-  for (int64_t dr = 1; dr <= r0; dr++)
-    gr_halo_cell(f, &k, &table, LLVMBuildSub(M->b, Y[0], cg_i64(M, dr), ""), y1);
-  lw_gloop_end(f, &hl);
-  if (r1 > 0) {
-    LLVMBasicBlockRef hj = sk_if(f, LLVMBuildICmp(M->b, LLVMIntULT, tid, len[0], ""));
-    LLVMValueRef y0 = LLVMBuildAdd(M->b, Y[0], tid, "");
-    for (int64_t dc = 1; dc <= r1; dc++)
-      gr_halo_cell(f, &k, &table, y0, LLVMBuildSub(M->b, Y[1], cg_i64(M, dc), ""));
-    sk_endif(f, hj);
-  }
-  simt_barrier(f);
-  /* the tile's points, by wavefronts of a . x inside it */
+   * to the left (from h and the tile before, with a window) */
+  if (win)
+    gr_win_halo(f, &k, &wk, tid, I, J, Y, len, TW);
+  else
+    gr_table_halo(f, &k, &table, tid, Y, len);
+  simt_barrier(f); /* the tile's points, by wavefronts of a . x inside it */
   LLVMValueRef tbase = zero;
   for (uint32_t d = 0; d < 2; d++)
     tbase = LLVMBuildAdd(M->b, tbase, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), X[d], ""), "");
@@ -893,25 +1069,19 @@ static uint32_t gr_tiles_kernel(const lw_rec *c, const gr_tiles *g) {
   lw_gloop_end(f, &il);
   simt_barrier(f);
   cg_loop_end(f, &tl);
-  /* the tile to the table, row by row, then published */
-  cg_loop rl;
-  LLVMValueRef p = cg_loop_begin(f, &rl, zero, len[0]);
-  lw_gloop cl;
-  LLVMValueRef qc = lw_gloop_begin(f, &cl, tid, len[1], cg_i64(M, TH));
-  xg[0] = LLVMBuildAdd(M->b, X[0], p, "");
-  xg[1] = LLVMBuildAdd(M->b, X[1], qc, "");
-  LLVMValueRef loc = lw_rec_local_at(f, &k.r, xg[0], xg[1]);
-  LLVMValueRef lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, xg[0], ext[1], ""), xg[1], "");
-  for (uint32_t li = 0; li < table.n; li++)
-    cg_store_elem(f, &table.l[li], lin, cg_load_elem(f, &k.r.out.l[li], loc));
-  lw_gloop_end(f, &cl);
-  cg_loop_end(f, &rl);
+  /* the tile to the table (or its window), then published */
+  if (win)
+    gr_win_out(f, &k, &wk, kern, tid, Y, len);
+  else
+    gr_table_out(f, &k, &table, tid, X, len);
   simt_fence(f);
   simt_barrier(f);
   join = sk_if(f, thread0);
   simt_store_volatile(f, LLVMBuildTrunc(M->b, LLVMBuildAdd(M->b, J, one, ""), M->t_i32, ""), mine);
   sk_endif(f, join);
   cg_loop_end(f, &jl);
+  if (win && win->fold)
+    gr_win_rows(f, &k, &wk, tid, Y, len);
   /* the ticket word is written again only after every thread read it */
   simt_barrier(f);
   LLVMBuildBr(M->b, head);
@@ -922,7 +1092,7 @@ static uint32_t gr_tiles_kernel(const lw_rec *c, const gr_tiles *g) {
 
 /* The tiles' plan: the flags, zeroed, then one launch of "rec.tiles"
  * with a block per band (as many as fit at once). */
-static void gr_tiles_plan(lw_rec *c, int64_t cols) {
+static void gr_tiles_plan(lw_rec *c, int64_t cols, const lw_rec_window *win) {
   lw *L = c->L;
   gr_tiles g = {.cols = cols};
   uint32_t bands = lw_x_bin(
@@ -933,8 +1103,16 @@ static void gr_tiles_plan(lw_rec *c, int64_t cols) {
   lw_fresh(L, ir_ty_array(L->ctx, ir_ty_scalar(L->ctx, AC_I32), 1), &g.flags);
   lw_alloc_arrays(L, &g.flags, &words, c->e);
   lw_launch(L, gr_clear_kernel(c, &g.flags), words, PL_AUTO);
-  lw_launch(L, gr_tiles_kernel(c, &g), lw_x_bin(L, PX_MUL, bands, lw_x_const(L, GR_TILE_ROWS)),
+  lw_launch(L, gr_tiles_kernel(c, &g, win), lw_x_bin(L, PX_MUL, bands, lw_x_const(L, GR_TILE_ROWS)),
             PL_AUTO);
+}
+
+int64_t lw_gskel_rec_tile_cols(const lw_rec *c) {
+  return gr_tile_cols(c);
+}
+
+void lw_gskel_rec_window(lw_rec *c, const lw_rec_window *win) {
+  gr_tiles_plan(c, gr_tile_cols(c), win);
 }
 
 /* 1 + (x > k1) + 2 (x > k2) + 4 (x > k4): a power of two from 1 to 8
@@ -999,7 +1177,7 @@ static void gr_wide(lw_rec *c, uint64_t pmask) {
     lw_val tiles;
     sk_word(L, gr_xtiles_win(c, cols, cells, waves, w), &tiles);
     pl_if(L->p, tiles.words[0]);
-    gr_tiles_plan(c, cols);
+    gr_tiles_plan(c, cols, NULL);
     pl_else(L->p);
   }
   lw_val narrow;

@@ -359,19 +359,46 @@ LLVMValueRef lw_rec_local_at(cg_fn *f, const lw_rec_kern *k, LLVMValueRef x0, LL
  * the plan loop over t that sets those words and launches that kernel. */
 void lw_rec_fronts_setup(lw_rec *c);
 void lw_rec_fronts(lw_rec *c, uint32_t kernel);
-/* One element of a recurrence, (rec ...)[p, q], on the CPU: when the
- * recurrence is tiled (rank 2) and p and q are size expressions, only a
- * window of it is kept (skel_rec.c). lw_rec_at_ok says whether e is such
- * a read, emitting nothing, and fills *c for lw_skel_rec_at. */
+/* A window of a rank-2 tiled recurrence: what lw_skel_rec_at and
+ * lw_skel_rec_fold keep instead of the table (skel_rec.c on the CPU,
+ * lw_gskel_rec_window on the GPU). */
+typedef struct lw_rec_window {
+  lw_val v, h;    /* CPU: the tiles' last columns; both: the last dr rows of the width */
+  int64_t dr, dc; /* the reaches in dimensions 0 and 1 (lw_rec_reach) */
+  /* (rec ...)[p, q]: the point wanted, in walking coordinates (words), and
+   * its value (words written by the tile holding it) */
+  bool point;
+  lw_val at[2];
+  lw_val out;
+  /* fold(fn, z, rec ...): the rows' folds, each tile folding its part of
+   * its rows into them in the walking order (fn commutative when that is
+   * not the rows' order) */
+  bool fold;
+  ir_ref fn;
+  bool tmp; /* fn allocates temporary memory */
+  lw_val z, rows;
+} lw_rec_window;
+/* One element of a recurrence, (rec ...)[p, q]: when the recurrence is
+ * tiled (rank 2; on the GPU, when its tiles can hold its cells) and p and
+ * q are size expressions, only a window of it is kept (skel_rec.c).
+ * lw_rec_at_ok says whether e is such a read, emitting nothing, and fills
+ * *c for lw_skel_rec_at. */
 bool lw_rec_at_ok(lw *L, ir_ref e, lw_rec *c);
 bool lw_skel_rec_at(lw *L, ir_ref e, lw_rec *c, lw_val *out);
-/* The rows' folds of a recurrence, fold(f, z, rec ...), on the CPU: the
- * tiles fold their rows as they go, with a window of the table, when f
- * cannot fail (and is commutative if the rows are walked backwards).
+/* The rows' folds of a recurrence, fold(f, z, rec ...), on the CPU and
+ * the GPU: the tiles fold their rows as they go, with a window of the
+ * table, when f cannot fail (and is commutative if the rows are walked
+ * backwards).
  * lw_rec_fold_ok fills *c for lw_skel_rec_fold. */
 bool lw_rec_fold_ok(lw *L, ir_ref e, lw_rec *c);
 bool lw_skel_rec_fold(lw *L, ir_ref e, lw_rec *c, lw_val *out);
 /* gskel_rec.c: the GPU skeleton. */
 bool lw_gskel_rec(lw *L, ir_ref e, lw_val *out);
+/* The columns of the GPU's tiles for c (rank 2, tileable), 0 when it has
+ * none (cells too large for shared memory, reads reaching too far). */
+int64_t lw_gskel_rec_tile_cols(const lw_rec *c);
+/* The GPU's tiles with a window instead of the table (h allocated, c->out
+ * an array with the table's leaves). */
+void lw_gskel_rec_window(lw_rec *c, const lw_rec_window *win);
 
 #endif

@@ -441,32 +441,18 @@ static void rc_tile_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValue
   }
 }
 
-/* A window (lw_skel_rec_at, lw_skel_rec_fold): instead of the table,
- * each tile is computed in a scratch of (dr + T0) x (dc + T1) points of
- * the worker's temporary memory, rows and columns in walking order, dr and
- * dc the reaches of the reads in dimensions 0 and 1: the tile (I, J) at
- * local (dr, dc), its halo above and to the left. The halo comes from `v`,
- * the last dc columns of tile row I's tile before (with the rows above
- * it: the corner), and from `h`, dr rows of the whole width holding the
- * last rows of the tile row above. Once computed, the tile leaves its own
- * last columns in v and its last rows in h. Tile (I, J) is the only one of
- * its tile wavefront to touch row I of v and columns J of h. */
-typedef struct rc_window {
-  lw_val v, h;
-  int64_t dr, dc;
-  /* (rec ...)[p, q]: the point wanted, in walking coordinates (words), and
-   * its value (words written by the tile holding it) */
-  bool point;
-  lw_val at[2];
-  lw_val out;
-  /* fold(fn, z, rec ...): the rows' folds, each tile folding its part of
-   * its rows into them in the walking order (fn commutative when that is
-   * not the rows' order) */
-  bool fold;
-  ir_ref fn;
-  bool tmp; /* fn allocates temporary memory */
-  lw_val z, rows;
-} rc_window;
+/* A window (lw_skel_rec_at, lw_skel_rec_fold; skel.h's lw_rec_window):
+ * instead of the table, each CPU tile is computed in a scratch of (dr +
+ * T0) x (dc + T1) points of the worker's temporary memory, rows and
+ * columns in walking order, dr and dc the reaches of the reads in
+ * dimensions 0 and 1: the tile (I, J) at local (dr, dc), its halo above
+ * and to the left. The halo comes from `v`, the last dc columns of tile row
+ * I's tile before (with the rows above it: the corner), and from `h`, dr
+ * rows of the whole width holding the last rows of the tile row above.
+ * Once computed, the tile leaves its own last columns in v and its last
+ * rows in h. Tile (I, J) is the only one of its tile wavefront to touch row
+ * I of v and columns J of h. */
+typedef lw_rec_window rc_window;
 
 /* dst[dbase + r * dstride + q] = src[sbase + r * sstride + q] for the rows
  * r in [0, nr) and the columns q in [0, nq). */
@@ -987,19 +973,20 @@ bool lw_skel_rec(lw *L, ir_ref e, lw_val *out) {
 
 /* ---- windows: one element of a recurrence, or its rows' folds ---- */
 
-/* Whether r is a recurrence whose window the CPU can keep (rank 2,
- * tiled); *c gets it. */
+/* Whether r is a recurrence whose window the target can keep (rank 2,
+ * tiled; on the GPU, cells that its tiles hold); *c gets it. */
 static bool rc_window_ok(lw *L, ir_ref r, lw_rec *c) {
   ac_module *m = L->m;
   const ir_node *rn = ir_node_get(m, r);
-  return !L->gpu && rn->op == IR_REC && rn->attr == 2 && rn->nkids == 5 && rn->aux != 0 &&
-         rn->aux + 2 <= m->nints && rc_init(L, r, c) && lw_rec_tileable(c);
+  return rn->op == IR_REC && rn->attr == 2 && rn->nkids == 5 && rn->aux != 0 &&
+         rn->aux + 2 <= m->nints && rc_init(L, r, c) && lw_rec_tileable(c) &&
+         (!L->gpu || lw_gskel_rec_tile_cols(c) > 0);
 }
 
-/* The host side of a window for recurrence c (rc_window_ok): the bounds and their
- * checks, the size check of the table the interpreter would allocate (it
- * is never allocated here), the tiles' edges, v and h; *ext gets the
- * extents. */
+/* The host side of a window for recurrence c (rc_window_ok): the bounds
+ * and their checks, the size check of the table the interpreter would
+ * allocate (it is never allocated here), h, and on the CPU the tiles'
+ * edges and v; *ext gets the extents. */
 static bool rc_window_begin(lw *L, rc_ctx *c, rc_window *win, uint32_t **ext) {
   ir_ref r = c->e;
   if (!rc_bounds(c, ext))
@@ -1008,27 +995,40 @@ static bool rc_window_begin(lw *L, rc_ctx *c, rc_window *win, uint32_t **ext) {
   rc_fits_check(c);
   win->dr = lw_rec_reach(c, 0);
   win->dc = lw_rec_reach(c, 1);
-  rc_tile_sizes(c);
   ir_type elem = ir_node_get(L->m, c->body)->type, row = ir_ty_array(L->ctx, elem, 1);
-  uint32_t n = lw_x_bin(L, PX_MUL, rc_tiles_of(c, 0),
-                        lw_x_bin(L, PX_MUL,
-                                 lw_x_bin(L, PX_ADD, sk_xw(L, &c->tile[0]), lw_x_const(L, win->dr)),
-                                 lw_x_const(L, win->dc)));
-  lw_fresh(L, row, &win->v);
-  lw_alloc_arrays(L, &win->v, &n, r);
-  n = lw_x_bin(L, PX_MUL, lw_x_const(L, win->dr), (*ext)[1]);
+  uint32_t n = lw_x_bin(L, PX_MUL, lw_x_const(L, win->dr), (*ext)[1]);
   lw_fresh(L, row, &win->h);
   lw_alloc_arrays(L, &win->h, &n, r);
-  c->out = win->v; /* the kernel's `out` becomes each tile's scratch */
+  /* the kernel's `out` becomes each tile's scratch (the GPU's needs only
+   * the leaves) */
+  c->out = win->h;
+  if (!L->gpu) {
+    rc_tile_sizes(c);
+    n = lw_x_bin(L, PX_MUL, rc_tiles_of(c, 0),
+                 lw_x_bin(L, PX_MUL,
+                          lw_x_bin(L, PX_ADD, sk_xw(L, &c->tile[0]), lw_x_const(L, win->dr)),
+                          lw_x_const(L, win->dc)));
+    lw_fresh(L, row, &win->v);
+    lw_alloc_arrays(L, &win->v, &n, r);
+    c->out = win->v;
+  }
   lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->t);
   lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &c->kulo);
   return L->M->st == AC_OK;
 }
 
+/* The tiles with window win: the CPU's tile wavefronts, or the GPU's. */
+static void rc_window_run(rc_ctx *c, const rc_window *win) {
+  if (c->L->gpu)
+    lw_gskel_rec_window(c, win);
+  else
+    rc_tile_loop(c, rc_tile_kernel(c, win));
+}
+
 bool lw_rec_at_ok(lw *L, ir_ref e, lw_rec *c) {
   ac_module *m = L->m;
   const ir_node *nd = ir_node_get(m, e);
-  if (L->gpu || nd->op != IR_INDEX || nd->nkids != 3)
+  if (nd->op != IR_INDEX || nd->nkids != 3)
     return false;
   for (uint32_t d = 0; d < 2; d++)
     if (!lw_is_size(L, ir_kid(m, e, 1 + d)))
@@ -1056,7 +1056,7 @@ bool lw_skel_rec_at(lw *L, ir_ref e, lw_rec *rec, lw_val *out) {
     sk_word(L, y, &win.at[d]);
   }
   lw_fresh(L, ir_node_get(m, c.body)->type, &win.out);
-  rc_tile_loop(&c, rc_tile_kernel(&c, &win));
+  rc_window_run(&c, &win);
   /* the read's checks, as cg_read makes them (the first dimension out of
    * range is the one reported) */
   uint32_t zero = lw_x_const(L, 0);
@@ -1075,7 +1075,7 @@ bool lw_skel_rec_at(lw *L, ir_ref e, lw_rec *rec, lw_val *out) {
 bool lw_rec_fold_ok(lw *L, ir_ref e, lw_rec *rec) {
   ac_module *m = L->m;
   const ir_node *nd = ir_node_get(m, e);
-  if (L->gpu || nd->op != IR_FOLD || nd->nkids != 3 || !rc_window_ok(L, ir_kid(m, e, 2), rec))
+  if (nd->op != IR_FOLD || nd->nkids != 3 || !rc_window_ok(L, ir_kid(m, e, 2), rec))
     return false;
   const lw_rec c = *rec;
   /* fn cannot fail (a recurrence that fails leaves values that the
@@ -1119,7 +1119,7 @@ bool lw_skel_rec_fold(lw *L, ir_ref e, lw_rec *rec, lw_val *out) {
   win.tmp = cg_needs_tmp(m, win.fn);
   lw_fresh(L, ir_node_get(m, e)->type, &win.rows);
   lw_alloc_arrays(L, &win.rows, &ext[0], e);
-  rc_tile_loop(&c, rc_tile_kernel(&c, &win));
+  rc_window_run(&c, &win);
   uint32_t none = lw_x_bin(L, PX_EQ, ext[1], lw_x_const(L, 0));
   lw_val empty;
   sk_word(L, none, &empty);
