@@ -16,9 +16,12 @@
 #      results file, written row by row (gpubench.log: its progress);
 #   3. arrayc-bench --only compile-ptx: PTX compile latency of Black-Scholes
 #      on this host's CPU, appended to the results (compile-ptx.log);
+#   3b. arrayc-bench --backend=cuda on the recurrences (edit distance and
+#      Smith-Waterman at 4096^2 and 16384^2, the 10000-pair protein batch:
+#      GCUPS against one CPU thread of C), appended (rec-gpu.log; SKIP_REC=1);
 #   4. ctest -L gpu: the GPU differential suite, with what is left of the
 #      time budget, its summary appended to the results (ctest-gpu.log).
-# Everything is also in $OUT/run.log; six files in all come back.
+# Everything is also in $OUT/run.log; seven files in all come back.
 #
 # Environment: OUT (default ./gpu-out), BUDGET_S (whole run, default 570 s:
 # the device tool allows 600 s per command), GPUBENCH_ARGS (extra options
@@ -126,6 +129,27 @@ main() {
         echo
         grep 'compile latency' "$OUT/compile-ptx.log"
       } >> "$results"
+    fi
+  fi
+
+  # ---- 3b. recurrences on the GPU ----
+  if [ -x "$B/arrayc-bench" ] && [ "${SKIP_REC:-0}" != 1 ]; then
+    t=$(( $(left) - 120 ))   # keep time for step 4
+    [ $t -gt 100 ] && t=100
+    if [ $t -ge 30 ]; then
+      say "arrayc-bench --backend=cuda recurrences (at most ${t} s)"
+      timeout -k 5 "$t" "$B/arrayc-bench" --backend=cuda --repeat 3 \
+        --only edit_distance,smith_waterman,protein_batch > "$OUT/rec-gpu.log" 2>&1
+      say "arrayc-bench exit status $?"
+      cat "$OUT/rec-gpu.log"
+      if [ -f "$results" ] && grep -q '^| ' "$OUT/rec-gpu.log"; then
+        {
+          echo
+          echo "## Recurrences (arrayc-bench --backend=cuda, reference: one thread of this machine's CPU)"
+          echo
+          grep '^| ' "$OUT/rec-gpu.log"
+        } >> "$results"
+      fi
     fi
   fi
 
