@@ -1029,18 +1029,32 @@ static void rec_ac(void *ud) {
   ac_datum_release(&res);
 }
 
-static void bench_rec(bench_ctx *B, const char *name, int64_t n,
-                      int32_t (*ref)(int64_t, const uint8_t *, int64_t, const uint8_t *,
-                                     int32_t *, int32_t *)) {
-  rec_state s = {.n = n, .ref = ref};
-  s.s = xmalloc((size_t)n);
-  s.t = xmalloc((size_t)n);
+typedef int32_t (*rec_ref_fn)(int64_t, const uint8_t *, int64_t, const uint8_t *, int32_t *,
+                              int32_t *);
+
+/* Two random DNA sequences of n and the reference's two rows. */
+static void rec_setup(rec_state *s, int64_t n, rec_ref_fn ref) {
+  *s = (rec_state){.n = n, .ref = ref};
+  s->s = xmalloc((size_t)n);
+  s->t = xmalloc((size_t)n);
   for (int64_t i = 0; i < n; i++) {
-    s.s[i] = (uint8_t)"ACGT"[rnd() % 4];
-    s.t[i] = (uint8_t)"ACGT"[rnd() % 4];
+    s->s[i] = (uint8_t)"ACGT"[rnd() % 4];
+    s->t[i] = (uint8_t)"ACGT"[rnd() % 4];
   }
-  s.prev = xmalloc((size_t)(n + 1) * 4);
-  s.cur = xmalloc((size_t)(n + 1) * 4);
+  s->prev = xmalloc((size_t)(n + 1) * 4);
+  s->cur = xmalloc((size_t)(n + 1) * 4);
+}
+
+static void rec_teardown(rec_state *s, ac_module *m) {
+  release_all(s->args, 2);
+  ac_function_destroy(s->f);
+  ac_module_destroy(m);
+  free(s->s), free(s->t), free(s->prev), free(s->cur);
+}
+
+static void bench_rec(bench_ctx *B, const char *name, int64_t n, rec_ref_fn ref) {
+  rec_state s;
+  rec_setup(&s, n, ref);
   int64_t ext[1] = {n};
   /* the memory: the first call on a context and runtime of their own
    * (whose caches hold no blocks freed by earlier benchmarks) */
@@ -1087,10 +1101,35 @@ static void bench_rec(bench_ctx *B, const char *name, int64_t n,
          size, 1e3 * t.ref, 1e3 * t.ac, t.ref / t.ac, t.ref / t.ac / (double)threads,
          cells / t.ref / 1e9, cells / t.ac / 1e9, mem, check);
   fflush(stdout);
-  release_all(s.args, 2);
-  ac_function_destroy(s.f);
-  ac_module_destroy(m);
-  free(s.s), free(s.t), free(s.prev), free(s.cur);
+  rec_teardown(&s, m);
+}
+
+/* --gpu-model: the kernels of a recurrence benchmark on one problem of
+ * side 2 sqrt(size) (2048 x 2048 for the default 2^20), profiled. */
+static void bench_rec_model(bench_ctx *B, const char *name, int64_t size, rec_ref_fn ref) {
+  int64_t n = 2 * (int64_t)sqrt((double)size);
+  rec_state s;
+  rec_setup(&s, n, ref);
+  int64_t ext[1] = {n};
+  ac_module *m;
+  s.f = compile(B, name, &m);
+  s.args[0] = arr(B, AC_U8, 1, ext, s.s);
+  s.args[1] = arr(B, AC_U8, 1, ext, s.t);
+  rec_ac(&s);
+  rec_ref(&s);
+  char sz[64], check[96];
+  snprintf(sz, sizeof sz, "%lldx%lld", (long long)n, (long long)n);
+  snprintf(check, sizeof check, "%s", s.result == s.ref_result ? "exact" : "DIFFERS");
+  profile_rows(name, sz, s.f, check, 0);
+  rec_teardown(&s, m);
+}
+
+static void bench_edit_model(bench_ctx *B, int64_t size) {
+  bench_rec_model(B, "edit_distance", size, ref_edit_distance);
+}
+
+static void bench_sw_model(bench_ctx *B, int64_t size) {
+  bench_rec_model(B, "smith_waterman", size, ref_smith_waterman);
 }
 
 /* ---- a batch of protein alignments ---- */
@@ -1246,6 +1285,8 @@ static const bench_entry all_benches[] = {
     {"forward_diff", bench_forward_diff, true, true},
     {"ma15", bench_ma15, true, true},
     {"jacobi2d", bench_jacobi2d, true, true},
+    {"edit_distance", bench_edit_model, false, true},
+    {"smith_waterman", bench_sw_model, false, true},
 };
 
 /* Sets up the runtime for --gpu-model and prints the header. */
