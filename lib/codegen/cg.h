@@ -363,6 +363,8 @@ typedef struct cg_rec_reads {
    * dimension */
   bool uniform;
   int64_t *offmin, *offmax;
+  int64_t *offs; /* the offsets of each such read, n per read (noffs reads) */
+  uint32_t noffs;
   /* the uniform reads d[i_1, .., i_n + 1] and d[i_1, .., i_n - 1] (the
    * neighbours in the innermost dimension), ascending */
   ir_ref *next, *prev;
@@ -375,6 +377,11 @@ typedef struct cg_rec_reads {
 
 void cg_rec_reads_find(cg_module *M, const ac_module *m, ir_ref body, uint32_t n, const int64_t *a,
                        cg_rec_reads *out);
+/* The schedules to choose from by the extents (Cartey's conditional
+ * schedules, rec_reads.c): *out gets k * n coefficients, a's first (a
+ * alone unless the reads are uniform); returns k (at most 4). */
+uint32_t cg_rec_schedules(cg_module *M, const cg_rec_reads *r, uint32_t n, const int64_t *a,
+                          const int64_t **out);
 /* The reads of r->inputs that stay in range while every index i_d (lo[d]
  * plus a 0-based coordinate) covers [lo[d] + xmin[d], lo[d] + xmax[d]]
  * (xmin <= xmax): the condition that they do is and-ed into *ok, and they

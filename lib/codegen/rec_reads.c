@@ -39,6 +39,8 @@ typedef struct rr_walk {
    * dimension, whose ranges are offmin/offmax */
   uint32_t uses, exact;
   int64_t *offmin, *offmax;
+  int64_t *offs; /* rn offsets per exact read, in walk order */
+  uint32_t capoffs;
   ir_ref *next, *prev; /* cg_rec_reads' */
   uint32_t nnext, nprev, capnext, capprev;
   cg_rec_input *inputs;
@@ -131,6 +133,8 @@ static void rr_note_offsets(rr_walk *w, ir_ref r, uint64_t depth) {
     cg_grow(w->M, (void **)&w->prev, w->nprev, &w->capprev, sizeof *w->prev, 4);
     w->prev[w->nprev++] = r;
   }
+  cg_grow(w->M, (void **)&w->offs, w->exact * w->rn, &w->capoffs, sizeof *w->offs, 8 * w->rn);
+  memcpy(w->offs + (size_t)w->exact * w->rn, off, w->rn * sizeof *off);
   for (uint32_t k = 0; k < w->rn; k++) {
     if (w->exact == 0 || off[k] < w->offmin[k])
       w->offmin[k] = off[k];
@@ -222,12 +226,94 @@ void cg_rec_reads_find(cg_module *M, const ac_module *m, ir_ref body, uint32_t n
                         .uniform = w.budget > 0 && w.uses == w.exact,
                         .offmin = w.offmin,
                         .offmax = w.offmax,
+                        .offs = w.offs,
+                        .noffs = w.exact,
                         .next = w.next,
                         .prev = w.prev,
                         .nnext = w.nnext,
                         .nprev = w.nprev,
                         .inputs = w.inputs,
                         .ninputs = w.ninputs};
+}
+
+/* ---- schedules to choose from at run time ----
+ * Cartey et al.'s conditional schedules (§4.7): a recurrence may have
+ * several minimal schedules, which one gives the fewest wavefronts
+ * depending on the extents (reads of d[i - 1, j - 1] alone: rows when
+ * there are fewer rows, columns otherwise). For uniform reads the valid
+ * schedules are exactly the vectors b with b . o <= -1 for every read's
+ * offsets o (all reads are then ordered under each of them, as under a).
+ * The candidates are those whose |b| no other valid vector's |b| bounds
+ * from below in every component with a difference somewhere (wavefronts,
+ * 1 + sum |b_k| (ext_k - 1), grow with each |b_k|, so the best for any
+ * extents is among them), one per |b|, coefficients within
+ * [-CG_SCHED_COEF, CG_SCHED_COEF]; the verifier's a comes first. */
+#define CG_SCHED_COEF 3
+#define CG_SCHED_RANK 4
+#define CG_SCHED_MAX 4 /* candidates at most */
+
+static bool rs_valid(const cg_rec_reads *r, uint32_t n, const int64_t *b) {
+  for (uint32_t j = 0; j < r->noffs; j++) {
+    int64_t dot = 0;
+    for (uint32_t k = 0; k < n; k++)
+      dot += b[k] * r->offs[(size_t)j * n + k];
+    if (dot > -1)
+      return false;
+  }
+  return true;
+}
+
+/* -1: |x| <= |y| in every component and differs (x dominates); 0 equal
+ * magnitudes; 1 otherwise. */
+static int rs_dominates(uint32_t n, const int64_t *x, const int64_t *y) {
+  bool differs = false;
+  for (uint32_t k = 0; k < n; k++) {
+    int64_t ax = x[k] < 0 ? -x[k] : x[k], ay = y[k] < 0 ? -y[k] : y[k];
+    if (ax > ay)
+      return 1;
+    differs = differs || ax != ay;
+  }
+  return differs ? -1 : 0;
+}
+
+uint32_t cg_rec_schedules(cg_module *M, const cg_rec_reads *r, uint32_t n, const int64_t *a,
+                          const int64_t **out) {
+  *out = a;
+  if (!r->uniform || r->noffs == 0 || n > CG_SCHED_RANK)
+    return 1;
+  for (uint32_t k = 0; k < n; k++)
+    if (a[k] > CG_SCHED_COEF || a[k] < -CG_SCHED_COEF)
+      return 1;
+  /* the valid vectors, then the undominated ones */
+  uint32_t side = 2 * CG_SCHED_COEF + 1, total = 1;
+  for (uint32_t k = 0; k < n; k++)
+    total *= side;
+  int64_t *valid = cg_new(M, (size_t)total * n * sizeof *valid), b[CG_SCHED_RANK];
+  uint32_t nvalid = 0;
+  for (uint32_t code = 0; code < total; code++) {
+    uint32_t rest = code;
+    for (uint32_t k = 0; k < n; k++) {
+      b[k] = (int64_t)(rest % side) - CG_SCHED_COEF;
+      rest /= side;
+    }
+    if (rs_valid(r, n, b))
+      memcpy(valid + (size_t)nvalid++ * n, b, n * sizeof *b);
+  }
+  int64_t *best = cg_new(M, (size_t)CG_SCHED_MAX * n * sizeof *best);
+  memcpy(best, a, n * sizeof *a);
+  uint32_t nbest = 1;
+  for (uint32_t i = 0; i < nvalid && nbest < CG_SCHED_MAX; i++) {
+    const int64_t *x = valid + (size_t)i * n;
+    bool keep = true;
+    for (uint32_t j = 0; j < nvalid && keep; j++)
+      keep = rs_dominates(n, valid + (size_t)j * n, x) != -1;
+    for (uint32_t j = 0; j < nbest && keep; j++)
+      keep = rs_dominates(n, best + (size_t)j * n, x) == 1;
+    if (keep)
+      memcpy(best + (size_t)nbest++ * n, x, n * sizeof *x);
+  }
+  *out = best;
+  return nbest;
 }
 
 bool cg_rec_read_ordered(const cg_rec_reads *r, ir_ref at) {

@@ -609,18 +609,6 @@ static uint32_t gr_xproduct(const lw_rec *c, uint64_t mask) {
   return p;
 }
 
-/* Plan expression: the number of wavefronts, 1 + sum |a_d| (ext_d - 1). */
-static uint32_t gr_xwavefronts(const lw_rec *c) {
-  lw *L = c->L;
-  uint32_t w = lw_x_const(L, 1);
-  for (uint32_t d = 0; d < c->n; d++)
-    if (c->a[d] != 0)
-      w = lw_x_bin(L, PX_ADD, w,
-                   lw_x_bin(L, PX_MUL, lw_x_const(L, c->a[d] < 0 ? -c->a[d] : c->a[d]),
-                            lw_x_bin(L, PX_SUB, sk_xw(L, &c->ext[d]), lw_x_const(L, 1))));
-  return w;
-}
-
 /* x in a word, so that the expressions using it do not repeat it. */
 static uint32_t gr_hoist(lw *L, uint32_t x) {
   return lw_x_is_const(L, x, NULL) ? x : lw_x_word(L, lw_x_to_word(L, x));
@@ -1090,6 +1078,13 @@ static uint32_t gr_tiles_kernel(const lw_rec *c, const gr_tiles *g, const lw_rec
   return kern;
 }
 
+/* Steps of a warp through one tile of `cols` columns in schedule b:
+ * its wavefronts inside the tile. */
+static int64_t gr_tile_steps(const int64_t *b, int64_t cols) {
+  int64_t b0 = b[0] < 0 ? -b[0] : b[0], b1 = b[1] < 0 ? -b[1] : b[1];
+  return 1 + b0 * (GR_TILE_ROWS - 1) + b1 * (cols - 1);
+}
+
 /* The tiles' plan: the flags, zeroed, then one launch of "rec.tiles"
  * with a block per band (as many as fit at once). */
 static void gr_tiles_plan(lw_rec *c, int64_t cols, const lw_rec_window *win) {
@@ -1112,7 +1107,13 @@ int64_t lw_gskel_rec_tile_cols(const lw_rec *c) {
 }
 
 void lw_gskel_rec_window(lw_rec *c, const lw_rec_window *win) {
-  gr_tiles_plan(c, gr_tile_cols(c), win);
+  int64_t cols = gr_tile_cols(c);
+  const int64_t *cand;
+  uint32_t k = lw_rec_candidates(c, &cand);
+  for (uint32_t i = 1; i < k; i++)
+    if (gr_tile_steps(cand + 2 * (size_t)i, cols) < gr_tile_steps(c->a, cols))
+      c->a = cand + 2 * (size_t)i;
+  gr_tiles_plan(c, cols, win);
 }
 
 /* 1 + (x > k1) + 2 (x > k2) + 4 (x > k4): a power of two from 1 to 8
@@ -1126,18 +1127,24 @@ static uint32_t gr_xsteps(lw *L, uint32_t x, int64_t k1, int64_t k2, int64_t k4)
                   lw_x_bin(L, PX_MUL, lw_x_const(L, 4), lw_x_bin(L, PX_LT, lw_x_const(L, k4), x)));
 }
 
-/* Whether the tiles beat the other paths for one problem of `cells`
- * points in `waves` wavefronts of w + 1 points on average (plan
- * expressions; tiles of `cols` columns): always when the wavefronts are
- * wide (the alternative is a launch per wavefront), else when their
- * critical path is shorter. A warp's steps through the tiles, one point per
- * lane, wait for the band above: (bands + tiles per band - 1) tiles of
- * GR_TILE_ROWS + cols - 1 steps; the block kernel's are a wavefront each,
- * ceil((w + 1) / GR_BLOCK) points per thread. So the block keeps problems
- * up to about 1500 x 1500, and a 4094 x 4094 problem, which it ran on one
- * SM, goes to the tiles (25,000 steps against 65,500). */
-static uint32_t gr_xtiles_win(const lw_rec *c, int64_t cols, uint32_t cells, uint32_t waves,
-                              uint32_t w) {
+/* A launch per wavefront costs about this many steps of a warp through
+ * a tile (a launch and its drain, some 5 us, against some 80 ns a step:
+ * an estimate, not yet measured on a device). */
+#define GR_FRONT_STEPS 64
+
+/* Whether the tiles (schedule b inside them) beat the other paths for one
+ * problem whose best schedule has `waves` wavefronts (plan expressions),
+ * by their critical paths. A warp's steps through the tiles, one point
+ * per lane for edit distance, wait for the band above: (bands + tiles per
+ * band - 1) tiles of gr_tile_steps each; the block kernel's are a
+ * wavefront each, ceil(points per wavefront / GR_BLOCK) per thread; a
+ * launch per wavefront (wavefronts too wide for a block) GR_FRONT_STEPS
+ * each. So for edit distance the block keeps problems up to about 1500 x
+ * 1500, a 4094 x 4094 problem, which it ran on one SM, goes to the tiles
+ * (25,000 steps against 65,500), and so does 16384 x 16384 (101,601
+ * against 2.1 million); 3000 x 5 points of d[i - 1, j - 1] keep their 5
+ * launches. */
+static uint32_t gr_xtiles_win(const lw_rec *c, const int64_t *b, int64_t cols, uint32_t waves) {
   lw *L = c->L;
   uint32_t one = lw_x_const(L, 1), nt[2];
   int64_t edge[2] = {GR_TILE_ROWS, cols};
@@ -1145,22 +1152,25 @@ static uint32_t gr_xtiles_win(const lw_rec *c, int64_t cols, uint32_t cells, uin
     nt[d] =
         lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]), lw_x_const(L, edge[d] - 1)),
                  lw_x_const(L, edge[d]));
+  uint32_t cells = gr_hoist(L, gr_xproduct(c, gr_all(2)));
+  uint32_t w = gr_hoist(L, lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_SUB, cells, one), waves));
   uint32_t tsteps = lw_x_bin(L, PX_MUL, lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_ADD, nt[0], nt[1]), one),
-                             lw_x_const(L, GR_TILE_ROWS + cols - 1));
+                             lw_x_const(L, gr_tile_steps(b, cols)));
   uint32_t bsteps = lw_x_bin(L, PX_MUL, waves,
                              lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_ADD, w, lw_x_const(L, GR_BLOCK)),
                                       lw_x_const(L, GR_BLOCK)));
   uint32_t wide = lw_x_bin(L, PX_LE, lw_x_const(L, (int64_t)GR_BLOCK * GR_PER_THREAD), w);
-  uint32_t win = lw_x_bin(L, PX_MAX, wide, lw_x_bin(L, PX_LT, tsteps, bsteps));
-  return lw_x_bin(L, PX_MUL, win, lw_x_bin(L, PX_LT, lw_x_const(L, 0), cells));
+  uint32_t fsteps = lw_x_bin(L, PX_MUL, waves, lw_x_const(L, GR_FRONT_STEPS));
+  uint32_t other = lw_x_bin(L, PX_ADD, lw_x_bin(L, PX_MUL, wide, fsteps),
+                            lw_x_bin(L, PX_MUL, lw_x_bin(L, PX_SUB, one, wide), bsteps));
+  return lw_x_bin(L, PX_MUL, lw_x_bin(L, PX_LT, tsteps, other),
+                  lw_x_bin(L, PX_LT, lw_x_const(L, 0), cells));
 }
 
-/* Problems of two or more dimensions: one large problem in tiles when
- * they win (gr_xtiles_win), else blocks while the wavefronts are narrow,
- * else a launch per wavefront. */
+/* Problems of two or more dimensions (pmask): blocks while the wavefronts
+ * are narrow, else a launch per wavefront. */
 static void gr_wide(lw_rec *c, uint64_t pmask) {
   lw *L = c->L;
-  int64_t cols = c->n == 2 && pmask == gr_all(2) ? gr_tile_cols(c) : 0;
   lw_val gw;
   lw_fresh(L, ir_ty_scalar(L->ctx, AC_I64), &gw);
   uint32_t kb = gr_block_kernel(c, pmask, &gw);
@@ -1170,16 +1180,9 @@ static void gr_wide(lw_rec *c, uint64_t pmask) {
    * one; an empty domain (which makes it meaningless) takes the block
    * path, which does nothing */
   uint32_t cells = gr_hoist(L, gr_xproduct(c, pmask));
-  uint32_t waves = gr_hoist(L, lw_x_bin(L, PX_MAX, gr_xwavefronts(c), lw_x_const(L, 1)));
+  uint32_t waves = gr_hoist(L, lw_x_bin(L, PX_MAX, lw_rec_xwaves(c, c->a), lw_x_const(L, 1)));
   uint32_t w =
       gr_hoist(L, lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_SUB, cells, lw_x_const(L, 1)), waves));
-  if (cols) {
-    lw_val tiles;
-    sk_word(L, gr_xtiles_win(c, cols, cells, waves, w), &tiles);
-    pl_if(L->p, tiles.words[0]);
-    gr_tiles_plan(c, cols, NULL);
-    pl_else(L->p);
-  }
   lw_val narrow;
   sk_word(L, lw_x_bin(L, PX_LT, w, lw_x_const(L, (int64_t)GR_BLOCK * GR_PER_THREAD)), &narrow);
   pl_if(L->p, narrow.words[0]);
@@ -1199,6 +1202,52 @@ static void gr_wide(lw_rec *c, uint64_t pmask) {
   pl_else(L->p);
   lw_rec_fronts(c, kf);
   pl_end(L->p);
+}
+
+/* The kernels of one schedule (c->a, not all zero): a thread per
+ * one-dimensional problem, else gr_wide. The batch dimensions depend on
+ * the schedule (a_d = 0). */
+static void gr_by_schedule(lw_rec *c, void *ud) {
+  (void)ud;
+  uint64_t batch = gr_batch(c), pmask = gr_all(c->n) & ~batch;
+  uint32_t np = 0, s = 0;
+  for (uint32_t d = 0; d < c->n; d++)
+    if (gr_has(pmask, d)) {
+      np++;
+      s = d;
+    }
+  if (np == 1)
+    lw_launch(c->L, gr_seq_kernel(c, batch, s), gr_xproduct(c, batch), PL_AUTO);
+  else
+    gr_wide(c, pmask);
+}
+
+/* One large two-dimensional problem in tiles when they win (the schedule
+ * inside a tile: the candidate with the fewest steps through it), else
+ * the candidate schedule with the fewest wavefronts (lw_rec_by_schedule). */
+static void gr_dependent(lw_rec *c) {
+  lw *L = c->L;
+  int64_t cols = c->n == 2 && gr_batch(c) == 0 ? gr_tile_cols(c) : 0;
+  if (cols) {
+    const int64_t *cand;
+    uint32_t k = lw_rec_candidates(c, &cand);
+    lw_rec *ct = cg_new(L->M, sizeof *ct);
+    *ct = *c;
+    uint32_t waves = lw_rec_xwaves(c, c->a);
+    for (uint32_t i = 1; i < k; i++) {
+      const int64_t *b = cand + 2 * (size_t)i;
+      if (gr_tile_steps(b, cols) < gr_tile_steps(ct->a, cols))
+        ct->a = b;
+      waves = lw_x_bin(L, PX_MIN, waves, lw_rec_xwaves(c, b));
+    }
+    waves = gr_hoist(L, lw_x_bin(L, PX_MAX, waves, lw_x_const(L, 1)));
+    lw_val tiles;
+    sk_word(L, gr_xtiles_win(c, ct->a, cols, waves), &tiles);
+    pl_if(L->p, tiles.words[0]);
+    gr_tiles_plan(ct, cols, NULL);
+    pl_else(L->p);
+  }
+  lw_rec_by_schedule(c, gr_by_schedule, NULL);
   if (cols)
     pl_end(L->p);
 }
@@ -1219,16 +1268,6 @@ bool lw_gskel_rec(lw *L, ir_ref e, lw_val *out) {
     lw_launch(L, gr_all_kernel(&c), gr_xproduct(&c, gr_all(c.n)), PL_AUTO);
     return L->M->st == AC_OK;
   }
-  uint64_t batch = gr_batch(&c), pmask = gr_all(c.n) & ~batch;
-  uint32_t np = 0, s = 0;
-  for (uint32_t d = 0; d < c.n; d++)
-    if (gr_has(pmask, d)) {
-      np++;
-      s = d;
-    }
-  if (np == 1)
-    lw_launch(L, gr_seq_kernel(&c, batch, s), gr_xproduct(&c, batch), PL_AUTO);
-  else
-    gr_wide(&c, pmask);
+  gr_dependent(&c);
   return L->M->st == AC_OK;
 }

@@ -359,6 +359,17 @@ LLVMValueRef lw_rec_local_at(cg_fn *f, const lw_rec_kern *k, LLVMValueRef x0, LL
  * the plan loop over t that sets those words and launches that kernel. */
 void lw_rec_fronts_setup(lw_rec *c);
 void lw_rec_fronts(lw_rec *c, uint32_t kernel);
+/* Conditional schedules (Cartey et al. §4.7): the schedules c may run by,
+ * c->a first (only c->a when the program asked for it with `by`), k * n
+ * coefficients in *out; returns k (cg_rec_schedules). */
+uint32_t lw_rec_candidates(const lw_rec *c, const int64_t **out);
+/* The wavefronts of schedule b on c's domain, 1 + sum |b_d| (ext_d - 1)
+ * (a plan expression). */
+uint32_t lw_rec_xwaves(const lw_rec *c, const int64_t *b);
+/* emit(c', ud) for each candidate schedule, c' a copy of c with that
+ * schedule, under plan `if`s that run the first one with the fewest
+ * wavefronts for the extents of the call. */
+void lw_rec_by_schedule(lw_rec *c, void (*emit)(lw_rec *c, void *ud), void *ud);
 /* A window of a rank-2 tiled recurrence: what lw_skel_rec_at and
  * lw_skel_rec_fold keep instead of the table (skel_rec.c on the CPU,
  * lw_gskel_rec_window on the GPU). */

@@ -844,9 +844,70 @@ static void rc_tiles(rc_ctx *c) {
 }
 
 /* The wavefront loop (rank >= 2, a not all zero). */
-static void rc_wavefronts(rc_ctx *c) {
+static void rc_wavefronts_of(lw_rec *c, void *ud) {
+  (void)ud;
   lw_rec_fronts_setup(c);
   lw_rec_fronts(c, rc_front_kernel(c));
+}
+
+static void rc_wavefronts(rc_ctx *c) {
+  lw_rec_by_schedule(c, rc_wavefronts_of, NULL);
+}
+
+uint32_t lw_rec_xwaves(const lw_rec *c, const int64_t *b) {
+  lw *L = c->L;
+  uint32_t w = lw_x_const(L, 1);
+  for (uint32_t d = 0; d < c->n; d++)
+    if (b[d] != 0)
+      w = lw_x_bin(
+          L, PX_ADD, w,
+          lw_x_bin(L, PX_MUL, lw_x_const(L, b[d] < 0 ? -b[d] : b[d]),
+                   lw_x_bin(L, PX_MAX, lw_x_bin(L, PX_SUB, sk_xw(L, &c->ext[d]), lw_x_const(L, 1)),
+                            lw_x_const(L, 0))));
+  return w;
+}
+
+uint32_t lw_rec_candidates(const lw_rec *c, const int64_t **out) {
+  lw *L = c->L;
+  if (ir_node_get(L->m, c->e)->flags & IR_F_SCHED) { /* asked for with `by` */
+    *out = c->a;
+    return 1;
+  }
+  return cg_rec_schedules(L->M, &c->rd, c->n, c->a, out);
+}
+
+void lw_rec_by_schedule(lw_rec *c, void (*emit)(lw_rec *c, void *ud), void *ud) {
+  lw *L = c->L;
+  const int64_t *cand;
+  uint32_t k = lw_rec_candidates(c, &cand);
+  if (k == 1) {
+    emit(c, ud);
+    return;
+  }
+  uint32_t *waves = cg_new(L->M, k * sizeof *waves);
+  for (uint32_t i = 0; i < k; i++)
+    waves[i] = rc_hoist(L, lw_rec_xwaves(c, cand + (size_t)i * c->n));
+  /* the first candidate with no more wavefronts than any later one is the
+   * first of the fewest */
+  for (uint32_t i = 0; i < k; i++) {
+    lw_rec *ci = cg_new(L->M, sizeof *ci);
+    *ci = *c;
+    ci->a = cand + (size_t)i * c->n;
+    if (i + 1 < k) {
+      uint32_t best = lw_x_const(L, 1);
+      for (uint32_t j = i + 1; j < k; j++)
+        best = lw_x_bin(L, PX_MIN, best, lw_x_bin(L, PX_LE, waves[i], waves[j]));
+      lw_val w;
+      sk_word(L, best, &w);
+      pl_if(L->p, w.words[0]);
+      emit(ci, ud);
+      pl_else(L->p);
+    } else {
+      emit(ci, ud);
+    }
+  }
+  for (uint32_t i = 0; i + 1 < k; i++)
+    pl_end(L->p);
 }
 
 /* The extent of dimension d from its bounds (i64 plan expressions), with
