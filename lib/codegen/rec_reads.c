@@ -252,11 +252,14 @@ void cg_rec_reads_find(cg_module *M, const ac_module *m, ir_ref body, uint32_t n
 #define CG_SCHED_RANK 4
 #define CG_SCHED_MAX 4 /* candidates at most */
 
+/* (offsets that overflow the products make b no candidate) */
 static bool rs_valid(const cg_rec_reads *r, uint32_t n, const int64_t *b) {
   for (uint32_t j = 0; j < r->noffs; j++) {
-    int64_t dot = 0;
+    int64_t dot = 0, t;
     for (uint32_t k = 0; k < n; k++)
-      dot += b[k] * r->offs[(size_t)j * n + k];
+      if (__builtin_mul_overflow(b[k], r->offs[(size_t)j * n + k], &t) ||
+          __builtin_add_overflow(dot, t, &dot))
+        return false;
     if (dot > -1)
       return false;
   }

@@ -1034,13 +1034,20 @@ bool lw_skel_rec(lw *L, ir_ref e, lw_val *out) {
 
 /* ---- windows: one element of a recurrence, or its rows' folds ---- */
 
+/* The reach (in either dimension) up to which a window is kept: beyond
+ * it, h (reach rows of the width) and v would grow like the table (and a
+ * read 2^62 back would make h's size overflow). */
+#define RC_WINDOW_REACH 64
+
 /* Whether r is a recurrence whose window the target can keep (rank 2,
- * tiled; on the GPU, cells that its tiles hold); *c gets it. */
+ * tiled, reads within RC_WINDOW_REACH; on the GPU, cells that its tiles
+ * hold); *c gets it. */
 static bool rc_window_ok(lw *L, ir_ref r, lw_rec *c) {
   ac_module *m = L->m;
   const ir_node *rn = ir_node_get(m, r);
   return rn->op == IR_REC && rn->attr == 2 && rn->nkids == 5 && rn->aux != 0 &&
          rn->aux + 2 <= m->nints && rc_init(L, r, c) && lw_rec_tileable(c) &&
+         lw_rec_reach(c, 0) <= RC_WINDOW_REACH && lw_rec_reach(c, 1) <= RC_WINDOW_REACH &&
          (!L->gpu || lw_gskel_rec_tile_cols(c) > 0);
 }
 
