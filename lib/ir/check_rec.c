@@ -912,14 +912,6 @@ static void report_conflict(rw *w, const uint32_t *cul, uint32_t nc) {
   ir_buf_free(&b);
 }
 
-/* Appends " (a1, .., an)" to b. */
-static void put_sched(ir_buf *b, uint32_t n, const int64_t *a) {
-  ir_buf_putc(b, '(');
-  for (uint32_t k = 0; k < n; k++)
-    ir_buf_printf(b, k ? ", %lld" : "%lld", (long long)a[k]);
-  ir_buf_putc(b, ')');
-}
-
 /* The schedule the user asked for with `by` (want) orders not every read of
  * p: names those it does not (each on its own is a problem of one
  * dependency) and the schedule the search found (found). */
@@ -929,7 +921,7 @@ static void report_unordered(rw *w, const rec_problem *p, const int64_t *want,
   ir_buf b;
   ir_buf_init(&b, w->c->ctx);
   ir_buf_puts(&b, "rec schedule by ");
-  put_sched(&b, n, want);
+  ir_sched_print(&b, n, want);
   uint32_t bad = 0, *which = ac_alloc(w->c->ctx, (p->ndeps ? p->ndeps : 1) * sizeof *which);
   if (!which) {
     ir_buf_free(&b);
@@ -958,7 +950,7 @@ static void report_unordered(rw *w, const rec_problem *p, const int64_t *want,
   ac_free(w->c->ctx, which);
   ir_buf_puts(&b, ": an element read must lie on an earlier wavefront (a smaller product of the "
                   "schedule with its indices) than the element reading it; by ");
-  put_sched(&b, n, found);
+  ir_sched_print(&b, n, found);
   ir_buf_puts(&b, " would do");
   if (b.oom)
     chk_oom(w->c);

@@ -156,6 +156,8 @@ void ir_buf_printf(ir_buf *b, const char *fmt, ...) IR_PRINTF(2, 3);
 const char *ir_buf_cstr(ir_buf *b);
 /* Transfers the string to the caller (free with ac_string_destroy); resets b. */
 char *ir_buf_take(ir_buf *b);
+/* Appends a rec schedule as written after `by`: "(a1, .., an)" (print.c). */
+void ir_sched_print(ir_buf *b, uint32_t n, const int64_t *a);
 
 /* ---- memory ---- */
 void *ac_alloc(ac_context *ctx, size_t n);           /* NULL on failure */

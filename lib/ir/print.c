@@ -681,13 +681,8 @@ static void print_rec(printer *pr, ir_ref e, unsigned ind, ir_sym self, bool let
       fail(pr, n->loc, "cannot print a rec whose requested schedule is missing");
       return;
     }
-    puts_(pr, " by (");
-    for (uint32_t k = 0; k < dims; k++) {
-      char num[32];
-      snprintf(num, sizeof num, k ? ", %lld" : "%lld", (long long)pr->m->ints[n->aux + k]);
-      puts_(pr, num);
-    }
-    putc_(pr, ')');
+    puts_(pr, " by ");
+    ir_sched_print(pr->out, dims, pr->m->ints + n->aux);
   }
   puts_(pr, " -> ");
   ir_ty_print(pr->ctx, elem, pr->out);
@@ -1099,4 +1094,11 @@ ac_status ir_print_module(ac_module *m, ir_buf *out, ac_error **err) {
 ac_status ir_print_functions(ac_module *m, const uint32_t *fns, size_t n, ir_buf *out,
                              ac_error **err) {
   return print_funcs(m, fns, n, out, err);
+}
+
+void ir_sched_print(ir_buf *b, uint32_t n, const int64_t *a) {
+  ir_buf_putc(b, '(');
+  for (uint32_t k = 0; k < n; k++)
+    ir_buf_printf(b, k ? ", %lld" : "%lld", (long long)a[k]);
+  ir_buf_putc(b, ')');
 }

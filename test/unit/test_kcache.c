@@ -67,24 +67,6 @@ static int list_dir(const char *dir, char *name, size_t cap) {
   return n;
 }
 
-/* The whole file (malloc'd) and its size. */
-static unsigned char *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *buf = malloc(n > 0 ? (size_t)n : 1);
-  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  *size = (size_t)n;
-  return buf;
-}
-
 static bool write_file(const char *path, const void *data, size_t size) {
   FILE *f = fopen(path, "wb");
   if (!f)
@@ -265,7 +247,7 @@ UNIT_TEST(entry_of_another_key_is_a_miss_and_removed) {
     CHECK(put_str(a.ctx, "key-A", "value of A"));
     CHECK(only_entry(&a, apath, sizeof apath));
     size_t size = 0;
-    unsigned char *bytes = read_file(bpath, &size);
+    unsigned char *bytes = (unsigned char *)unit_read_file(bpath, &size);
     CHECK(bytes && write_file(apath, bytes, size));
     free(bytes);
     expect_miss(a.ctx, "key-A");
@@ -286,7 +268,7 @@ UNIT_TEST(corrupted_entry_is_a_miss_removed_and_rewritten) {
   char path[512];
   CHECK(only_entry(&e, path, sizeof path));
   size_t size = 0;
-  unsigned char *good = read_file(path, &size);
+  unsigned char *good = (unsigned char *)unit_read_file(path, &size);
   CHECK(good && size == 40 + strlen(key) + strlen(val));
   if (!good)
     return;
@@ -317,7 +299,7 @@ UNIT_TEST(truncated_or_extended_entry_is_a_miss) {
   char path[512];
   CHECK(only_entry(&e, path, sizeof path));
   size_t size = 0;
-  unsigned char *good = read_file(path, &size);
+  unsigned char *good = (unsigned char *)unit_read_file(path, &size);
   if (!good)
     return;
   const size_t lens[] = {0, 1, 10, 31, 32, 39, 40, size - 8, size - 1};
