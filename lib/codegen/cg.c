@@ -429,9 +429,13 @@ LLVMValueRef cg_frame_word(cg_fn *f, uint32_t slot) {
  * i1 in registers (any nonzero byte reads as true). */
 /* ro: memory the kernel never writes, read through NVPTX's read-only data
  * cache (ld.global.nc: !invariant.load); ignored on other targets. */
-static LLVMValueRef cg_load_scalar(cg_fn *f, ac_scalar sc, LLVMValueRef p, bool ro) {
+/* ro: the array is never written while the kernel runs (NVPTX: an
+ * invariant load); vol: a volatile load. */
+static LLVMValueRef cg_load_scalar(cg_fn *f, ac_scalar sc, LLVMValueRef p, bool ro, bool vol) {
   cg_module *M = f->M;
   LLVMValueRef v = LLVMBuildLoad2(M->b, cg_mem_type(M, sc), p, "");
+  if (vol)
+    LLVMSetVolatile(v, 1);
   if (ro && M->target == CG_TARGET_NVPTX) {
     unsigned kind = LLVMGetMDKindIDInContext(M->llctx, "invariant.load", strlen("invariant.load"));
     LLVMSetMetadata(v, kind, LLVMMetadataAsValue(M->llctx, LLVMMDNodeInContext2(M->llctx, NULL, 0)));
@@ -519,7 +523,7 @@ void cg_load_frame(cg_fn *f, ir_type t, const uint32_t *words, cg_val *out) {
     if (l->kind == CL_SCALAR && gpu) {
       l->v = cg_word_scalar(M, l->sc, cg_gpu_word(f, words[w++]));
     } else if (l->kind == CL_SCALAR) {
-      l->v = cg_load_scalar(f, l->sc, cg_word_ptr(f, words[w++]), false);
+      l->v = cg_load_scalar(f, l->sc, cg_word_ptr(f, words[w++]), false, false);
     } else if (l->kind == CL_ARRAY) {
       LLVMValueRef p =
           gpu ? LLVMBuildIntToPtr(M->b, cg_gpu_word(f, words[w++]), M->t_ptr, "")
@@ -769,16 +773,11 @@ static LLVMValueRef cg_elem_ptr(cg_fn *f, const cg_leaf *a, LLVMValueRef lin) {
 }
 
 LLVMValueRef cg_load_elem(cg_fn *f, const cg_leaf *a, LLVMValueRef lin) {
-  return cg_load_scalar(f, a->sc, cg_elem_ptr(f, a, lin), a->ro);
+  return cg_load_scalar(f, a->sc, cg_elem_ptr(f, a, lin), a->ro, false);
 }
 
 LLVMValueRef cg_load_elem_volatile(cg_fn *f, const cg_leaf *a, LLVMValueRef lin) {
-  cg_module *M = f->M;
-  LLVMValueRef v = LLVMBuildLoad2(M->b, cg_mem_type(M, a->sc), cg_elem_ptr(f, a, lin), "");
-  LLVMSetVolatile(v, 1);
-  if (a->sc == AC_BOOL)
-    v = LLVMBuildICmp(M->b, LLVMIntNE, v, LLVMConstInt(M->t_i8, 0, 0), "");
-  return v;
+  return cg_load_scalar(f, a->sc, cg_elem_ptr(f, a, lin), false, true);
 }
 
 void cg_store_elem(cg_fn *f, const cg_leaf *a, LLVMValueRef lin, LLVMValueRef v) {

@@ -609,11 +609,6 @@ static uint32_t gr_xproduct(const lw_rec *c, uint64_t mask) {
   return p;
 }
 
-/* x in a word, so that the expressions using it do not repeat it. */
-static uint32_t gr_hoist(lw *L, uint32_t x) {
-  return lw_x_is_const(L, x, NULL) ? x : lw_x_word(L, lw_x_to_word(L, x));
-}
-
 /* ---- tiles: one large problem over the whole device ---- */
 
 /* The tile of "rec.tiles" (see gr_tiles_kernel): GR_TILE_ROWS rows, one
@@ -693,10 +688,13 @@ static LLVMValueRef gr_box_start(cg_fn *f, const lw_rec *c, uint32_t d, LLVMValu
   return LLVMBuildSub(M->b, LLVMBuildSub(M->b, ext, y, ""), len, "");
 }
 
-/* The 0-based coordinate of walking coordinate y in dimension d. */
-static LLVMValueRef gr_unwalk(cg_fn *f, const lw_rec *c, uint32_t d, LLVMValueRef ext,
-                              LLVMValueRef y) {
-  return gr_box_start(f, c, d, ext, y, cg_i64(f->M, 1));
+/* dst[di] = src[si], every leaf; `vol`: volatile loads (memory another
+ * block wrote). */
+static void gr_copy_cell(cg_fn *f, const cg_val *dst, LLVMValueRef di, const cg_val *src,
+                         LLVMValueRef si, bool vol) {
+  for (uint32_t i = 0; i < dst->n; i++)
+    cg_store_elem(f, &dst->l[i], di,
+                  vol ? cg_load_elem_volatile(f, &src->l[i], si) : cg_load_elem(f, &src->l[i], si));
 }
 
 /* Copies cell (x0, x1) (0-based) of the table into the tile's shared
@@ -704,16 +702,13 @@ static LLVMValueRef gr_unwalk(cg_fn *f, const lw_rec *c, uint32_t d, LLVMValueRe
 static void gr_halo_cell(cg_fn *f, gr_kernel *k, const cg_val *table, LLVMValueRef y0,
                          LLVMValueRef y1) {
   cg_module *M = f->M;
-  const lw_rec *c = k->r.c;
   LLVMValueRef zero = cg_i64(M, 0);
   LLVMValueRef in = LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, y0, zero, ""),
                                  LLVMBuildICmp(M->b, LLVMIntSGE, y1, zero, ""), "");
   LLVMBasicBlockRef join = sk_if(f, in);
-  LLVMValueRef x0 = gr_unwalk(f, c, 0, k->r.ext[0], y0), x1 = gr_unwalk(f, c, 1, k->r.ext[1], y1);
+  LLVMValueRef x0 = lw_rec_walking(f, &k->r, 0, y0), x1 = lw_rec_walking(f, &k->r, 1, y1);
   LLVMValueRef lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, x0, k->r.ext[1], ""), x1, "");
-  LLVMValueRef loc = lw_rec_local_at(f, &k->r, x0, x1);
-  for (uint32_t i = 0; i < table->n; i++)
-    cg_store_elem(f, &k->r.out.l[i], loc, cg_load_elem_volatile(f, &table->l[i], lin));
+  gr_copy_cell(f, &k->r.out, lw_rec_local_at(f, &k->r, x0, x1), table, lin, true);
   sk_endif(f, join);
 }
 
@@ -770,10 +765,8 @@ static void gr_table_out(cg_fn *f, gr_kernel *k, const cg_val *table, LLVMValueR
   lw_gloop cl;
   LLVMValueRef q = lw_gloop_begin(f, &cl, tid, len[1], cg_i64(M, GR_TILE_ROWS));
   LLVMValueRef x0 = LLVMBuildAdd(M->b, X[0], p, ""), x1 = LLVMBuildAdd(M->b, X[1], q, "");
-  LLVMValueRef loc = lw_rec_local_at(f, &k->r, x0, x1);
   LLVMValueRef lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, x0, k->r.ext[1], ""), x1, "");
-  for (uint32_t i = 0; i < table->n; i++)
-    cg_store_elem(f, &table->l[i], lin, cg_load_elem(f, &k->r.out.l[i], loc));
+  gr_copy_cell(f, table, lin, &k->r.out, lw_rec_local_at(f, &k->r, x0, x1), false);
   lw_gloop_end(f, &cl);
   cg_loop_end(f, &rl);
 }
@@ -813,13 +806,6 @@ static void gr_win_load(lw *L, cg_fn *f, uint32_t kern, gr_win *wk) {
  * halo's included). */
 static LLVMValueRef gr_loc(cg_fn *f, const gr_kernel *k, LLVMValueRef row, LLVMValueRef col) {
   return LLVMBuildAdd(f->M->b, LLVMBuildMul(f->M->b, row, k->r.wsw, ""), col, "");
-}
-
-static void gr_copy_cell(cg_fn *f, const cg_val *dst, LLVMValueRef di, const cg_val *src,
-                         LLVMValueRef si, bool vol) {
-  for (uint32_t i = 0; i < dst->n; i++)
-    cg_store_elem(f, &dst->l[i], di,
-                  vol ? cg_load_elem_volatile(f, &src->l[i], si) : cg_load_elem(f, &src->l[i], si));
 }
 
 static void gr_win_halo(cg_fn *f, gr_kernel *k, const gr_win *wk, LLVMValueRef tid, LLVMValueRef I,
@@ -911,9 +897,8 @@ static void gr_win_out(cg_fn *f, gr_kernel *k, gr_win *wk, uint32_t kern, LLVMVa
 static void gr_win_rows(cg_fn *f, gr_kernel *k, gr_win *wk, LLVMValueRef tid, LLVMValueRef *Y,
                         LLVMValueRef *len) {
   cg_module *M = f->M;
-  const lw_rec *c = k->r.c;
   LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntULT, tid, len[0], ""));
-  LLVMValueRef x0 = gr_unwalk(f, c, 0, k->r.ext[0], LLVMBuildAdd(M->b, Y[0], tid, ""));
+  LLVMValueRef x0 = lw_rec_walking(f, &k->r, 0, LLVMBuildAdd(M->b, Y[0], tid, ""));
   cg_val a;
   cg_var_load(f, &wk->acc, &a);
   sk_store(f, &wk->rows, x0, &a);
@@ -1085,6 +1070,17 @@ static int64_t gr_tile_steps(const int64_t *b, int64_t cols) {
   return 1 + b0 * (GR_TILE_ROWS - 1) + b1 * (cols - 1);
 }
 
+/* The schedule inside c's tiles of `cols` columns: among the candidates
+ * (lw_rec_candidates), the first with the fewest steps through a tile. */
+static const int64_t *gr_tile_schedule(const lw_rec *c, int64_t cols) {
+  const int64_t *cand, *best = c->a;
+  uint32_t k = lw_rec_candidates(c, &cand);
+  for (uint32_t i = 1; i < k; i++)
+    if (gr_tile_steps(cand + 2 * (size_t)i, cols) < gr_tile_steps(best, cols))
+      best = cand + 2 * (size_t)i;
+  return best;
+}
+
 /* The tiles' plan: the flags, zeroed, then one launch of "rec.tiles"
  * with a block per band (as many as fit at once). */
 static void gr_tiles_plan(lw_rec *c, int64_t cols, const lw_rec_window *win) {
@@ -1093,7 +1089,7 @@ static void gr_tiles_plan(lw_rec *c, int64_t cols, const lw_rec_window *win) {
   uint32_t bands = lw_x_bin(
       L, PX_DIV, lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[0]), lw_x_const(L, GR_TILE_ROWS - 1)),
       lw_x_const(L, GR_TILE_ROWS));
-  bands = gr_hoist(L, bands);
+  bands = lw_x_hoist(L, bands);
   uint32_t words = lw_x_bin(L, PX_ADD, bands, lw_x_const(L, 1));
   lw_fresh(L, ir_ty_array(L->ctx, ir_ty_scalar(L->ctx, AC_I32), 1), &g.flags);
   lw_alloc_arrays(L, &g.flags, &words, c->e);
@@ -1108,11 +1104,7 @@ int64_t lw_gskel_rec_tile_cols(const lw_rec *c) {
 
 void lw_gskel_rec_window(lw_rec *c, const lw_rec_window *win) {
   int64_t cols = gr_tile_cols(c);
-  const int64_t *cand;
-  uint32_t k = lw_rec_candidates(c, &cand);
-  for (uint32_t i = 1; i < k; i++)
-    if (gr_tile_steps(cand + 2 * (size_t)i, cols) < gr_tile_steps(c->a, cols))
-      c->a = cand + 2 * (size_t)i;
+  c->a = gr_tile_schedule(c, cols);
   gr_tiles_plan(c, cols, win);
 }
 
@@ -1152,8 +1144,8 @@ static uint32_t gr_xtiles_win(const lw_rec *c, const int64_t *b, int64_t cols, u
     nt[d] =
         lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]), lw_x_const(L, edge[d] - 1)),
                  lw_x_const(L, edge[d]));
-  uint32_t cells = gr_hoist(L, gr_xproduct(c, gr_all(2)));
-  uint32_t w = gr_hoist(L, lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_SUB, cells, one), waves));
+  uint32_t cells = lw_x_hoist(L, gr_xproduct(c, gr_all(2)));
+  uint32_t w = lw_x_hoist(L, lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_SUB, cells, one), waves));
   uint32_t tsteps = lw_x_bin(L, PX_MUL, lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_ADD, nt[0], nt[1]), one),
                              lw_x_const(L, gr_tile_steps(b, cols)));
   uint32_t bsteps = lw_x_bin(L, PX_MUL, waves,
@@ -1179,17 +1171,17 @@ static void gr_wide(lw_rec *c, uint64_t pmask) {
   /* w = ceil(cells / wavefronts) - 1, the average wavefront's points less
    * one; an empty domain (which makes it meaningless) takes the block
    * path, which does nothing */
-  uint32_t cells = gr_hoist(L, gr_xproduct(c, pmask));
-  uint32_t waves = gr_hoist(L, lw_x_bin(L, PX_MAX, lw_rec_xwaves(c, c->a), lw_x_const(L, 1)));
+  uint32_t cells = lw_x_hoist(L, gr_xproduct(c, pmask));
+  uint32_t waves = lw_x_hoist(L, lw_x_bin(L, PX_MAX, lw_rec_xwaves(c, c->a), lw_x_const(L, 1)));
   uint32_t w =
-      gr_hoist(L, lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_SUB, cells, lw_x_const(L, 1)), waves));
+      lw_x_hoist(L, lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_SUB, cells, lw_x_const(L, 1)), waves));
   lw_val narrow;
   sk_word(L, lw_x_bin(L, PX_LT, w, lw_x_const(L, (int64_t)GR_BLOCK * GR_PER_THREAD)), &narrow);
   pl_if(L->p, narrow.words[0]);
   /* groups per block: as many as fit problems of w + 1 points per
    * wavefront into a warp each (w < 32: 8 groups of 32 threads; w < 64: 4
    * of 64; w < 128: 2), but not more than there are problems */
-  uint32_t nprob = gr_hoist(L, gr_xproduct(c, gr_all(c->n) & ~pmask));
+  uint32_t nprob = lw_x_hoist(L, gr_xproduct(c, gr_all(c->n) & ~pmask));
   uint32_t by_width =
       lw_x_bin(L, PX_DIV, lw_x_const(L, 8),
                gr_xsteps(L, w, SIMT_WARP - 1, 2 * SIMT_WARP - 1, 4 * SIMT_WARP - 1));
@@ -1233,14 +1225,11 @@ static void gr_dependent(lw_rec *c) {
     uint32_t k = lw_rec_candidates(c, &cand);
     lw_rec *ct = cg_new(L->M, sizeof *ct);
     *ct = *c;
+    ct->a = gr_tile_schedule(c, cols);
     uint32_t waves = lw_rec_xwaves(c, c->a);
-    for (uint32_t i = 1; i < k; i++) {
-      const int64_t *b = cand + 2 * (size_t)i;
-      if (gr_tile_steps(b, cols) < gr_tile_steps(ct->a, cols))
-        ct->a = b;
-      waves = lw_x_bin(L, PX_MIN, waves, lw_rec_xwaves(c, b));
-    }
-    waves = gr_hoist(L, lw_x_bin(L, PX_MAX, waves, lw_x_const(L, 1)));
+    for (uint32_t i = 1; i < k; i++)
+      waves = lw_x_bin(L, PX_MIN, waves, lw_rec_xwaves(c, cand + 2 * (size_t)i));
+    waves = lw_x_hoist(L, lw_x_bin(L, PX_MAX, waves, lw_x_const(L, 1)));
     lw_val tiles;
     sk_word(L, gr_xtiles_win(c, ct->a, cols, waves), &tiles);
     pl_if(L->p, tiles.words[0]);

@@ -96,6 +96,10 @@ uint32_t lw_x_to_word(lw *L, uint32_t x) {
   return w;
 }
 
+uint32_t lw_x_hoist(lw *L, uint32_t x) {
+  return lw_x_is_const(L, x, NULL) ? x : lw_x_word(L, lw_x_to_word(L, x));
+}
+
 /* x itself if it reads a word, else a read of a word set to x. */
 static uint32_t x_in_word(lw *L, uint32_t x) {
   if (x < L->p->nexprs && L->p->exprs[x].op == PX_WORD)

@@ -63,6 +63,9 @@ bool lw_x_is_const(lw *L, uint32_t x, int64_t *k);
 /* A word holding x's value: x's own word when x reads one, else a fresh
  * word set by a `set` instruction emitted now. */
 uint32_t lw_x_to_word(lw *L, uint32_t x);
+/* x as an expression that is cheap to evaluate again: itself when it is a
+ * constant, else a read of lw_x_to_word's word (set now if x reads none). */
+uint32_t lw_x_hoist(lw *L, uint32_t x);
 /* x's value as an i64 inside kernel f: a constant, or a load of the word
  * that holds it (emitting the `set` now, so before the kernel's launch). */
 LLVMValueRef lw_x_in_kernel(lw *L, cg_fn *f, uint32_t kernel, uint32_t x);
@@ -347,6 +350,10 @@ int64_t lw_rec_reach(const lw_rec *c, uint32_t k);
 /* The reader of the CPU kernels (and of the GPU's tiles): the result, or
  * with k->window the scratch. */
 LLVMValueRef lw_rec_kern_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_ref at);
+/* The walking coordinate of 0-based coordinate x in dimension d, and the
+ * 0-based coordinate of walking coordinate x (the map is its own
+ * inverse). */
+LLVMValueRef lw_rec_walking(cg_fn *f, const lw_rec_kern *k, uint32_t d, LLVMValueRef x);
 /* With k->window: the scratch element of the point of 0-based
  * coordinates (x0, x1) (rank 2). */
 LLVMValueRef lw_rec_local_at(cg_fn *f, const lw_rec_kern *k, LLVMValueRef x0, LLVMValueRef x1);

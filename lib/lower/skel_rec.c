@@ -116,8 +116,7 @@ LLVMValueRef lw_rec_read(cg_fn *f, const lw_rec_kern *k, LLVMValueRef *idx, ir_r
   return ok;
 }
 
-/* The walking coordinate of 0-based coordinate x in dimension d (tiles). */
-static LLVMValueRef rc_walking(cg_fn *f, const rc_kernel *k, uint32_t d, LLVMValueRef x) {
+LLVMValueRef lw_rec_walking(cg_fn *f, const lw_rec_kern *k, uint32_t d, LLVMValueRef x) {
   cg_module *M = f->M;
   if (lw_rec_sigma(k->c, d) > 0)
     return x;
@@ -133,7 +132,7 @@ static LLVMValueRef rc_local(cg_fn *f, const rc_kernel *k, LLVMValueRef y0, LLVM
 }
 
 LLVMValueRef lw_rec_local_at(cg_fn *f, const lw_rec_kern *k, LLVMValueRef x0, LLVMValueRef x1) {
-  return rc_local(f, k, rc_walking(f, k, 0, x0), rc_walking(f, k, 1, x1));
+  return rc_local(f, k, lw_rec_walking(f, k, 0, x0), lw_rec_walking(f, k, 1, x1));
 }
 
 /* d[idx] for leaf l of the array being defined (see the header). */
@@ -403,7 +402,7 @@ static void rc_tile_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValue
       /* the point before the row's first: in the tile before, if any */
       LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntSGT, b[d], cg_i64(M, 0), ""));
       LLVMValueRef yp = LLVMBuildSub(M->b, b[d], cg_i64(M, 1), "");
-      x[d] = rc_walking(f, k, d, yp);
+      x[d] = lw_rec_walking(f, k, d, yp);
       cg_val pv;
       sk_load(f, &k->out, elem,
               k->window ? rc_local(f, k, y[0], yp) : cg_linear(f, c->n, k->ext, x), &pv);
@@ -412,7 +411,7 @@ static void rc_tile_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValue
     }
     y[d] = d < 2 ? cg_loop_begin(f, &loops[d], b[d], e[d])
                  : cg_loop_begin(f, &loops[d], cg_i64(M, 0), k->ext[d]);
-    x[d] = rc_walking(f, k, d, y[d]);
+    x[d] = lw_rec_walking(f, k, d, y[d]);
     t = LLVMBuildAdd(M->b, t, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), x[d], ""), "");
   }
   LLVMValueRef mark;
@@ -683,14 +682,6 @@ static uint32_t rc_ceil_div(lw *L, uint32_t x, int64_t q) {
   return lw_x_bin(L, PX_SUB, zero, rc_floor_div(L, lw_x_bin(L, PX_SUB, zero, x), q));
 }
 
-/* x as an expression that is cheap to evaluate again: itself when it is a
- * constant or a word, else a word set to it now. */
-static uint32_t rc_hoist(lw *L, uint32_t x) {
-  if (lw_x_is_const(L, x, NULL))
-    return x;
-  return lw_x_word(L, lw_x_to_word(L, x));
-}
-
 /* a_d * (ext_d - 1) when its sign is `sign` (> 0 or < 0), else 0: the
  * extreme contributions of dimension d to a . x. */
 static uint32_t rc_term(const rc_ctx *c, uint32_t d, int sign) {
@@ -757,9 +748,9 @@ void lw_rec_fronts(lw_rec *c, uint32_t kf) {
       other = lw_x_bin(L, PX_MUL, other, sk_xw(L, &c->ext[d]));
   }
   /* evaluated once per wavefront: kept in words */
-  rlo = rc_hoist(L, rlo);
-  rhi = rc_hoist(L, rhi);
-  other = rc_hoist(L, other);
+  rlo = lw_x_hoist(L, rlo);
+  rhi = lw_x_hoist(L, rhi);
+  other = lw_x_hoist(L, other);
   pl_for(L->p, c->t.words[0], tmin, lw_x_bin(L, PX_ADD, tmax, lw_x_const(L, 1)));
   /* a_u * x_u = t - (the rest), the rest within [rlo, rhi] */
   int64_t au = c->a[c->u];
@@ -821,7 +812,7 @@ static void rc_tile_loop(rc_ctx *c, uint32_t kern) {
   rc_if_nonempty(c);
   uint32_t one = lw_x_const(L, 1);
   for (uint32_t d = 0; d < 2; d++)
-    nt[d] = rc_hoist(L, rc_tiles_of(c, d));
+    nt[d] = lw_x_hoist(L, rc_tiles_of(c, d));
   pl_for(L->p, c->t.words[0], lw_x_const(L, 0),
          lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_ADD, nt[0], nt[1]), one));
   uint32_t w = sk_xw(L, &c->t);
@@ -886,7 +877,7 @@ void lw_rec_by_schedule(lw_rec *c, void (*emit)(lw_rec *c, void *ud), void *ud) 
   }
   uint32_t *waves = cg_new(L->M, k * sizeof *waves);
   for (uint32_t i = 0; i < k; i++)
-    waves[i] = rc_hoist(L, lw_rec_xwaves(c, cand + (size_t)i * c->n));
+    waves[i] = lw_x_hoist(L, lw_rec_xwaves(c, cand + (size_t)i * c->n));
   /* the first candidate with no more wavefronts than any later one is the
    * first of the fewest */
   for (uint32_t i = 0; i < k; i++) {
@@ -1117,7 +1108,7 @@ bool lw_skel_rec_at(lw *L, ir_ref e, lw_rec *rec, lw_val *out) {
   uint32_t p[2], one = lw_x_const(L, 1);
   win.point = true;
   for (uint32_t d = 0; d < 2; d++) {
-    p[d] = rc_hoist(L, lw_int(L, ir_kid(m, e, 1 + d)));
+    p[d] = lw_x_hoist(L, lw_int(L, ir_kid(m, e, 1 + d)));
     uint32_t y = lw_rec_sigma(&c, d) > 0
                      ? p[d]
                      : lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_SUB, ext[d], one), p[d]);
