@@ -347,6 +347,14 @@ static void cg_fn_attr(cg_module *M, LLVMValueRef fn, LLVMAttributeIndex idx, co
   LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(M->llctx, kind, 0));
 }
 
+void cg_fn_wide_vectors(cg_fn *f) {
+  static const char k[] = "prefer-vector-width", v[] = "512";
+  if (f->M->target != CG_TARGET_CPU)
+    return;
+  LLVMAddAttributeAtIndex(f->fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(f->M->llctx, k, sizeof k - 1, v, sizeof v - 1));
+}
+
 cg_fn *cg_kernel_begin(cg_module *M, const char *name) {
   cg_fn *f = cg_new(M, sizeof *f);
   f->M = M;

@@ -316,6 +316,11 @@ void cg_check(cg_fn *f, LLVMValueRef cond, uint32_t site, LLVMValueRef a, LLVMVa
 /* CPU targets: gives up the processor once (ac_rt_yield), for code that
  * polls for another chunk of the same launch. */
 void cg_cpu_yield(cg_fn *f);
+/* CPU kernels whose loops are compute-bound SIMD (the anti-diagonals of
+ * recurrences): vectorise with the widest vectors the CPU has (LLVM keeps
+ * to 256 bits on CPUs with AVX-512 otherwise, as its tuning for those
+ * prefers). Nothing on GPU targets. */
+void cg_fn_wide_vectors(cg_fn *f);
 /* llvm.assume(cond): a fact the generated code guarantees, for the
  * optimiser to use (never checked; a false one is undefined behaviour). */
 void cg_assume(cg_fn *f, LLVMValueRef cond);
@@ -364,6 +369,7 @@ typedef struct cg_rec_reads {
   bool uniform;
   int64_t *offmin, *offmax;
   int64_t *offs; /* the offsets of each such read, n per read (noffs reads) */
+  ir_ref *offat; /* and the reads themselves (INDEX nodes), in the same order */
   uint32_t noffs;
   /* the uniform reads d[i_1, .., i_n + 1] and d[i_1, .., i_n - 1] (the
    * neighbours in the innermost dimension), ascending */

@@ -40,7 +40,8 @@ typedef struct rr_walk {
   uint32_t uses, exact;
   int64_t *offmin, *offmax;
   int64_t *offs; /* rn offsets per exact read, in walk order */
-  uint32_t capoffs;
+  ir_ref *offat; /* the exact reads, in walk order */
+  uint32_t capoffs, capoffat;
   ir_ref *next, *prev; /* cg_rec_reads' */
   uint32_t nnext, nprev, capnext, capprev;
   cg_rec_input *inputs;
@@ -135,6 +136,8 @@ static void rr_note_offsets(rr_walk *w, ir_ref r, uint64_t depth) {
   }
   cg_grow(w->M, (void **)&w->offs, w->exact * w->rn, &w->capoffs, sizeof *w->offs, 8 * w->rn);
   memcpy(w->offs + (size_t)w->exact * w->rn, off, w->rn * sizeof *off);
+  cg_grow(w->M, (void **)&w->offat, w->exact, &w->capoffat, sizeof *w->offat, 8);
+  w->offat[w->exact] = r;
   for (uint32_t k = 0; k < w->rn; k++) {
     if (w->exact == 0 || off[k] < w->offmin[k])
       w->offmin[k] = off[k];
@@ -227,6 +230,7 @@ void cg_rec_reads_find(cg_module *M, const ac_module *m, ir_ref body, uint32_t n
                         .offmin = w.offmin,
                         .offmax = w.offmax,
                         .offs = w.offs,
+                        .offat = w.offat,
                         .noffs = w.exact,
                         .next = w.next,
                         .prev = w.prev,

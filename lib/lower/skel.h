@@ -312,6 +312,14 @@ typedef struct lw_rec_kern {
   bool fold_tmp;
   const cg_val *fold_z, *fold_rows;
   LLVMValueRef fold_first;
+  /* CPU tiles walked by anti-diagonals (skel_rec.c): the array's reads
+   * load `ring`, where the read at walking offsets (o0, o1) of the point
+   * in row drow of the tile is element dslot[-(o0 + o1)] + drow + o0 +
+   * ddr */
+  bool diag;
+  cg_val ring;
+  LLVMValueRef *dslot, drow;
+  int64_t ddr;
   char fmt_out[200], fmt_early[200]; /* the read errors' formats */
 } lw_rec_kern;
 /* A leaf of the array inside the body: env of its CL_FUNC leaf. */

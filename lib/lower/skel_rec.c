@@ -23,7 +23,8 @@
  *        (each wavefront of a 1-D recurrence holds one point, so launches
  *        would be pure overhead);
  *      - rank >= 2 with uniform reads of one sign per dimension: tiles in
- *        tile wavefronts, "rec.tile" (below);
+ *        tile wavefronts, "rec.tile" (below), the interior ones of rank 2
+ *        walked by anti-diagonals in SIMD ("anti-diagonals" below);
  *      - other ranks >= 2: a plan loop over the wavefront times t from tmin to
  *        tmax, each launching "rec.front" over the points of that
  *        hyperplane. One dimension s (|a_s| = 1 preferred) is solved for:
@@ -135,6 +136,36 @@ LLVMValueRef lw_rec_local_at(cg_fn *f, const lw_rec_kern *k, LLVMValueRef x0, LL
   return rc_local(f, k, lw_rec_walking(f, k, 0, x0), lw_rec_walking(f, k, 1, x1));
 }
 
+/* The element of k->out holding the point of walking coordinates (y0,
+ * y1): the table's, or with a window the scratch's. */
+static LLVMValueRef rc_cell(cg_fn *f, const rc_kernel *k, LLVMValueRef y0, LLVMValueRef y1) {
+  if (k->window)
+    return rc_local(f, k, y0, y1);
+  LLVMValueRef x[2] = {lw_rec_walking(f, k, 0, y0), lw_rec_walking(f, k, 1, y1)};
+  return cg_linear(f, 2, k->ext, x);
+}
+
+/* The walking offsets (o0, o1) of the read `at` of a uniform rank-2
+ * recurrence (a read of c->rd.offat). */
+static void rc_walk_offsets(const lw_rec *c, ir_ref at, int64_t *o) {
+  o[0] = o[1] = 0;
+  for (uint32_t j = 0; j < c->rd.noffs; j++)
+    if (c->rd.offat[j] == at) {
+      for (uint32_t d = 0; d < 2; d++)
+        o[d] = lw_rec_sigma(c, d) * c->rd.offs[(size_t)j * c->n + d];
+      return;
+    }
+}
+
+/* Anti-diagonal tiles: the ring's element for the read `at` (skel.h). */
+static LLVMValueRef rc_diag_at(cg_fn *f, const rc_kernel *k, ir_ref at) {
+  cg_module *M = f->M;
+  int64_t o[2];
+  rc_walk_offsets(k->c, at, o);
+  LLVMValueRef r = LLVMBuildAdd(M->b, k->drow, cg_i64(M, o[0] + k->ddr), "");
+  return LLVMBuildAdd(M->b, k->dslot[-(o[0] + o[1])], r, "");
+}
+
 /* d[idx] for leaf l of the array being defined (see the header). */
 LLVMValueRef lw_rec_kern_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_ref at) {
   cg_module *M = f->M;
@@ -147,6 +178,8 @@ LLVMValueRef lw_rec_kern_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_
     cg_var_load(f, k->carry, &v);
     return v.l[le->leaf].v;
   }
+  if (k->diag)
+    return cg_load_elem(f, &k->ring.l[le->leaf], rc_diag_at(f, k, at));
   if (k->window) {
     lin = lw_rec_local_at(f, k, kd[0], kd[1]);
     lin = LLVMBuildSelect(M->b, ok, lin, cg_i64(M, 0), "");
@@ -349,11 +382,13 @@ static uint32_t rc_front_kernel(const rc_ctx *c) {
 
 /* Tile edges (rc_tile_sizes): a sixteenth of the extent within
  * [RC_TILE_MIN, RC_TILE_ROWS] rows and [RC_TILE_MIN, RC_TILE_COLS] columns
- * for rank 2 (large tiles: each is one task of the pool, and its rows are
- * walked one after the other with the previous row in L1), [4, 16] for
- * higher ranks, whose tiles hold the inner dimensions whole. */
-#define RC_TILE_ROWS 256
-#define RC_TILE_COLS 512
+ * for rank 2 (large tiles: each is one task of the pool, and each
+ * anti-diagonal of an interior tile costs a few halo copies besides its
+ * up to RC_TILE_ROWS points), [4, 16] for higher ranks, whose tiles hold
+ * the inner dimensions whole. The first tile of a dimension is only as
+ * deep as the reads reach (rc_tiles_of), so only it needs checks. */
+#define RC_TILE_ROWS 512
+#define RC_TILE_COLS 1024
 #define RC_TILE_MIN 32
 
 /* (skel.h) the largest |offset|; 0 when no read moves along k. */
@@ -402,10 +437,8 @@ static void rc_tile_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValue
       /* the point before the row's first: in the tile before, if any */
       LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntSGT, b[d], cg_i64(M, 0), ""));
       LLVMValueRef yp = LLVMBuildSub(M->b, b[d], cg_i64(M, 1), "");
-      x[d] = lw_rec_walking(f, k, d, yp);
       cg_val pv;
-      sk_load(f, &k->out, elem,
-              k->window ? rc_local(f, k, y[0], yp) : cg_linear(f, c->n, k->ext, x), &pv);
+      sk_load(f, &k->out, elem, rc_cell(f, k, y[0], yp), &pv);
       cg_var_store(f, k->carry, &pv);
       sk_endif(f, join);
     }
@@ -544,6 +577,240 @@ static void rc_window_out(cg_fn *f, rc_kernel *k, const rc_window *win, uint32_t
   cg_tmp_release(f, mark);
 }
 
+/* ---- anti-diagonals ----
+ * An interior tile of a rank-2 recurrence whose body is plain scalar code
+ * (rc_diag_ok) is walked by the anti-diagonals r + c = s of its local
+ * walking coordinates (r, c) = (y0 - b0, y1 - b1): every read lies at
+ * walking offsets o <= 0, o != 0, so on an earlier anti-diagonal, and the
+ * points of one anti-diagonal are independent. Its last K = 1 + max -(o0
+ * + o1) anti-diagonals live in a ring of K slots of ddr + rows elements,
+ * slot element ddr + r holding the point of row r (rows -ddr .. -1 are
+ * the halo above): a read at offsets o of the point of row r is element r
+ * + o0 of the slot -(o0 + o1) back, so the points of one anti-diagonal
+ * read and write consecutive elements and LLVM vectorises their loop
+ * (SIMD Smith-Waterman's anti-diagonal layout). Before its points, an
+ * anti-diagonal's halo cells (above the tile or left of it, within the
+ * reaches) are copied into its slot from the table or the window's
+ * scratch, where the tiles around left them; after them, its points go
+ * to the table, or with a window only those the window keeps (the last
+ * rows and columns, the point wanted). Each row's points arrive in column
+ * order, so the rows' folds stay in order, kept per row in `acc`. */
+
+/* The number of anti-diagonals the reads reach back, max -(o0 + o1). */
+static int64_t rc_diag_depth(const lw_rec *c) {
+  int64_t q = 1;
+  for (uint32_t j = 0; j < c->rd.noffs; j++) {
+    int64_t o[2];
+    rc_walk_offsets(c, c->rd.offat[j], o);
+    if (-(o[0] + o[1]) > q)
+      q = -(o[0] + o[1]);
+  }
+  return q;
+}
+
+/* Whether body node e is plain scalar code for the anti-diagonal walk:
+ * scalar operations, the array's reads and reads of arrays from outside
+ * that interior tiles may prove in range (no calls, loops or arrays). */
+static bool rc_diag_node(const lw_rec *c, ir_ref e, unsigned depth) {
+  const ac_module *m = c->L->m;
+  const ir_node *nd = ir_node_get(m, e);
+  if (depth > 200)
+    return false;
+  switch ((ir_op)nd->op) {
+  case IR_INDEX: {
+    bool input = false;
+    for (uint32_t j = 0; j < c->rd.ninputs; j++)
+      input = input || c->rd.inputs[j].at == e;
+    if (!input && !cg_rec_read_ordered(&c->rd, e))
+      return false;
+    break;
+  }
+  case IR_VAR:
+  case IR_LIT:
+  case IR_TUPLE:
+  case IR_PROJ:
+  case IR_LET:
+  case IR_LETTUP:
+  case IR_IF:
+  case IR_CAST:
+    break;
+  default:
+    if (!ir_op_is_scalar(nd->op))
+      return false;
+  }
+  for (uint32_t i = 0; i < nd->nkids; i++)
+    if (ir_kid(m, e, i) && !rc_diag_node(c, ir_kid(m, e, i), depth + 1))
+      return false;
+  return true;
+}
+
+/* (reads reaching at most RC_DIAG_REACH back in each dimension: the ring
+ * has at most 2 RC_DIAG_REACH + 1 slots, each slot's pointer computed per
+ * anti-diagonal) */
+#define RC_DIAG_REACH 64
+
+static bool rc_diag_ok(const lw_rec *c, const rc_window *win) {
+  return c->n == 2 && c->rd.uniform && !c->tmp && !(win && win->fold && win->tmp) &&
+         lw_rec_reach(c, 0) <= RC_DIAG_REACH && lw_rec_reach(c, 1) <= RC_DIAG_REACH &&
+         rc_diag_node(c, c->body, 0);
+}
+
+/* Copies the points of anti-diagonal s in rows [rlo, rhi) between its
+ * ring slot (element base + ddr + r) and k->out: into the slot with
+ * `in`, else out of it. At most `most` rows (a constant, < 0: unknown):
+ * the halo's and the window's few cells are copied by straight-line code
+ * (a loop of a point or two per anti-diagonal costs more than its copy). */
+static void rc_diag_copy(cg_fn *f, rc_kernel *k, LLVMValueRef *b, LLVMValueRef s, LLVMValueRef base,
+                         LLVMValueRef rlo, LLVMValueRef rhi, int64_t most, bool in) {
+  cg_module *M = f->M;
+  ir_type elem = ir_node_get(k->c->L->m, k->c->body)->type;
+  bool unroll = most >= 0 && most <= 4;
+  cg_loop l;
+  for (int64_t i = 0; i < (unroll ? most : 1); i++) {
+    LLVMValueRef r;
+    LLVMBasicBlockRef join = NULL;
+    if (unroll) {
+      r = LLVMBuildAdd(M->b, rlo, cg_i64(M, i), "");
+      join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntSLT, r, rhi, ""));
+    } else {
+      r = cg_loop_begin(f, &l, rlo, rhi);
+    }
+    LLVMValueRef y0 = LLVMBuildAdd(M->b, b[0], r, "");
+    LLVMValueRef y1 = LLVMBuildAdd(M->b, b[1], LLVMBuildSub(M->b, s, r, ""), "");
+    LLVMValueRef cell = rc_cell(f, k, y0, y1);
+    LLVMValueRef slot = LLVMBuildAdd(M->b, base, LLVMBuildAdd(M->b, r, cg_i64(M, k->ddr), ""), "");
+    cg_val v;
+    sk_load(f, in ? &k->out : &k->ring, elem, in ? cell : slot, &v);
+    sk_store(f, in ? &k->ring : &k->out, in ? slot : cell, &v);
+    if (unroll)
+      sk_endif(f, join);
+    else
+      cg_loop_end(f, &l);
+  }
+}
+
+static LLVMValueRef rc_smax(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSGT, a, b, ""), a, b, "");
+}
+
+static LLVMValueRef rc_smin(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
+/* The interior tile from b to e (walking coordinates) by anti-diagonals;
+ * with a window, `at` is the point wanted (walking, or NULLs). */
+static void rc_tile_diag(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRef *b,
+                         LLVMValueRef *e, const rc_window *win, LLVMValueRef *at) {
+  cg_module *M = f->M;
+  const lw_rec *c = k->c;
+  ir_type elem = ir_node_get(c->L->m, c->body)->type;
+  int64_t dr = lw_rec_reach(c, 0), dc = lw_rec_reach(c, 1), depth = rc_diag_depth(c);
+  LLVMValueRef zero = cg_i64(M, 0), one = cg_i64(M, 1), kk = cg_i64(M, depth + 1);
+  LLVMValueRef rows = LLVMBuildSub(M->b, e[0], b[0], ""), cols = LLVMBuildSub(M->b, e[1], b[1], "");
+  LLVMValueRef len = LLVMBuildAdd(M->b, rows, cg_i64(M, dr), "");
+  LLVMValueRef mark = cg_tmp_mark(f);
+  /* the ring, and the rows' folds so far */
+  LLVMValueRef size = LLVMBuildMul(M->b, len, kk, "");
+  k->ring = k->out;
+  k->ring.l = cg_new(M, k->out.n * sizeof *k->ring.l);
+  for (uint32_t l = 0; l < k->out.n; l++)
+    cg_new_array(f, k->out.l[l].sc, 1, &size, c->e, &k->ring.l[l]);
+  cg_val acc = {0};
+  if (k->fold_fn) {
+    cg_val_alloc(M, elem, &acc);
+    for (uint32_t l = 0; l < acc.n; l++)
+      cg_new_array(f, acc.l[l].sc, 1, &rows, c->e, &acc.l[l]);
+    cg_loop il;
+    LLVMValueRef r = cg_loop_begin(f, &il, zero, rows);
+    cg_val prev, start;
+    LLVMValueRef x0 = lw_rec_walking(f, k, 0, LLVMBuildAdd(M->b, b[0], r, ""));
+    sk_load(f, k->fold_rows, elem, x0, &prev);
+    cg_val_select(f, k->fold_first, k->fold_z, &prev, &start);
+    sk_store(f, &acc, r, &start);
+    cg_loop_end(f, &il);
+  }
+  k->diag = true;
+  k->ddr = dr;
+  k->dslot = cg_new(M, (size_t)(depth + 1) * sizeof *k->dslot);
+  /* the anti-diagonals s from -depth (the halo's first) */
+  cg_loop sl;
+  LLVMValueRef last = LLVMBuildSub(M->b, LLVMBuildAdd(M->b, rows, cols, ""), one, "");
+  LLVMValueRef s = cg_loop_begin(f, &sl, cg_i64(M, -depth), last);
+  LLVMValueRef sq = LLVMBuildAdd(M->b, s, cg_i64(M, depth), ""); /* >= 0 */
+  for (int64_t q = 0; q <= depth; q++) {
+    LLVMValueRef at_q = LLVMBuildAdd(M->b, sq, cg_i64(M, depth + 1 - q), "");
+    k->dslot[q] = LLVMBuildMul(M->b, LLVMBuildURem(M->b, at_q, kk, ""), len, "");
+  }
+  /* the halo: above the tile (r < 0, c = s - r within [-dc, cols)), and
+   * left of it (0 <= r < rows, -dc <= c < 0) */
+  LLVMValueRef cnext = LLVMBuildAdd(M->b, s, cg_i64(M, dc + 1), ""); /* r <= s + dc */
+  rc_diag_copy(
+      f, k, b, s, k->dslot[0],
+      rc_smax(M, cg_i64(M, -dr), LLVMBuildAdd(M->b, LLVMBuildSub(M->b, s, cols, ""), one, "")),
+      rc_smin(M, zero, cnext), dr, true);
+  rc_diag_copy(f, k, b, s, k->dslot[0], rc_smax(M, zero, LLVMBuildAdd(M->b, s, one, "")),
+               rc_smin(M, rows, cnext), dc, true);
+  /* the points: rows max(0, s - cols + 1) .. min(rows, s + 1) */
+  LLVMValueRef rlo = rc_smax(M, zero, LLVMBuildAdd(M->b, LLVMBuildSub(M->b, s, cols, ""), one, ""));
+  LLVMValueRef rhi = rc_smin(M, rows, LLVMBuildAdd(M->b, s, one, ""));
+  cg_loop pl;
+  LLVMValueRef r = cg_loop_begin(f, &pl, rlo, rhi);
+  LLVMValueRef y[2] = {LLVMBuildAdd(M->b, b[0], r, ""),
+                       LLVMBuildAdd(M->b, b[1], LLVMBuildSub(M->b, s, r, ""), "")};
+  LLVMValueRef x[2], t = zero;
+  for (uint32_t d = 0; d < 2; d++) {
+    /* interior: the reads stay inside in both dimensions */
+    cg_assume(f, LLVMBuildICmp(M->b, LLVMIntSGE, y[d], cg_i64(M, lw_rec_reach(c, d)), ""));
+    x[d] = lw_rec_walking(f, k, d, y[d]);
+    t = LLVMBuildAdd(M->b, t, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), x[d], ""), "");
+  }
+  k->drow = r;
+  LLVMValueRef pmark;
+  lw_rec_point_begin(f, k, self, x, t, &pmark);
+  cg_val v;
+  cg_expr(f, c->body, &v);
+  sk_store(f, &k->ring,
+           LLVMBuildAdd(M->b, k->dslot[0], LLVMBuildAdd(M->b, r, cg_i64(M, dr), ""), ""), &v);
+  lw_rec_point_end(f, k, pmark);
+  if (k->fold_fn) {
+    cg_val a, next;
+    sk_load(f, &acc, elem, r, &a);
+    sk_apply2(f, k->fold_fn, &a, &v, false, k->fold_tmp, &next);
+    sk_store(f, &acc, r, &next);
+  }
+  cg_loop_end(f, &pl);
+  /* the points out of the ring: all of them to the table; to a window's
+   * scratch its last rows, its last columns and the point wanted */
+  if (!win) {
+    rc_diag_copy(f, k, b, s, k->dslot[0], rlo, rhi, -1, false);
+  } else {
+    rc_diag_copy(f, k, b, s, k->dslot[0],
+                 rc_smax(M, rlo, LLVMBuildSub(M->b, rows, cg_i64(M, win->dr), "")), rhi, win->dr,
+                 false);
+    LLVMValueRef chi =
+        LLVMBuildAdd(M->b, LLVMBuildSub(M->b, s, cols, ""), cg_i64(M, win->dc + 1), "");
+    rc_diag_copy(f, k, b, s, k->dslot[0], rlo, rc_smin(M, rhi, chi), win->dc, false);
+    if (win->point) {
+      LLVMValueRef pr = LLVMBuildSub(M->b, at[0], b[0], "");
+      LLVMValueRef ps = LLVMBuildAdd(M->b, pr, LLVMBuildSub(M->b, at[1], b[1], ""), "");
+      LLVMValueRef here = LLVMBuildICmp(M->b, LLVMIntEQ, ps, s, "");
+      LLVMValueRef phi = LLVMBuildSelect(M->b, here, LLVMBuildAdd(M->b, pr, one, ""), pr, "");
+      rc_diag_copy(f, k, b, s, k->dslot[0], rc_smax(M, rlo, pr), rc_smin(M, rhi, phi), 1, false);
+    }
+  }
+  cg_loop_end(f, &sl);
+  k->diag = false;
+  if (k->fold_fn) {
+    cg_loop il;
+    LLVMValueRef r2 = cg_loop_begin(f, &il, zero, rows);
+    cg_val done;
+    sk_load(f, &acc, elem, r2, &done);
+    sk_store(f, k->fold_rows, lw_rec_walking(f, k, 0, LLVMBuildAdd(M->b, b[0], r2, "")), &done);
+    cg_loop_end(f, &il);
+  }
+  cg_tmp_release(f, mark);
+}
+
 /* The reads of arrays from outside (c->rd.inputs) that stay in range on the
  * whole tile from b to e (walking coordinates), for interior tiles to read
  * them without checks: *interior is and-ed with the condition that they
@@ -605,10 +872,13 @@ static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
   LLVMValueRef ti = LLVMBuildAdd(M->b, ilo, i, "");
   LLVMValueRef tj = LLVMBuildSub(M->b, w, ti, "");
   for (uint32_t d = 0; d < 2; d++) {
-    b[d] = LLVMBuildMul(M->b, d == 0 ? ti : tj, T[d], "");
-    e[d] = LLVMBuildAdd(M->b, b[d], T[d], "");
-    e[d] = LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, e[d], k.ext[d], ""), e[d],
-                           k.ext[d], "");
+    /* tile I covers [I * T - shift, (I + 1) * T - shift) within the extent */
+    LLVMValueRef shift = cg_i64(M, 0);
+    if (lw_rec_reach(c, d) > 0)
+      shift = rc_smax(M, shift, LLVMBuildSub(M->b, T[d], cg_i64(M, lw_rec_reach(c, d)), ""));
+    b[d] = LLVMBuildSub(M->b, LLVMBuildMul(M->b, d == 0 ? ti : tj, T[d], ""), shift, "");
+    e[d] = rc_smin(M, LLVMBuildAdd(M->b, b[d], T[d], ""), k.ext[d]);
+    b[d] = rc_smax(M, b[d], cg_i64(M, 0));
     interior =
         LLVMBuildAnd(M->b, interior,
                      LLVMBuildICmp(M->b, LLVMIntSGE, b[d], cg_i64(M, lw_rec_reach(c, d)), ""), "");
@@ -647,7 +917,21 @@ static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
   k.proven = inner | 3;
   f->unchecked = unchecked;
   f->nunchecked = nunchecked;
-  rc_tile_points(f, &k, &self, b, e);
+  if (rc_diag_ok(c, win)) { /* no carried point: the reads load the ring */
+    cg_fn_wide_vectors(f);
+    cg_var *carry = k.carry;
+    k.carry = NULL;
+    f->late = NULL;
+    f->nlate = 0;
+    rc_tile_diag(f, &k, &self, b, e, win, at);
+    k.carry = carry;
+    if (carry) {
+      f->late = k.carried;
+      f->nlate = k.ncarried;
+    }
+  } else {
+    rc_tile_points(f, &k, &self, b, e);
+  }
   f->unchecked = NULL;
   f->nunchecked = 0;
   sk_endif(f, join);
@@ -779,13 +1063,19 @@ void lw_rec_fronts(lw_rec *c, uint32_t kf) {
   pl_end(L->p);
 }
 
-/* The number of tiles along dimension d (0 or 1), ceil(ext_d / T). */
+/* The number of tiles along dimension d (0 or 1), ceil((ext_d + shift) /
+ * T), tile I covering [I * T - shift, (I + 1) * T - shift) within the
+ * extent: with a reach r along d, shift = max(0, T - r), so that the first
+ * tile, whose reads need checks, holds only r rows (columns) and every
+ * other tile starts at r or later (interior; rc_tile_kernel). */
 static uint32_t rc_tiles_of(const rc_ctx *c, uint32_t d) {
   lw *L = c->L;
-  uint32_t t = sk_xw(L, &c->tile[d]);
-  return lw_x_bin(
-      L, PX_DIV,
-      lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]), t), lw_x_const(L, 1)), t);
+  uint32_t t = sk_xw(L, &c->tile[d]), shift = lw_x_const(L, 0);
+  if (lw_rec_reach(c, d) > 0)
+    shift = lw_x_bin(L, PX_MAX, shift, lw_x_bin(L, PX_SUB, t, lw_x_const(L, lw_rec_reach(c, d))));
+  uint32_t span = lw_x_bin(L, PX_ADD, sk_xw(L, &c->ext[d]), shift);
+  return lw_x_bin(L, PX_DIV, lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_ADD, span, t), lw_x_const(L, 1)),
+                  t);
 }
 
 /* The tiles' edges in the plan (c->tile): a sixteenth of the extent (a
