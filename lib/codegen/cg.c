@@ -943,6 +943,13 @@ LLVMValueRef cg_read(cg_fn *f, const cg_leaf *a, LLVMValueRef *idx, bool check, 
     okd[d] = LLVMBuildICmp(M->b, LLVMIntULT, idx[d], a->ext[d], "");
     ok = ok ? LLVMBuildAnd(M->b, ok, okd[d], "") : okd[d];
   }
+  if (f->defer && a->kind != CL_FUNC) { /* no branch: the flag, and a zero read */
+    LLVMValueRef flag = LLVMBuildLoad2(M->b, M->t_i1, f->defer, "");
+    LLVMBuildStore(M->b, LLVMBuildOr(M->b, flag, LLVMBuildNot(M->b, ok, ""), ""), f->defer);
+    LLVMValueRef p =
+        LLVMBuildSelect(M->b, ok, cg_elem_ptr(f, a, cg_offset(f, a, idx)), f->defer_zero, "");
+    return cg_load_scalar(f, a->sc, p, a->ro, false);
+  }
   LLVMBasicBlockRef rd = cg_block(f, "read"), bad = cg_block(f, "read.oob"),
                     join = cg_block(f, "read.join");
   LLVMBuildCondBr(M->b, ok, rd, bad);

@@ -155,6 +155,13 @@ typedef struct cg_fn {
    * recurrence tiles, skel_rec.c). */
   const ir_ref *unchecked;
   uint32_t nunchecked;
+  /* When set (an i1 alloca, with defer_zero an alloca holding 8 zero
+   * bytes): a read of a manifest array whose index check fails sets the
+   * flag instead of failing, and reads zero (the anti-diagonal loops of
+   * recurrences, seq_loop.c, which must not branch to a call to be
+   * vectorised; they compute the points again with the checks when the
+   * flag is set, so that the failure is reported as usual). */
+  LLVMValueRef defer, defer_zero;
   /* GPU kernels (cg_gpu.c, simt.c): the thread's temporary memory (an
    * alloca holding its bump offset, and its base address, made on first
    * use; NULL while the kernel uses none) and the static shared memory
@@ -396,6 +403,22 @@ uint32_t cg_rec_schedules(cg_module *M, const cg_rec_reads *r, uint32_t n, const
 ir_ref *cg_rec_inputs_proven(cg_fn *f, const cg_rec_reads *r, const LLVMValueRef *lo,
                              const LLVMValueRef *xmin, const LLVMValueRef *xmax,
                              LLVMValueRef *ok, uint32_t *count);
+/* The anti-diagonal walks of rank-2 recurrences (the CPU's tiles,
+ * skel_rec.c; recurrences in element code, seq_loop.c). The 0-based
+ * offsets (n of them) of the uniform read `at` (one of r->offat; false,
+ * zeros, for another node). */
+bool cg_rec_read_offsets(const cg_rec_reads *r, ir_ref at, uint32_t n, int64_t *off);
+/* How many anti-diagonals back the reads of a uniform rank-2 recurrence
+ * reach when dimension d is walked in direction sigma[d]: the largest
+ * -(sigma_0 o_0 + sigma_1 o_1), at least 1. */
+int64_t cg_rec_diag_depth(const cg_rec_reads *r, const int *sigma);
+/* Whether a uniform recurrence's body is plain scalar code, whose points an
+ * anti-diagonal loop computes in SIMD: scalar operations, `if`, `let`,
+ * tuples, its own (ordered) reads and reads of arrays from outside: those
+ * of r->inputs or, with any_input, any read of an array variable (whose
+ * index checks the loop defers, cg_fn.defer). No calls, loops or array
+ * operations. */
+bool cg_rec_body_plain(const ac_module *m, const cg_rec_reads *r, ir_ref body, bool any_input);
 /* True if evaluating e can fail at run time: reads, array operations,
  * calls (a syntactic test, expr.c). */
 bool cg_may_fail(const ac_module *m, ir_ref e);

@@ -359,3 +359,62 @@ ir_ref *cg_rec_inputs_proven(cg_fn *f, const cg_rec_reads *r, const LLVMValueRef
   *count = n;
   return proven;
 }
+
+/* ---- anti-diagonal walks ---- */
+
+bool cg_rec_read_offsets(const cg_rec_reads *r, ir_ref at, uint32_t n, int64_t *off) {
+  for (uint32_t j = 0; j < r->noffs; j++)
+    if (r->offat[j] == at) {
+      memcpy(off, r->offs + (size_t)j * n, n * sizeof *off);
+      return true;
+    }
+  memset(off, 0, n * sizeof *off);
+  return false;
+}
+
+int64_t cg_rec_diag_depth(const cg_rec_reads *r, const int *sigma) {
+  int64_t q = 1;
+  for (uint32_t j = 0; j < r->noffs; j++) {
+    int64_t back = -(sigma[0] * r->offs[2 * (size_t)j] + sigma[1] * r->offs[2 * (size_t)j + 1]);
+    if (back > q)
+      q = back;
+  }
+  return q;
+}
+
+static bool rr_plain(const ac_module *m, const cg_rec_reads *r, ir_ref e, bool any_input,
+                     unsigned depth) {
+  const ir_node *nd = ir_node_get(m, e);
+  if (depth > 200)
+    return false;
+  switch ((ir_op)nd->op) {
+  case IR_INDEX: {
+    bool input = any_input && ir_node_get(m, ir_kid(m, e, 0))->op == IR_VAR;
+    for (uint32_t j = 0; j < r->ninputs; j++)
+      input = input || r->inputs[j].at == e;
+    if (!input && !cg_rec_read_ordered(r, e))
+      return false;
+    break;
+  }
+  case IR_VAR:
+  case IR_LIT:
+  case IR_TUPLE:
+  case IR_PROJ:
+  case IR_LET:
+  case IR_LETTUP:
+  case IR_IF:
+  case IR_CAST:
+    break;
+  default:
+    if (!ir_op_is_scalar(nd->op))
+      return false;
+  }
+  for (uint32_t i = 0; i < nd->nkids; i++)
+    if (ir_kid(m, e, i) && !rr_plain(m, r, ir_kid(m, e, i), any_input, depth + 1))
+      return false;
+  return true;
+}
+
+bool cg_rec_body_plain(const ac_module *m, const cg_rec_reads *r, ir_ref body, bool any_input) {
+  return r->uniform && rr_plain(m, r, body, any_input, 0);
+}

@@ -209,6 +209,12 @@ typedef struct seq_rec {
   cg_var *fold_acc;
   const cg_val *fold_z;
   const seq_arr *fold_out;
+  /* rec_diag: the reads load `dring` (one leaf per field), where the read
+   * at walking offsets (o0, o1) of the point in row drow is element
+   * dslot[-(o0 + o1)] + drow + o0; dsigma: the walking directions */
+  cg_leaf *dring;
+  LLVMValueRef *dslot, drow;
+  int dsigma[2];
 } seq_rec;
 
 typedef struct seq_rfield {
@@ -274,6 +280,15 @@ static LLVMValueRef rec_read(cg_fn *f, const cg_leaf *leaf, LLVMValueRef *idx, i
     ir_buf_printf(&b, " %s", why[w]);
     LLVMValueRef ok = w == 0 ? inside : LLVMBuildOr(B, LLVMBuildNot(B, inside, ""), before, "");
     cg_seq_check_buf(f, at, ok, &b, n, idx);
+  }
+  if (s->dring) { /* the anti-diagonals' ring */
+    int64_t o[2];
+    cg_rec_read_offsets(&s->rd, at, 2, o);
+    int64_t o0 = s->dsigma[0] * o[0], back = -(o0 + s->dsigma[1] * o[1]);
+    LLVMValueRef el =
+        LLVMBuildAdd(B, s->dslot[back], LLVMBuildAdd(B, s->drow, cg_i64(M, o0), ""), "");
+    el = LLVMBuildSelect(B, LLVMBuildAnd(B, inside, before, ""), el, cg_i64(M, 0), "");
+    return cg_load_elem(f, &s->dring[rf->field], el);
   }
   if (s->carry && bsearch(&at, s->carried, s->ncarried, sizeof at, cg_ref_cmp)) {
     cg_val v;
@@ -482,6 +497,135 @@ static void rec_rows(cg_fn *f, seq_rec *s, ir_ref body, const cg_val *self, cons
   cg_seq_nest_end(f, &outer);
 }
 
+/* ---- anti-diagonals ----
+ * A fold of the rows of a rank-2 recurrence (cg_seq_rec_fold) whose body is
+ * plain scalar code (cg_rec_body_plain) is computed on the CPU by the
+ * anti-diagonals r + c = d of the walking coordinates, as the CPU's
+ * recurrence tiles are (lib/lower/skel_rec.c): the points of one
+ * anti-diagonal are independent, and the last K (1 + the reads' reach in
+ * anti-diagonals) live in a ring of K slots of a point per row, so a read
+ * at walking offsets o of row r's point is element r + o0 of the slot
+ * -(o0 + o1) back and the loop over the points of an anti-diagonal reads
+ * and writes consecutive elements: LLVM vectorises it. The rows' folds
+ * are kept per row (each row's points arrive in column order). The
+ * points of the first rows and columns (within the reads' reach) are
+ * computed with the domain checks; the others without, and with the
+ * index checks of their other reads (a substitution matrix indexed by the
+ * residues) deferred (cg_fn.defer): when one fails, that anti-diagonal's
+ * points are computed again with the checks, which report it. */
+
+/* The points of anti-diagonal d in rows from..to-1; `proven`: inside the
+ * reads' reach (no domain checks, the reads of s->inputs unchecked). The
+ * rows' folds so far are acc's. */
+static void rec_diag_points(cg_fn *f, seq_rec *s, ir_ref body, const cg_val *self,
+                            const seq_arr *acc, LLVMValueRef d, LLVMValueRef from, LLVMValueRef to,
+                            bool proven) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  ir_type i64 = ir_ty_scalar(M->ctx, AC_I64);
+  const ir_ref *unchecked = f->unchecked;
+  uint32_t nunchecked = f->nunchecked;
+  if (proven) {
+    s->proven = true;
+    f->unchecked = s->inputs;
+    f->nunchecked = s->ninputs;
+  }
+  cg_loop l;
+  LLVMValueRef r = cg_loop_begin(f, &l, from, to);
+  LLVMValueRef pt[2] = {rec_walk(f, s, 0, s->dsigma[0], r), LLVMBuildSub(B, d, r, "")};
+  if (proven) /* so that the body's tests of the first rows and columns fold */
+    for (uint32_t k = 0; k < 2; k++)
+      cg_assume(f, LLVMBuildICmp(B, LLVMIntSGE, k == 0 ? r : pt[1],
+                                 cg_i64(M, rec_reach(s, k, s->dsigma[k])), ""));
+  s->drow = r;
+  cg_env_push(f, self);
+  for (uint32_t k = 0; k < 2; k++) {
+    cg_val iv;
+    cg_seq_scalar(M, i64, AC_I64, LLVMBuildAdd(B, s->lo[k], pt[k], ""), &iv);
+    cg_env_push(f, &iv);
+  }
+  LLVMValueRef mark = cg_seq_mark(f, cg_needs_tmp(M->m, body));
+  cg_val v, x, cur, res;
+  cg_expr(f, body, &v);
+  LLVMValueRef slot = LLVMBuildAdd(B, s->dslot[0], r, "");
+  for (uint32_t i = 0; i < v.n; i++)
+    cg_store_elem(f, &s->dring[i], slot, v.l[i].v);
+  x = (cg_val){
+      .type = cg_seq_param(M, s->fold_lam, 1), .n = s->fold_nleaves, .l = v.l + s->fold_leaf};
+  cg_seq_load(f, acc, NULL, r, s->fold_z->type, &cur);
+  cg_var_store(f, s->fold_acc, &cur);
+  cg_seq_step(f, s->fold_lam, s->fold_acc, &x, false, &res);
+  cg_seq_store(f, acc, r, &res);
+  cg_seq_release(f, mark);
+  cg_env_pop(f, 3);
+  cg_loop_end(f, &l);
+  s->proven = false;
+  f->unchecked = unchecked;
+  f->nunchecked = nunchecked;
+}
+
+/* The rows' folds of the recurrence r (not empty, its reads' inputs proven
+ * in the interior: s->inputs_ok) by anti-diagonals, into s->fold_out. */
+static void rec_diag(cg_fn *f, seq_rec *s, ir_ref r, ir_ref body, const cg_val *self,
+                     const int *sigma) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  LLVMValueRef rows = s->ext[0], cols = s->ext[1], zero = cg_i64(M, 0), one = cg_i64(M, 1);
+  int64_t depth = cg_rec_diag_depth(&s->rd, sigma);
+  LLVMValueRef kk = cg_i64(M, depth + 1);
+  s->dsigma[0] = sigma[0];
+  s->dsigma[1] = sigma[1];
+  /* the ring (a slot of `rows` points per anti-diagonal), the rows' folds */
+  LLVMValueRef size = LLVMBuildMul(B, rows, kk, "");
+  s->dring = cg_new(M, (self->n + 1) * sizeof *s->dring);
+  for (uint32_t i = 0; i < self->n; i++)
+    cg_new_array(f, (ac_scalar)self->l[i].sc, 1, &size, r, &s->dring[i]);
+  cg_val accv;
+  seq_arr acc;
+  cg_seq_alloc(f, r, ir_ty_array(M->ctx, s->fold_z->type, 1), 1, &rows, &accv, &acc);
+  cg_loop il;
+  LLVMValueRef i = cg_loop_begin(f, &il, zero, rows);
+  cg_seq_store(f, &acc, i, s->fold_z);
+  cg_loop_end(f, &il);
+  LLVMValueRef defer = f->defer, defer_zero = f->defer_zero;
+  LLVMValueRef flag = cg_alloca(f, M->t_i1), zslot = cg_alloca(f, M->t_i64);
+  LLVMBuildStore(B, zero, zslot);
+  s->dslot = cg_new(M, (size_t)(depth + 1) * sizeof *s->dslot);
+  cg_loop dl;
+  LLVMValueRef d =
+      cg_loop_begin(f, &dl, zero, LLVMBuildSub(B, LLVMBuildAdd(B, rows, cols, ""), one, ""));
+  for (int64_t q = 0; q <= depth; q++) {
+    LLVMValueRef at = LLVMBuildAdd(B, d, cg_i64(M, depth + 1 - q), "");
+    s->dslot[q] = LLVMBuildMul(B, LLVMBuildURem(B, at, kk, ""), rows, "");
+  }
+  /* rows [rlo, rhi): the first rows [rlo, t1), the interior [t1, t2), the
+   * first columns [t2, rhi) */
+  LLVMValueRef rlo = cg_seq_smax(f, zero, LLVMBuildAdd(B, LLVMBuildSub(B, d, cols, ""), one, ""));
+  LLVMValueRef rhi = cg_seq_smin(f, rows, LLVMBuildAdd(B, d, one, ""));
+  LLVMValueRef t1 = cg_seq_smax(f, rlo, cg_seq_smin(f, rhi, cg_i64(M, rec_reach(s, 0, sigma[0]))));
+  LLVMValueRef t2 = cg_seq_smax(
+      f, t1, cg_seq_smin(f, rhi, LLVMBuildSub(B, d, cg_i64(M, rec_reach(s, 1, sigma[1]) - 1), "")));
+  rec_diag_points(f, s, body, self, &acc, d, rlo, t1, false);
+  LLVMBuildStore(B, LLVMConstInt(M->t_i1, 0, 0), flag);
+  f->defer = flag;
+  f->defer_zero = zslot;
+  rec_diag_points(f, s, body, self, &acc, d, t1, t2, true);
+  f->defer = defer;
+  f->defer_zero = defer_zero;
+  LLVMBasicBlockRef after = cg_seq_if(f, LLVMBuildLoad2(B, M->t_i1, flag, ""));
+  rec_diag_points(f, s, body, self, &acc, d, t1, t2, true); /* reports the failure */
+  cg_seq_endif(f, after);
+  rec_diag_points(f, s, body, self, &acc, d, t2, rhi, false);
+  cg_loop_end(f, &dl);
+  s->dring = NULL;
+  /* the rows' folds, in the rows' 0-based order */
+  i = cg_loop_begin(f, &il, zero, rows);
+  cg_val done;
+  cg_seq_load(f, &acc, NULL, i, s->fold_z->type, &done);
+  cg_seq_store(f, s->fold_out, rec_walk(f, s, 0, sigma[0], i), &done);
+  cg_loop_end(f, &il);
+}
+
 /* The walking direction of each dimension for rec_rows, or false when the
  * reads' offsets of some dimension have both signs (or some read is not
  * uniform). */
@@ -679,6 +823,9 @@ static void rec_window(cg_fn *f, seq_rec *s, ir_ref r, ir_type t) {
 
 /* Rows of the window at most (the reads' reach in the outer dimension). */
 #define REC_RING_MAX 8
+/* Anti-diagonals: reads reaching at most this far back in each dimension
+ * (the ring has a slot per anti-diagonal they reach). */
+#define REC_DIAG_REACH 64
 
 /* fold(f, z, r) with r a rank-2 recurrence (or one field of one,
  * `(rec ...).k`, after `let`s that prepare it): the rows' folds, computed
@@ -771,7 +918,26 @@ bool cg_seq_rec_fold(cg_fn *f, ir_ref e, cg_val *out) {
     cg_var_new(f, z.type, s->fold_acc);
     LLVMBasicBlockRef after =
         cg_seq_if(f, LLVMBuildAnd(M->b, fits, LLVMBuildNot(M->b, cg_failed(f), ""), ""));
-    rec_rows(f, s, ir_kid(m, r, 4), &self, sigma);
+    ir_ref body = ir_kid(m, r, 4);
+    if (M->target == CG_TARGET_CPU && rd.offmin[0] >= -REC_DIAG_REACH &&
+        rd.offmax[0] <= REC_DIAG_REACH && rd.offmin[1] >= -REC_DIAG_REACH &&
+        cg_rec_body_plain(m, &rd, body, true)) {
+      /* by anti-diagonals when the interior may read its inputs unchecked
+       * and the domain is not empty, else row by row */
+      cg_fn_wide_vectors(f);
+      rec_inputs(f, s, sigma);
+      LLVMValueRef go = LLVMBuildAnd(
+          M->b, s->inputs_ok,
+          LLVMBuildICmp(M->b, LLVMIntSGT, cg_seq_size(f, 2, s->ext), cg_i64(M, 0), ""), "");
+      LLVMBasicBlockRef other = cg_seq_if(f, LLVMBuildNot(M->b, go, ""));
+      rec_rows(f, s, body, &self, sigma);
+      cg_seq_endif(f, other);
+      other = cg_seq_if(f, go);
+      rec_diag(f, s, r, body, &self, sigma);
+      cg_seq_endif(f, other);
+    } else {
+      rec_rows(f, s, body, &self, sigma);
+    }
     cg_seq_endif(f, after);
   }
   cg_env_pop(f, nlets);

@@ -148,13 +148,9 @@ static LLVMValueRef rc_cell(cg_fn *f, const rc_kernel *k, LLVMValueRef y0, LLVMV
 /* The walking offsets (o0, o1) of the read `at` of a uniform rank-2
  * recurrence (a read of c->rd.offat). */
 static void rc_walk_offsets(const lw_rec *c, ir_ref at, int64_t *o) {
-  o[0] = o[1] = 0;
-  for (uint32_t j = 0; j < c->rd.noffs; j++)
-    if (c->rd.offat[j] == at) {
-      for (uint32_t d = 0; d < 2; d++)
-        o[d] = lw_rec_sigma(c, d) * c->rd.offs[(size_t)j * c->n + d];
-      return;
-    }
+  cg_rec_read_offsets(&c->rd, at, 2, o);
+  for (uint32_t d = 0; d < 2; d++)
+    o[d] *= lw_rec_sigma(c, d);
 }
 
 /* Anti-diagonal tiles: the ring's element for the read `at` (skel.h). */
@@ -596,54 +592,6 @@ static void rc_window_out(cg_fn *f, rc_kernel *k, const rc_window *win, uint32_t
  * rows and columns, the point wanted). Each row's points arrive in column
  * order, so the rows' folds stay in order, kept per row in `acc`. */
 
-/* The number of anti-diagonals the reads reach back, max -(o0 + o1). */
-static int64_t rc_diag_depth(const lw_rec *c) {
-  int64_t q = 1;
-  for (uint32_t j = 0; j < c->rd.noffs; j++) {
-    int64_t o[2];
-    rc_walk_offsets(c, c->rd.offat[j], o);
-    if (-(o[0] + o[1]) > q)
-      q = -(o[0] + o[1]);
-  }
-  return q;
-}
-
-/* Whether body node e is plain scalar code for the anti-diagonal walk:
- * scalar operations, the array's reads and reads of arrays from outside
- * that interior tiles may prove in range (no calls, loops or arrays). */
-static bool rc_diag_node(const lw_rec *c, ir_ref e, unsigned depth) {
-  const ac_module *m = c->L->m;
-  const ir_node *nd = ir_node_get(m, e);
-  if (depth > 200)
-    return false;
-  switch ((ir_op)nd->op) {
-  case IR_INDEX: {
-    bool input = false;
-    for (uint32_t j = 0; j < c->rd.ninputs; j++)
-      input = input || c->rd.inputs[j].at == e;
-    if (!input && !cg_rec_read_ordered(&c->rd, e))
-      return false;
-    break;
-  }
-  case IR_VAR:
-  case IR_LIT:
-  case IR_TUPLE:
-  case IR_PROJ:
-  case IR_LET:
-  case IR_LETTUP:
-  case IR_IF:
-  case IR_CAST:
-    break;
-  default:
-    if (!ir_op_is_scalar(nd->op))
-      return false;
-  }
-  for (uint32_t i = 0; i < nd->nkids; i++)
-    if (ir_kid(m, e, i) && !rc_diag_node(c, ir_kid(m, e, i), depth + 1))
-      return false;
-  return true;
-}
-
 /* (reads reaching at most RC_DIAG_REACH back in each dimension: the ring
  * has at most 2 RC_DIAG_REACH + 1 slots, each slot's pointer computed per
  * anti-diagonal) */
@@ -652,7 +600,7 @@ static bool rc_diag_node(const lw_rec *c, ir_ref e, unsigned depth) {
 static bool rc_diag_ok(const lw_rec *c, const rc_window *win) {
   return c->n == 2 && c->rd.uniform && !c->tmp && !(win && win->fold && win->tmp) &&
          lw_rec_reach(c, 0) <= RC_DIAG_REACH && lw_rec_reach(c, 1) <= RC_DIAG_REACH &&
-         rc_diag_node(c, c->body, 0);
+         cg_rec_body_plain(c->L->m, &c->rd, c->body, false);
 }
 
 /* Copies the points of anti-diagonal s in rows [rlo, rhi) between its
@@ -704,7 +652,9 @@ static void rc_tile_diag(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRe
   cg_module *M = f->M;
   const lw_rec *c = k->c;
   ir_type elem = ir_node_get(c->L->m, c->body)->type;
-  int64_t dr = lw_rec_reach(c, 0), dc = lw_rec_reach(c, 1), depth = rc_diag_depth(c);
+  int sigma[2] = {lw_rec_sigma(c, 0), lw_rec_sigma(c, 1)};
+  int64_t dr = lw_rec_reach(c, 0), dc = lw_rec_reach(c, 1),
+          depth = cg_rec_diag_depth(&c->rd, sigma);
   LLVMValueRef zero = cg_i64(M, 0), one = cg_i64(M, 1), kk = cg_i64(M, depth + 1);
   LLVMValueRef rows = LLVMBuildSub(M->b, e[0], b[0], ""), cols = LLVMBuildSub(M->b, e[1], b[1], "");
   LLVMValueRef len = LLVMBuildAdd(M->b, rows, cg_i64(M, dr), "");
