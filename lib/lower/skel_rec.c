@@ -600,7 +600,7 @@ static void rc_window_out(cg_fn *f, rc_kernel *k, const rc_window *win, uint32_t
 static bool rc_diag_ok(const lw_rec *c, const rc_window *win) {
   return c->n == 2 && c->rd.uniform && !c->tmp && !(win && win->fold && win->tmp) &&
          lw_rec_reach(c, 0) <= RC_DIAG_REACH && lw_rec_reach(c, 1) <= RC_DIAG_REACH &&
-         cg_rec_body_plain(c->L->m, &c->rd, c->body, false);
+         cg_rec_body_plain(c->L->m, &c->rd, c->body, true);
 }
 
 /* Copies the points of anti-diagonal s in rows [rlo, rhi) between its
@@ -645,6 +645,41 @@ static LLVMValueRef rc_smin(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, a, b, ""), a, b, "");
 }
 
+/* The points of anti-diagonal s of an interior tile at b in rows [rlo,
+ * rhi) into its ring slot; the rows' folds so far in acc (k->fold_fn). */
+static void rc_diag_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRef *b,
+                           LLVMValueRef s, LLVMValueRef rlo, LLVMValueRef rhi, const cg_val *acc) {
+  cg_module *M = f->M;
+  const lw_rec *c = k->c;
+  ir_type elem = ir_node_get(c->L->m, c->body)->type;
+  cg_loop pl;
+  LLVMValueRef r = cg_loop_begin(f, &pl, rlo, rhi);
+  LLVMValueRef y[2] = {LLVMBuildAdd(M->b, b[0], r, ""),
+                       LLVMBuildAdd(M->b, b[1], LLVMBuildSub(M->b, s, r, ""), "")};
+  LLVMValueRef x[2], t = cg_i64(M, 0);
+  for (uint32_t d = 0; d < 2; d++) {
+    /* interior: the reads stay inside in both dimensions */
+    cg_assume(f, LLVMBuildICmp(M->b, LLVMIntSGE, y[d], cg_i64(M, lw_rec_reach(c, d)), ""));
+    x[d] = lw_rec_walking(f, k, d, y[d]);
+    t = LLVMBuildAdd(M->b, t, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), x[d], ""), "");
+  }
+  k->drow = r;
+  LLVMValueRef pmark;
+  lw_rec_point_begin(f, k, self, x, t, &pmark);
+  cg_val v;
+  cg_expr(f, c->body, &v);
+  sk_store(f, &k->ring,
+           LLVMBuildAdd(M->b, k->dslot[0], LLVMBuildAdd(M->b, r, cg_i64(M, k->ddr), ""), ""), &v);
+  lw_rec_point_end(f, k, pmark);
+  if (k->fold_fn) {
+    cg_val a, next;
+    sk_load(f, acc, elem, r, &a);
+    sk_apply2(f, k->fold_fn, &a, &v, false, k->fold_tmp, &next);
+    sk_store(f, acc, r, &next);
+  }
+  cg_loop_end(f, &pl);
+}
+
 /* The interior tile from b to e (walking coordinates) by anti-diagonals;
  * with a window, `at` is the point wanted (walking, or NULLs). */
 static void rc_tile_diag(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRef *b,
@@ -679,6 +714,8 @@ static void rc_tile_diag(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRe
     sk_store(f, &acc, r, &start);
     cg_loop_end(f, &il);
   }
+  LLVMValueRef flag = cg_alloca(f, M->t_i1), zslot = cg_alloca(f, M->t_i64);
+  LLVMBuildStore(M->b, zero, zslot);
   k->diag = true;
   k->ddr = dr;
   k->dslot = cg_new(M, (size_t)(depth + 1) * sizeof *k->dslot);
@@ -703,32 +740,17 @@ static void rc_tile_diag(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRe
   /* the points: rows max(0, s - cols + 1) .. min(rows, s + 1) */
   LLVMValueRef rlo = rc_smax(M, zero, LLVMBuildAdd(M->b, LLVMBuildSub(M->b, s, cols, ""), one, ""));
   LLVMValueRef rhi = rc_smin(M, rows, LLVMBuildAdd(M->b, s, one, ""));
-  cg_loop pl;
-  LLVMValueRef r = cg_loop_begin(f, &pl, rlo, rhi);
-  LLVMValueRef y[2] = {LLVMBuildAdd(M->b, b[0], r, ""),
-                       LLVMBuildAdd(M->b, b[1], LLVMBuildSub(M->b, s, r, ""), "")};
-  LLVMValueRef x[2], t = zero;
-  for (uint32_t d = 0; d < 2; d++) {
-    /* interior: the reads stay inside in both dimensions */
-    cg_assume(f, LLVMBuildICmp(M->b, LLVMIntSGE, y[d], cg_i64(M, lw_rec_reach(c, d)), ""));
-    x[d] = lw_rec_walking(f, k, d, y[d]);
-    t = LLVMBuildAdd(M->b, t, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), x[d], ""), "");
-  }
-  k->drow = r;
-  LLVMValueRef pmark;
-  lw_rec_point_begin(f, k, self, x, t, &pmark);
-  cg_val v;
-  cg_expr(f, c->body, &v);
-  sk_store(f, &k->ring,
-           LLVMBuildAdd(M->b, k->dslot[0], LLVMBuildAdd(M->b, r, cg_i64(M, dr), ""), ""), &v);
-  lw_rec_point_end(f, k, pmark);
-  if (k->fold_fn) {
-    cg_val a, next;
-    sk_load(f, &acc, elem, r, &a);
-    sk_apply2(f, k->fold_fn, &a, &v, false, k->fold_tmp, &next);
-    sk_store(f, &acc, r, &next);
-  }
-  cg_loop_end(f, &pl);
+  /* with the index checks of the reads not proven deferred (cg_fn.defer):
+   * when one fails, the anti-diagonal's points again, with the checks */
+  LLVMBuildStore(M->b, LLVMConstInt(M->t_i1, 0, 0), flag);
+  f->defer = flag;
+  f->defer_zero = zslot;
+  rc_diag_points(f, k, self, b, s, rlo, rhi, &acc);
+  f->defer = NULL;
+  f->defer_zero = NULL;
+  LLVMBasicBlockRef again = sk_if(f, LLVMBuildLoad2(M->b, M->t_i1, flag, ""));
+  rc_diag_points(f, k, self, b, s, rlo, rhi, &acc);
+  sk_endif(f, again);
   /* the points out of the ring: all of them to the table; to a window's
    * scratch its last rows, its last columns and the point wanted */
   if (!win) {
