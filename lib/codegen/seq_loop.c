@@ -514,6 +514,32 @@ static void rec_rows(cg_fn *f, seq_rec *s, ir_ref body, const cg_val *self, cons
  * residues) deferred (cg_fn.defer): when one fails, that anti-diagonal's
  * points are computed again with the checks, which report it. */
 
+/* for (r = from; r < to; r++) { ..., or in a group (f->coop, a warp or a
+ * block computing the recurrence together) thread t's share, r = from +
+ * t, from + t + G, ..., with coop cleared inside (each thread its own
+ * points); returns r. rec_group_end closes it. */
+static LLVMValueRef rec_group_begin(cg_fn *f, cg_loop *l, LLVMValueRef from, LLVMValueRef to,
+                                    uint8_t *mode) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  *mode = f->coop;
+  if (*mode == CG_COOP_NONE)
+    return cg_loop_begin(f, l, from, to);
+  LLVMValueRef t, g, zero = cg_i64(M, 0);
+  cg_coop_rank(f, *mode, &t, &g);
+  LLVMValueRef left = cg_seq_smax(f, LLVMBuildSub(B, LLVMBuildSub(B, to, from, ""), t, ""), zero);
+  LLVMValueRef cnt =
+      LLVMBuildUDiv(B, LLVMBuildAdd(B, left, LLVMBuildSub(B, g, cg_i64(M, 1), ""), ""), g, "");
+  LLVMValueRef u = cg_loop_begin(f, l, zero, cnt);
+  f->coop = CG_COOP_NONE;
+  return LLVMBuildAdd(B, LLVMBuildAdd(B, from, t, ""), LLVMBuildMul(B, u, g, ""), "");
+}
+
+static void rec_group_end(cg_fn *f, cg_loop *l, uint8_t mode) {
+  cg_loop_end(f, l);
+  f->coop = mode;
+}
+
 /* The points of anti-diagonal d in rows from..to-1; `proven`: inside the
  * reads' reach (no domain checks, the reads of s->inputs unchecked). The
  * rows' folds so far are acc's. */
@@ -531,7 +557,8 @@ static void rec_diag_points(cg_fn *f, seq_rec *s, ir_ref body, const cg_val *sel
     f->nunchecked = s->ninputs;
   }
   cg_loop l;
-  LLVMValueRef r = cg_loop_begin(f, &l, from, to);
+  uint8_t mode;
+  LLVMValueRef r = rec_group_begin(f, &l, from, to, &mode);
   LLVMValueRef pt[2] = {rec_walk(f, s, 0, s->dsigma[0], r), LLVMBuildSub(B, d, r, "")};
   if (proven) /* so that the body's tests of the first rows and columns fold */
     for (uint32_t k = 0; k < 2; k++)
@@ -558,16 +585,21 @@ static void rec_diag_points(cg_fn *f, seq_rec *s, ir_ref body, const cg_val *sel
   cg_seq_store(f, acc, r, &res);
   cg_seq_release(f, mark);
   cg_env_pop(f, 3);
-  cg_loop_end(f, &l);
+  rec_group_end(f, &l, mode);
   s->proven = false;
   f->unchecked = unchecked;
   f->nunchecked = nunchecked;
 }
 
-/* The rows' folds of the recurrence r (not empty, its reads' inputs proven
- * in the interior: s->inputs_ok) by anti-diagonals, into s->fold_out. */
+/* The rows' folds of the recurrence r (not empty) by anti-diagonals, into
+ * s->fold_out; with `fast` (its reads' inputs proven in the interior:
+ * s->inputs_ok holds), the interior's points without the checks, on the
+ * CPU with the other reads' checks deferred. In a group (f->coop) the
+ * ring, the rows' folds and the result are the group's, each thread
+ * computes its share of each anti-diagonal's points, and the group meets
+ * after each. */
 static void rec_diag(cg_fn *f, seq_rec *s, ir_ref r, ir_ref body, const cg_val *self,
-                     const int *sigma) {
+                     const int *sigma, bool fast) {
   cg_module *M = f->M;
   LLVMBuilderRef B = M->b;
   LLVMValueRef rows = s->ext[0], cols = s->ext[1], zero = cg_i64(M, 0), one = cg_i64(M, 1);
@@ -577,16 +609,26 @@ static void rec_diag(cg_fn *f, seq_rec *s, ir_ref r, ir_ref body, const cg_val *
   s->dsigma[1] = sigma[1];
   /* the ring (a slot of `rows` points per anti-diagonal), the rows' folds */
   LLVMValueRef size = LLVMBuildMul(B, rows, kk, "");
+  uint8_t group = f->coop, mode;
   s->dring = cg_new(M, (self->n + 1) * sizeof *s->dring);
-  for (uint32_t i = 0; i < self->n; i++)
-    cg_new_array(f, (ac_scalar)self->l[i].sc, 1, &size, r, &s->dring[i]);
+  for (uint32_t i = 0; i < self->n; i++) {
+    s->dring[i].sc = self->l[i].sc;
+    if (group == CG_COOP_NONE)
+      cg_new_array(f, (ac_scalar)self->l[i].sc, 1, &size, r, &s->dring[i]);
+  }
+  if (group != CG_COOP_NONE)
+    cg_coop_new_arrays(f, r, 1, &size, self->n, s->dring);
   cg_val accv;
   seq_arr acc;
-  cg_seq_alloc(f, r, ir_ty_array(M->ctx, s->fold_z->type, 1), 1, &rows, &accv, &acc);
+  cg_seq_alloc_elems(f, r, ir_ty_array(M->ctx, s->fold_z->type, 1), 1, &rows, &accv, &acc);
+  /* not when an allocation failed (a GPU thread's temporary memory
+   * exhausted: the group must not write through its pointers) */
+  LLVMBasicBlockRef allocated = cg_seq_if(f, LLVMBuildNot(B, cg_failed(f), ""));
   cg_loop il;
-  LLVMValueRef i = cg_loop_begin(f, &il, zero, rows);
+  LLVMValueRef i = rec_group_begin(f, &il, zero, rows, &mode);
   cg_seq_store(f, &acc, i, s->fold_z);
-  cg_loop_end(f, &il);
+  rec_group_end(f, &il, mode);
+  cg_coop_sync(f, group);
   LLVMValueRef defer = f->defer, defer_zero = f->defer_zero;
   LLVMValueRef flag = cg_alloca(f, M->t_i1), zslot = cg_alloca(f, M->t_i64);
   LLVMBuildStore(B, zero, zslot);
@@ -606,24 +648,31 @@ static void rec_diag(cg_fn *f, seq_rec *s, ir_ref r, ir_ref body, const cg_val *
   LLVMValueRef t2 = cg_seq_smax(
       f, t1, cg_seq_smin(f, rhi, LLVMBuildSub(B, d, cg_i64(M, rec_reach(s, 1, sigma[1]) - 1), "")));
   rec_diag_points(f, s, body, self, &acc, d, rlo, t1, false);
-  LLVMBuildStore(B, LLVMConstInt(M->t_i1, 0, 0), flag);
-  f->defer = flag;
-  f->defer_zero = zslot;
-  rec_diag_points(f, s, body, self, &acc, d, t1, t2, true);
-  f->defer = defer;
-  f->defer_zero = defer_zero;
-  LLVMBasicBlockRef after = cg_seq_if(f, LLVMBuildLoad2(B, M->t_i1, flag, ""));
-  rec_diag_points(f, s, body, self, &acc, d, t1, t2, true); /* reports the failure */
-  cg_seq_endif(f, after);
+  if (fast && M->target == CG_TARGET_CPU) {
+    LLVMBuildStore(B, LLVMConstInt(M->t_i1, 0, 0), flag);
+    f->defer = flag;
+    f->defer_zero = zslot;
+    rec_diag_points(f, s, body, self, &acc, d, t1, t2, true);
+    f->defer = defer;
+    f->defer_zero = defer_zero;
+    LLVMBasicBlockRef after = cg_seq_if(f, LLVMBuildLoad2(B, M->t_i1, flag, ""));
+    rec_diag_points(f, s, body, self, &acc, d, t1, t2, true); /* reports the failure */
+    cg_seq_endif(f, after);
+  } else {
+    rec_diag_points(f, s, body, self, &acc, d, t1, t2, fast);
+  }
   rec_diag_points(f, s, body, self, &acc, d, t2, rhi, false);
+  cg_coop_sync(f, group); /* the anti-diagonal, before the next reads it */
   cg_loop_end(f, &dl);
   s->dring = NULL;
   /* the rows' folds, in the rows' 0-based order */
-  i = cg_loop_begin(f, &il, zero, rows);
+  i = rec_group_begin(f, &il, zero, rows, &mode);
   cg_val done;
   cg_seq_load(f, &acc, NULL, i, s->fold_z->type, &done);
   cg_seq_store(f, s->fold_out, rec_walk(f, s, 0, sigma[0], i), &done);
-  cg_loop_end(f, &il);
+  rec_group_end(f, &il, mode);
+  cg_coop_sync(f, group);
+  cg_seq_endif(f, allocated);
 }
 
 /* The walking direction of each dimension for rec_rows, or false when the
@@ -835,13 +884,15 @@ static void rec_window(cg_fn *f, seq_rec *s, ir_ref r, ir_type t) {
  * dimension upwards (so each row's fold sees its elements in order, as the
  * fold would: results are bit for bit the table's), and f cannot fail (so
  * the first error is the one the table's order gives). The table's size is
- * still checked as its allocation would be. Returns false, having emitted
- * nothing, when the fold is not of this kind. */
+ * still checked as its allocation would be. A plain scalar body goes by
+ * anti-diagonals instead on the CPU (in SIMD) and in a warp or block that
+ * computes the element together (f->coop: each thread its share of every
+ * anti-diagonal, lib/passes/nesting.c's ns_rec_fold chose it); another
+ * body in such a group is computed by its first thread alone. Returns
+ * false, having emitted nothing, when the fold is not of this kind. */
 bool cg_seq_rec_fold(cg_fn *f, ir_ref e, cg_val *out) {
   cg_module *M = f->M;
   const ac_module *m = M->m;
-  if (f->coop != CG_COOP_NONE)
-    return false;
   ir_ref lam = ir_kid(m, e, 0), arr = ir_kid(m, e, 2);
   if (ir_node_get(m, lam)->op != IR_LAM)
     return false;
@@ -895,6 +946,11 @@ bool cg_seq_rec_fold(cg_fn *f, ir_ref e, cg_val *out) {
     cg_env_push(f, &v);
     l = ir_kid(m, l, 1);
   }
+  ir_ref body = ir_kid(m, r, 4);
+  /* plain scalar code: by anti-diagonals on the CPU (in SIMD) and in a
+   * group (each thread its share of the rows) */
+  bool plain = rd.offmin[1] >= -REC_DIAG_REACH && cg_rec_body_plain(m, &rd, body, true);
+  uint8_t group = f->coop;
   seq_rec *s = rec_begin(f, r, &rd);
   if (s) {
     cg_seq_size_check(f, r, 2, s->ext); /* the table's, as cg_seq_alloc would */
@@ -902,9 +958,8 @@ bool cg_seq_rec_fold(cg_fn *f, ir_ref e, cg_val *out) {
     s->sext = cg_new(M, 3 * sizeof *s->sext);
     s->sext[0] = cg_i64(M, s->ring);
     s->sext[1] = s->ext[1];
-    rec_window(f, s, r, rn->type);
     seq_arr o;
-    cg_seq_alloc(f, e, ir_node_get(m, e)->type, 1, s->ext, out, &o);
+    cg_seq_alloc_elems(f, e, ir_node_get(m, e)->type, 1, s->ext, out, &o);
     LLVMValueRef fits = rec_fits(f, s);
     cg_seq_check(f, r, fits, "rec: the schedule overflows on a domain this large", 0, NULL);
     cg_val self;
@@ -918,13 +973,33 @@ bool cg_seq_rec_fold(cg_fn *f, ir_ref e, cg_val *out) {
     cg_var_new(f, z.type, s->fold_acc);
     LLVMBasicBlockRef after =
         cg_seq_if(f, LLVMBuildAnd(M->b, fits, LLVMBuildNot(M->b, cg_failed(f), ""), ""));
-    ir_ref body = ir_kid(m, r, 4);
-    if (M->target == CG_TARGET_CPU && rd.offmin[0] >= -REC_DIAG_REACH &&
-        rd.offmax[0] <= REC_DIAG_REACH && rd.offmin[1] >= -REC_DIAG_REACH &&
-        cg_rec_body_plain(m, &rd, body, true)) {
+    if (plain && group != CG_COOP_NONE) {
+      /* the group, the interior unchecked when its inputs are in range
+       * (an empty domain: each row's fold is z) */
+      rec_inputs(f, s, sigma);
+      LLVMBasicBlockRef other = cg_seq_if(f, s->inputs_ok);
+      rec_diag(f, s, r, body, &self, sigma, true);
+      cg_seq_endif(f, other);
+      other = cg_seq_if(f, LLVMBuildNot(M->b, s->inputs_ok, ""));
+      rec_diag(f, s, r, body, &self, sigma, false);
+      cg_seq_endif(f, other);
+    } else if (group != CG_COOP_NONE) {
+      /* the group's first thread alone, row by row; the others wait */
+      LLVMValueRef t, g;
+      cg_coop_rank(f, group, &t, &g);
+      f->coop = CG_COOP_NONE;
+      LLVMBasicBlockRef first_only =
+          cg_seq_if(f, LLVMBuildICmp(M->b, LLVMIntEQ, t, cg_i64(M, 0), ""));
+      rec_window(f, s, r, rn->type);
+      rec_rows(f, s, body, &self, sigma);
+      cg_seq_endif(f, first_only);
+      f->coop = group;
+      cg_coop_sync(f, group);
+    } else if (plain && M->target == CG_TARGET_CPU) {
       /* by anti-diagonals when the interior may read its inputs unchecked
        * and the domain is not empty, else row by row */
       cg_fn_wide_vectors(f);
+      rec_window(f, s, r, rn->type);
       rec_inputs(f, s, sigma);
       LLVMValueRef go = LLVMBuildAnd(
           M->b, s->inputs_ok,
@@ -933,9 +1008,10 @@ bool cg_seq_rec_fold(cg_fn *f, ir_ref e, cg_val *out) {
       rec_rows(f, s, body, &self, sigma);
       cg_seq_endif(f, other);
       other = cg_seq_if(f, go);
-      rec_diag(f, s, r, body, &self, sigma);
+      rec_diag(f, s, r, body, &self, sigma, true);
       cg_seq_endif(f, other);
     } else {
+      rec_window(f, s, r, rn->type);
       rec_rows(f, s, body, &self, sigma);
     }
     cg_seq_endif(f, after);

@@ -31,17 +31,17 @@
  * reads, or reads nothing at all: a computed row (generate(m, |j| f(i, j))
  * with m independent of the element), where a group gains no coalescing
  * but parallelism, which the plan wants only while the elements are few
- * (lib/lower/gpu.c estimates such a row by its extent). ps_coop_code accepts element code with such a fold, unless it
- * also has an array operation that every thread of the group would
- * compute in full (a recurrence, a scatter): besides folds
- * and views, only the operations that the group computes together into
- * one array: the element-wise ones, each thread its share of the
- * elements (generate, map, gather, backpermute, iota, fill; Copperhead's
- * SpMV gathers its row of x that way before folding it), scans from
- * either end (scan, scan_incl, scanr, scanr_incl), by warp scans, and
- * filters, by ballots: ps_coop_array_op.
- * The sequentialise pass does not warn about those operations, nor about
- * the group's folds, in element code it accepts.
+ * (lib/lower/gpu.c estimates such a row by its extent). ps_coop_code accepts element code with such
+ * a fold, unless it also has an array operation that every thread of the group would compute in
+ * full (a recurrence other than the one below, a scatter): besides folds and views, only the
+ * operations that the group computes together into one array: the element-wise ones, each thread
+ * its share of the elements (generate, map, gather, backpermute, iota, fill; Copperhead's SpMV
+ * gathers its row of x that way before folding it), scans from either end (scan, scan_incl, scanr,
+ * scanr_incl), by warp scans, and filters, by ballots: ps_coop_array_op; and the fold of the rows
+ * of a rank-2 recurrence (ns_rec_fold: the group computes the recurrence by anti-diagonals, each
+ * thread its share of the rows; Smith-Waterman's score of one pair, ADEPT's and CUDASW++'s
+ * intra-task mapping). The sequentialise pass does not warn about those operations, nor about the
+ * group's folds, in element code it accepts.
  */
 #include "passes/pass.h"
 
@@ -317,6 +317,55 @@ typedef struct ns_rows {
   uint32_t base;
 } ns_rows;
 
+/* The recurrence of fold(f, z, r) when r is one of rank 2, through lets
+ * and a field (`(rec ...).k`), and f cannot fail: the fold of its rows,
+ * which a group computes together by anti-diagonals (lib/codegen/
+ * seq_loop.c, cg_seq_rec_fold); *lets gets the lets' count. Else IR_NONE. */
+static ir_ref ns_rec_fold(const ac_module *m, ir_ref r, uint32_t *lets) {
+  const ir_node *n = ir_node_get(m, r);
+  if (n->op != IR_FOLD || n->nkids != 3 || ir_node_get(m, ir_kid(m, r, 0))->op != IR_LAM ||
+      ps_may_fail(m, ir_kid(m, ir_kid(m, r, 0), 0)))
+    return IR_NONE;
+  ir_ref a = ir_kid(m, r, 2);
+  *lets = 0;
+  while (ir_node_get(m, a)->op == IR_LET) {
+    a = ir_kid(m, a, 1);
+    (*lets)++;
+  }
+  if (ir_node_get(m, a)->op == IR_PROJ)
+    a = ir_kid(m, a, 0);
+  const ir_node *rn = ir_node_get(m, a);
+  return rn->op == IR_REC && rn->attr == 2 && rn->nkids == 5 ? a : IR_NONE;
+}
+
+/* A function body (after lets) that is the fold of a rank-2 recurrence's
+ * rows (ns_rec_fold), or a fold of that (the maximum over the table:
+ * Smith-Waterman's score), with nothing else that every thread would
+ * compute in full. */
+static bool ns_rec_fold_body(const ac_module *m, ir_ref b, uint32_t depth) {
+  while (ir_node_get(m, b)->op == IR_LET) {
+    if (ns_heavy(m, ir_kid(m, b, 0), depth + 1))
+      return false;
+    b = ir_kid(m, b, 1);
+  }
+  const ir_node *n = ir_node_get(m, b);
+  if (n->op != IR_FOLD || n->nkids != 3 || ns_heavy(m, ir_kid(m, b, 1), depth + 1))
+    return false;
+  uint32_t lets;
+  ir_ref rec = ns_rec_fold(m, b, &lets);
+  if (!rec)
+    return depth == 0 && ir_node_get(m, ir_kid(m, b, 2))->op == IR_FOLD &&
+           ns_rec_fold_body(m, ir_kid(m, b, 2), depth + 1);
+  ir_ref a = ir_kid(m, b, 2);
+  for (uint32_t i = 0; i < lets; i++, a = ir_kid(m, a, 1))
+    if (ns_heavy(m, ir_kid(m, a, 0), depth + 1))
+      return false;
+  for (uint32_t k = 0; k < 4; k++)
+    if (ns_heavy(m, ir_kid(m, rec, k), depth + 1))
+      return false;
+  return true;
+}
+
 static ns_found ns_find(const ac_module *m, ir_ref r, uint32_t base, int64_t ex, bool lane,
                         uint32_t depth, ns_rows *rows) {
   if (depth > NS_MAX_DEPTH)
@@ -324,6 +373,20 @@ static ns_found ns_find(const ac_module *m, ir_ref r, uint32_t base, int64_t ex,
   const ir_node *n = ir_node_get(m, r);
   bool arrop = ps_is_array_op(m, r);
   ir_ref ext;
+  uint32_t lets;
+  ir_ref rec = lane ? IR_NONE : ns_rec_fold(m, r, &lets);
+  if (rec) {
+    /* the group's: z, the lets, the bounds are uniform code; the body is
+     * each thread's (its points) */
+    ns_found found = ns_find(m, ir_kid(m, r, 1), base, ex, false, depth + 1, rows);
+    ir_ref a = ir_kid(m, r, 2);
+    uint32_t b = 0;
+    for (uint32_t i = 0; i < lets && found != NS_HEAVY; i++, b++, a = ir_kid(m, a, 1))
+      found = ns_find(m, ir_kid(m, a, 0), base + b, ex < 0 ? ex : ex + b, false, depth + 1, rows);
+    for (uint32_t k = 0; k < 4 && found != NS_HEAVY; k++)
+      found = ns_find(m, ir_kid(m, rec, k), base + b, ex < 0 ? ex : ex + b, false, depth + 1, rows);
+    return found == NS_HEAVY ? NS_HEAVY : NS_FOLD;
+  }
   if (!lane && ns_coop_row(m, r, base, ex, &ext)) {
     if (ext && rows && !rows->ext)
       *rows = (ns_rows){ext, base};
@@ -339,13 +402,15 @@ static ns_found ns_find(const ac_module *m, ir_ref r, uint32_t base, int64_t ex,
       !(n->op == IR_SLICE && ir_ty_info(m->ctx, n->type).kind == TK_ARRAY &&
         ir_ty_info(m->ctx, n->type).rank == 1))
     return NS_HEAVY;
+  ns_found found = NS_NOTHING;
   if (!lane && (n->op == IR_CALL || n->op == IR_FNREF) && n->attr >= 0 &&
       (uint64_t)n->attr < m->nfuncs) {
     const ir_func *fn = &m->funcs[n->attr];
-    if (!fn->is_extern && fn->body && ns_heavy(m, fn->body, depth + 1))
+    if (n->op == IR_CALL && !fn->is_extern && fn->body && ns_rec_fold_body(m, fn->body, 0))
+      found = NS_FOLD; /* a recurrence's score, computed by the group */
+    else if (!fn->is_extern && fn->body && ns_heavy(m, fn->body, depth + 1))
       return NS_HEAVY;
   }
-  ns_found found = NS_NOTHING;
   for (uint32_t i = 0; i < n->nkids && found != NS_HEAVY; i++) {
     ir_ref k = ir_kid(m, r, i);
     if (!k)
@@ -390,4 +455,16 @@ bool ps_coop_code_rows(const ac_module *m, ir_ref code, bool indexed, ir_ref *ex
     *base = rows.base;
   }
   return true;
+}
+
+bool ps_coop_rec_fold(const ac_module *m, ir_ref r) {
+  uint32_t lets;
+  const ir_node *n = ir_node_get(m, r);
+  return ns_rec_fold(m, r, &lets) ||
+         (n->op == IR_FOLD && n->nkids == 3 && ns_rec_fold(m, ir_kid(m, r, 2), &lets));
+}
+
+bool ps_coop_rec_fn(const ac_module *m, int64_t fn) {
+  return fn >= 0 && (uint64_t)fn < m->nfuncs && !m->funcs[fn].is_extern && m->funcs[fn].body &&
+         ns_rec_fold_body(m, m->funcs[fn].body, 0);
 }

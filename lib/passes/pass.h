@@ -166,6 +166,11 @@ bool ps_is_array_op(const ac_module *m, ir_ref r);
  * full. */
 bool ps_coop_row(const ac_module *m, ir_ref r, uint32_t base, int64_t ex);
 bool ps_coop_code(const ac_module *m, ir_ref code, bool indexed);
+/* Fold r in element code is the fold of a rank-2 recurrence's rows (or a
+ * fold of one) that a warp or block computes together by anti-diagonals;
+ * function fn's body is such a fold (lib/codegen/seq_loop.c). */
+bool ps_coop_rec_fold(const ac_module *m, ir_ref r);
+bool ps_coop_rec_fn(const ac_module *m, int64_t fn);
 /* ps_coop_code, and when its first group fold is over a computed row (a
  * generate or iota of the row's index alone, whose extent does not depend
  * on the element: generate(n, |i| fold(+, 0, generate(m, |j| f(i, j))))),

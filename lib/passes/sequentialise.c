@@ -84,6 +84,7 @@ typedef struct sq {
    * (ps_coop_code), and the walk is not inside a fold's function or
    * operand (which each thread of the group runs alone) */
   bool coop;
+  bool coop_rec;   /* walking the operand of such a group's recurrence fold (ps_coop_rec_fold) */
   int64_t coop_ix; /* a generate's: the position of its last parameter in names, else -1 */
   ir_ref fused;    /* the producer of the plan-level delay being walked (no kernel of its own) */
   size_t nwarned, capwarned;
@@ -279,14 +280,17 @@ static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
   const ir_node *n = ir_node_get(s->m, r);
   if (!elem && n->op == IR_CALL)
     sq_walk_fn(s, n->attr, depth); /* the callee's plan-level code */
+  bool rec_fold = elem && s->coop && n->op == IR_FOLD && ps_coop_rec_fold(s->m, r);
   bool grouped = elem && s->coop &&
-                 (ps_coop_array_op(s->m, r) ||
+                 (ps_coop_array_op(s->m, r) || rec_fold ||
+                  (s->coop_rec && (n->op == IR_REC || n->op == IR_FOLD)) ||
                   (n->op == IR_FOLD && /* scans are ps_coop_array_op's */
                    ps_coop_row(s->m, r, (uint32_t)s->nnames,
-                                s->coop_ix < 0 ? -1 : (int64_t)s->nnames - 1 - s->coop_ix)));
+                               s->coop_ix < 0 ? -1 : (int64_t)s->nnames - 1 - s->coop_ix)));
   if (elem && ps_is_array_op(s->m, r) && !sq_loopless(s, r) && !grouped)
     sq_report_op(s, r);
-  else if (elem && (n->op == IR_CALL || n->op == IR_FNREF) && sq_fn_heavy(s, n->attr, depth))
+  else if (elem && (n->op == IR_CALL || n->op == IR_FNREF) && sq_fn_heavy(s, n->attr, depth) &&
+           !(s->coop && n->op == IR_CALL && ps_coop_rec_fn(s->m, n->attr)))
     sq_report_fn(s, r);
   for (uint32_t i = 0; i < n->nkids && !s->oom; i++) {
     ir_ref k = ir_kid(s->m, r, i);
@@ -295,8 +299,11 @@ static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
     bool enter = !elem && sq_elem_kid(s->m, r, i);
     size_t saved = s->nnames;
     const char *kind = s->kind;
-    bool coop = s->coop;
+    bool coop = s->coop, coop_rec = s->coop_rec;
     int64_t coop_ix = s->coop_ix;
+    /* a group's recurrence fold: its operand's folds and recurrence are
+     * the group's; the recurrence's body is each thread's */
+    s->coop_rec = rec_fold || (s->coop_rec && n->op != IR_REC && n->op != IR_LAM);
     if (elem && ps_is_array_op(s->m, r)) { /* each thread alone (nesting.c's lanes) */
       ir_op kop = (ir_op)ir_node_get(s->m, k)->op;
       if (kop == IR_LAM || kop == IR_FNREF || kop == IR_DELAY)
@@ -345,6 +352,7 @@ static void sq_walk(sq *s, ir_ref r, bool elem, uint32_t depth) {
     s->nnames = saved;
     s->kind = kind;
     s->coop = coop;
+    s->coop_rec = coop_rec;
     s->coop_ix = coop_ix;
     s->fused = fused;
   }
