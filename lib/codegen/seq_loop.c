@@ -591,8 +591,8 @@ static void rec_diag_points(cg_fn *f, seq_rec *s, ir_ref body, const cg_val *sel
   f->nunchecked = nunchecked;
 }
 
-/* The rows' folds of the recurrence r (not empty) by anti-diagonals, into
- * s->fold_out; with `fast` (its reads' inputs proven in the interior:
+/* The rows' folds of the recurrence r by anti-diagonals, into s->fold_out
+ * (z for the rows of an empty domain); with `fast` (its reads' inputs proven in the interior:
  * s->inputs_ok holds), the interior's points without the checks, on the
  * CPU with the other reads' checks deferred. In a group (f->coop) the
  * ring, the rows' folds and the result are the group's, each thread
