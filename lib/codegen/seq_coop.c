@@ -360,8 +360,12 @@ void cg_coop_new_arrays(cg_fn *f, ir_ref at, uint32_t rank, LLVMValueRef *ext, u
   uint8_t mode = f->coop;
   LLVMValueRef t, g;
   cg_coop_rank(f, mode, &t, &g);
-  LLVMValueRef *slot = cg_new(M, (n ? n : 1) * sizeof *slot);
-  for (uint32_t i = 0; i < n; i++) {
+  /* slot n: whether the call is still without failure after the
+   * allocations (after one failed, cg_new_array's pointer is a dummy
+   * that no thread may write through: the arrays are then empty for the
+   * whole group, as they would be for one thread) */
+  LLVMValueRef *slot = cg_new(M, (n + 1) * sizeof *slot);
+  for (uint32_t i = 0; i <= n; i++) {
     slot[i] = cg_alloca(f, M->t_i64);
     LLVMBuildStore(B, cg_i64(M, 0), slot[i]);
   }
@@ -372,15 +376,16 @@ void cg_coop_new_arrays(cg_fn *f, ir_ref at, uint32_t rank, LLVMValueRef *ext, u
     cg_new_array(f, (ac_scalar)l[i].sc, rank, ext, at, &l[i]);
     LLVMBuildStore(B, LLVMBuildPtrToInt(B, l[i].v, M->t_i64, ""), slot[i]);
   }
+  LLVMBuildStore(B, LLVMBuildZExt(B, LLVMBuildNot(B, cg_failed(f), ""), M->t_i64, ""), slot[n]);
   cg_seq_endif(f, after);
   f->coop = mode;
   /* its addresses to the others */
   LLVMValueRef sh = NULL;
   if (mode == CG_COOP_BLOCK) {
-    sh = simt_shared(f, M->t_i64, n ? n : 1, "coop.arrays");
+    sh = simt_shared(f, M->t_i64, n + 1, "coop.arrays");
     simt_barrier(f); /* the previous use's readers are done */
     after = cg_seq_if(f, LLVMBuildICmp(B, LLVMIntEQ, t, cg_i64(M, 0), ""));
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i <= n; i++) {
       LLVMValueRef k = cg_i64(M, i);
       LLVMBuildStore(B, LLVMBuildLoad2(B, M->t_i64, slot[i], ""),
                      LLVMBuildInBoundsGEP2(B, M->t_i64, sh, &k, 1, ""));
@@ -388,15 +393,19 @@ void cg_coop_new_arrays(cg_fn *f, ir_ref at, uint32_t rank, LLVMValueRef *ext, u
     cg_seq_endif(f, after);
     simt_barrier(f);
   }
-  for (uint32_t i = 0; i < n; i++) {
-    LLVMValueRef v;
+  LLVMValueRef *got = cg_new(M, (n + 1) * sizeof *got);
+  for (uint32_t i = 0; i <= n; i++) {
     if (mode == CG_COOP_BLOCK) {
       LLVMValueRef k = cg_i64(M, i);
-      v = LLVMBuildLoad2(B, M->t_i64, LLVMBuildInBoundsGEP2(B, M->t_i64, sh, &k, 1, ""), "");
+      got[i] = LLVMBuildLoad2(B, M->t_i64, LLVMBuildInBoundsGEP2(B, M->t_i64, sh, &k, 1, ""), "");
     } else {
-      v = simt_shfl(f, SIMT_SHFL_IDX, LLVMBuildLoad2(B, M->t_i64, slot[i], ""),
-                    LLVMConstInt(M->t_i32, 0, 0));
+      got[i] = simt_shfl(f, SIMT_SHFL_IDX, LLVMBuildLoad2(B, M->t_i64, slot[i], ""),
+                         LLVMConstInt(M->t_i32, 0, 0));
     }
+  }
+  LLVMValueRef allok = LLVMBuildICmp(B, LLVMIntNE, got[n], cg_i64(M, 0), "");
+  for (uint32_t i = 0; i < n; i++) {
+    LLVMValueRef v = got[i];
     l[i].kind = CL_ARRAY;
     l[i].rank = rank;
     l[i].read = NULL;
@@ -404,7 +413,8 @@ void cg_coop_new_arrays(cg_fn *f, ir_ref at, uint32_t rank, LLVMValueRef *ext, u
     l[i].ro = false;
     l[i].v = LLVMBuildIntToPtr(B, v, M->t_ptr, "");
     l[i].ext = cg_new(M, (rank + 1) * sizeof *l[i].ext);
-    memcpy(l[i].ext, ext, rank * sizeof *ext);
+    for (uint32_t d = 0; d < rank; d++)
+      l[i].ext[d] = LLVMBuildSelect(B, allok, ext[d], cg_i64(M, 0), "");
   }
 }
 
