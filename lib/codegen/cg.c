@@ -726,6 +726,14 @@ void cg_loop_end(cg_fn *f, cg_loop *l) {
 
 /* ---- memory and runtime services ---- */
 
+LLVMValueRef cg_smin(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
+LLVMValueRef cg_smax(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSGT, a, b, ""), a, b, "");
+}
+
 LLVMValueRef cg_i64(cg_module *M, int64_t k) {
   return LLVMConstInt(M->t_i64, (unsigned long long)k, 1);
 }

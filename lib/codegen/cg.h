@@ -294,6 +294,9 @@ LLVMBasicBlockRef cg_block(cg_fn *f, const char *name);
 
 /* ---- memory and runtime services (cg.c) ---- */
 LLVMValueRef cg_i64(cg_module *M, int64_t k);
+/* Signed minimum and maximum of two integers of one type (a select). */
+LLVMValueRef cg_smin(cg_module *M, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef cg_smax(cg_module *M, LLVMValueRef a, LLVMValueRef b);
 /* Row-major linear offset of idx in extents ext (rank values). */
 LLVMValueRef cg_linear(cg_fn *f, uint32_t rank, LLVMValueRef *ext, LLVMValueRef *idx);
 /* v with nuw and nsw when it is an instruction (an add, sub or mul; the

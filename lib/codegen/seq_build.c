@@ -217,7 +217,7 @@ static LLVMValueRef resolve(cg_fn *f, int64_t boundary, LLVMValueRef cur, LLVMVa
      * max(.., 1) keeps the divisions defined */
     bool wrap = boundary == AC_BOUNDARY_WRAP;
     LLVMValueRef period = wrap ? n : LLVMBuildMul(B, last, cg_i64(M, 2), "");
-    LLVMValueRef p = cg_seq_smax(f, period, one);
+    LLVMValueRef p = cg_smax(f->M, period, one);
     LLVMValueRef m = LLVMBuildSRem(B, o, p, "");
     m = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, m, zero, ""), LLVMBuildAdd(B, m, p, ""), m,
                         "");

@@ -270,7 +270,7 @@ void cg_coop_fold_row(cg_fn *f, ir_ref lam, const cg_val *z, seq_row *r, LLVMVal
   bool comm = cg_commutative(M->m, z->type, lam);
   LLVMValueRef w32 = cg_i64(M, SIMT_WARP);
   LLVMValueRef lane = LLVMBuildZExt(B, simt_lane(f), M->t_i64, "");
-  n = cg_seq_smax(f, n, cg_i64(M, 0));
+  n = cg_smax(f->M, n, cg_i64(M, 0));
   /* the warp's part [lo, hi) of the row: an even share in a block */
   LLVMValueRef lo = cg_i64(M, 0), hi = n;
   if (mode == CG_COOP_BLOCK) {
@@ -278,7 +278,7 @@ void cg_coop_fold_row(cg_fn *f, ir_ref lam, const cg_val *z, seq_row *r, LLVMVal
     LLVMValueRef w = LLVMBuildZExt(B, simt_warp(f), M->t_i64, "");
     LLVMValueRef q = LLVMBuildUDiv(B, n, nw, ""), rem = LLVMBuildURem(B, n, nw, "");
     LLVMValueRef early = LLVMBuildICmp(B, LLVMIntULT, w, rem, "");
-    lo = LLVMBuildAdd(B, LLVMBuildMul(B, q, w, ""), cg_seq_smin(f, w, rem), "");
+    lo = LLVMBuildAdd(B, LLVMBuildMul(B, q, w, ""), cg_smin(f->M, w, rem), "");
     hi = LLVMBuildAdd(B, lo, LLVMBuildAdd(B, q, LLVMBuildZExt(B, early, M->t_i64, ""), ""), "");
   }
   co_part p;
@@ -287,7 +287,7 @@ void cg_coop_fold_row(cg_fn *f, ir_ref lam, const cg_val *z, seq_row *r, LLVMVal
   if (comm) {
     /* lane l: elements lo + l, lo + l + 32, ... */
     LLVMValueRef first = LLVMBuildAdd(B, lo, lane, "");
-    LLVMValueRef left = cg_seq_smax(f, LLVMBuildSub(B, hi, first, ""), cg_i64(M, 0));
+    LLVMValueRef left = cg_smax(f->M, LLVMBuildSub(B, hi, first, ""), cg_i64(M, 0));
     LLVMValueRef cnt = LLVMBuildUDiv(B, LLVMBuildAdd(B, left, cg_i64(M, SIMT_WARP - 1), ""), w32, "");
     cg_loop l;
     LLVMValueRef t = cg_loop_begin(f, &l, cg_i64(M, 0), cnt);
@@ -488,7 +488,7 @@ void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, bool right, const cg_val 
   uint8_t mode = ps.mode;
   ir_type elem = ps.elem;
   LLVMValueRef t = ps.t, g = ps.g, lane = ps.lane, zero = cg_i64(M, 0), one = cg_i64(M, 1);
-  n = cg_seq_smax(f, n, zero);
+  n = cg_smax(f->M, n, zero);
   /* a right scan is a left scan of the row read backwards whose operator
    * takes its arguments swapped (f(x, acc)): what comes earlier in the
    * scan order goes on the right of f */
@@ -498,7 +498,7 @@ void cg_coop_scan_row(cg_fn *f, ir_ref lam, bool excl, bool right, const cg_val 
       right ? co_take : co_take_left;
   /* the elements the function is applied to: all but the last of an
    * exclusive scan, which the interpreter never applies it to */
-  LLVMValueRef m = excl ? cg_seq_smax(f, LLVMBuildSub(B, n, one, ""), zero) : n;
+  LLVMValueRef m = excl ? cg_smax(f->M, LLVMBuildSub(B, n, one, ""), zero) : n;
   co_part carry;
   co_part_new(f, elem, &carry);
   if (excl) {

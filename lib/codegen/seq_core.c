@@ -71,16 +71,6 @@ void cg_seq_scalar(cg_module *M, ir_type t, ac_scalar sc, LLVMValueRef v, cg_val
   out->l[0].v = v;
 }
 
-LLVMValueRef cg_seq_smin(cg_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  LLVMBuilderRef B = f->M->b;
-  return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, b, ""), a, b, "");
-}
-
-LLVMValueRef cg_seq_smax(cg_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  LLVMBuilderRef B = f->M->b;
-  return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, a, b, ""), a, b, "");
-}
-
 void cg_seq_ints(cg_fn *f, const cg_val *v, uint32_t n, LLVMValueRef *out) {
   cg_module *M = f->M;
   if (v->n < n) {
@@ -100,7 +90,7 @@ void cg_seq_shape(cg_fn *f, ir_ref at, ir_ref shape, uint32_t rank, LLVMValueRef
   for (uint32_t d = 0; d < rank; d++) {
     LLVMValueRef ok = LLVMBuildICmp(f->M->b, LLVMIntSGE, ext[d], cg_i64(f->M, 0), "");
     cg_seq_check(f, at, ok, "negative extent {0}", 1, &ext[d]);
-    ext[d] = cg_seq_smax(f, ext[d], cg_i64(f->M, 0));
+    ext[d] = cg_smax(f->M, ext[d], cg_i64(f->M, 0));
   }
 }
 
@@ -166,7 +156,7 @@ void cg_seq_view_leaves(cg_fn *f, ir_ref at, const char *what, uint32_t n, cg_le
       cg_seq_put_list(&tb, '[', ']', r, d, 1, 2 + r);
       cg_seq_check_buf(f, at, LLVMBuildICmp(B, LLVMIntEQ, vals[0], vals[1], ""), &tb, 2 + 2 * r,
                        vals);
-      out->ext[d] = cg_seq_smin(f, out->ext[d], l[i].ext[d]);
+      out->ext[d] = cg_smin(f->M, out->ext[d], l[i].ext[d]);
     }
   }
 }
@@ -245,7 +235,7 @@ void cg_seq_unravel(cg_fn *f, uint32_t rank, LLVMValueRef *ext, LLVMValueRef lin
   LLVMBuilderRef B = f->M->b;
   for (uint32_t d = rank; d-- > 0;) {
     /* a zero extent has no elements; max(.., 1) only keeps the division defined */
-    LLVMValueRef e = cg_seq_smax(f, ext[d], cg_i64(f->M, 1));
+    LLVMValueRef e = cg_smax(f->M, ext[d], cg_i64(f->M, 1));
     idx[d] = d ? LLVMBuildURem(B, lin, e, "") : lin;
     if (d)
       lin = LLVMBuildUDiv(B, lin, e, "");
@@ -372,7 +362,7 @@ void cg_seq_elems_begin(cg_fn *f, seq_nest *n, uint32_t rank, LLVMValueRef *ext)
   LLVMValueRef t, g;
   cg_coop_rank(f, n->coop, &t, &g);
   LLVMValueRef total = cg_seq_size(f, rank, ext);
-  LLVMValueRef left = cg_seq_smax(f, LLVMBuildSub(B, total, t, ""), cg_i64(M, 0));
+  LLVMValueRef left = cg_smax(f->M, LLVMBuildSub(B, total, t, ""), cg_i64(M, 0));
   LLVMValueRef cnt = LLVMBuildUDiv(B, LLVMBuildAdd(B, left, LLVMBuildSub(B, g, cg_i64(M, 1), ""), ""),
                                    g, "");
   n->rank = rank;

@@ -302,7 +302,7 @@ void cg_seq_size_check(cg_fn *f, ir_ref at, uint32_t rank, LLVMValueRef *ext) {
     anybig = LLVMBuildOr(B, anybig, LLVMBuildICmp(B, LLVMIntUGT, ext[d], limit, ""), "");
     anyzero = LLVMBuildOr(B, anyzero, LLVMBuildICmp(B, LLVMIntEQ, ext[d], zero, ""), "");
     /* count * e > limit, tested by division (count <= limit throughout) */
-    LLVMValueRef e1 = cg_seq_smax(f, ext[d], one);
+    LLVMValueRef e1 = cg_smax(f->M, ext[d], one);
     prodbig = LLVMBuildOr(B, prodbig,
                           LLVMBuildICmp(B, LLVMIntUGT, count, LLVMBuildUDiv(B, limit, e1, ""), ""),
                           "");

@@ -132,9 +132,6 @@ void cg_seq_check_buf(cg_fn *f, ir_ref at, LLVMValueRef ok, struct ir_buf *b, ui
  * entry d is placeholder `first`, entry j != d is `others + j`. */
 void cg_seq_put_list(struct ir_buf *b, char open, char close, uint32_t rank, uint32_t d,
                      uint32_t first, uint32_t others);
-/* Integer helpers on i64 values. */
-LLVMValueRef cg_seq_smin(cg_fn *f, LLVMValueRef a, LLVMValueRef b);
-LLVMValueRef cg_seq_smax(cg_fn *f, LLVMValueRef a, LLVMValueRef b);
 /* The multi-index of row-major offset lin in extents ext. */
 void cg_seq_unravel(cg_fn *f, uint32_t rank, LLVMValueRef *ext, LLVMValueRef lin,
                     LLVMValueRef *idx);

@@ -329,9 +329,9 @@ static LLVMValueRef rec_fits(cg_fn *f, const seq_rec *s) {
     if (a == 0)
       continue;
     LLVMValueRef c = cg_i64(M, a < 0 ? -a : a);
-    LLVMValueRef span = cg_seq_smax(f, LLVMBuildSub(B, s->ext[d], one, ""), cg_i64(M, 0));
+    LLVMValueRef span = cg_smax(f->M, LLVMBuildSub(B, s->ext[d], one, ""), cg_i64(M, 0));
     LLVMValueRef room = LLVMBuildSDiv(B, LLVMBuildSub(B, cg_i64(M, INT64_MAX), bound, ""),
-                                      cg_seq_smax(f, span, one), "");
+                                      cg_smax(f->M, span, one), "");
     LLVMValueRef over = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, span, cg_i64(M, 0), ""),
                                      LLVMBuildICmp(B, LLVMIntSGT, c, room, ""), "");
     fits = LLVMBuildAnd(B, fits, LLVMBuildNot(B, over, ""), "");
@@ -481,7 +481,7 @@ static void rec_rows(cg_fn *f, seq_rec *s, ir_ref body, const cg_val *self, cons
   /* an interior row: its first columns with checks, the others without
    * (two loops, so that the optimiser sees the bounds of each); another
    * row: every column with checks */
-  LLVMValueRef r1 = cg_seq_smin(f, cg_i64(M, rec_reach(s, n - 1, sigma[n - 1])), s->ext[n - 1]);
+  LLVMValueRef r1 = cg_smin(f->M, cg_i64(M, rec_reach(s, n - 1, sigma[n - 1])), s->ext[n - 1]);
   LLVMBasicBlockRef after = cg_seq_if(f, interior);
   rec_columns(f, s, body, self, pt, sigma, cg_i64(M, 0), r1, false);
   rec_columns(f, s, body, self, pt, sigma, r1, s->ext[n - 1], true);
@@ -527,7 +527,7 @@ static LLVMValueRef rec_group_begin(cg_fn *f, cg_loop *l, LLVMValueRef from, LLV
     return cg_loop_begin(f, l, from, to);
   LLVMValueRef t, g, zero = cg_i64(M, 0);
   cg_coop_rank(f, *mode, &t, &g);
-  LLVMValueRef left = cg_seq_smax(f, LLVMBuildSub(B, LLVMBuildSub(B, to, from, ""), t, ""), zero);
+  LLVMValueRef left = cg_smax(f->M, LLVMBuildSub(B, LLVMBuildSub(B, to, from, ""), t, ""), zero);
   LLVMValueRef cnt =
       LLVMBuildUDiv(B, LLVMBuildAdd(B, left, LLVMBuildSub(B, g, cg_i64(M, 1), ""), ""), g, "");
   LLVMValueRef u = cg_loop_begin(f, l, zero, cnt);
@@ -642,11 +642,12 @@ static void rec_diag(cg_fn *f, seq_rec *s, ir_ref r, ir_ref body, const cg_val *
   }
   /* rows [rlo, rhi): the first rows [rlo, t1), the interior [t1, t2), the
    * first columns [t2, rhi) */
-  LLVMValueRef rlo = cg_seq_smax(f, zero, LLVMBuildAdd(B, LLVMBuildSub(B, d, cols, ""), one, ""));
-  LLVMValueRef rhi = cg_seq_smin(f, rows, LLVMBuildAdd(B, d, one, ""));
-  LLVMValueRef t1 = cg_seq_smax(f, rlo, cg_seq_smin(f, rhi, cg_i64(M, rec_reach(s, 0, sigma[0]))));
-  LLVMValueRef t2 = cg_seq_smax(
-      f, t1, cg_seq_smin(f, rhi, LLVMBuildSub(B, d, cg_i64(M, rec_reach(s, 1, sigma[1]) - 1), "")));
+  LLVMValueRef rlo = cg_smax(f->M, zero, LLVMBuildAdd(B, LLVMBuildSub(B, d, cols, ""), one, ""));
+  LLVMValueRef rhi = cg_smin(f->M, rows, LLVMBuildAdd(B, d, one, ""));
+  LLVMValueRef t1 = cg_smax(f->M, rlo, cg_smin(f->M, rhi, cg_i64(M, rec_reach(s, 0, sigma[0]))));
+  LLVMValueRef t2 =
+      cg_smax(f->M, t1,
+              cg_smin(f->M, rhi, LLVMBuildSub(B, d, cg_i64(M, rec_reach(s, 1, sigma[1]) - 1), "")));
   rec_diag_points(f, s, body, self, &acc, d, rlo, t1, false);
   if (fast && M->target == CG_TARGET_CPU) {
     LLVMBuildStore(B, LLVMConstInt(M->t_i1, 0, 0), flag);
@@ -845,7 +846,7 @@ void cg_seq_rec(cg_fn *f, ir_ref e, cg_val *out) {
 static void rec_window(cg_fn *f, seq_rec *s, ir_ref r, ir_type t) {
   cg_module *M = f->M;
   LLVMBuilderRef B = M->b;
-  LLVMValueRef rows = cg_seq_smin(f, cg_i64(M, s->ring), s->ext[0]);
+  LLVMValueRef rows = cg_smin(f->M, cg_i64(M, s->ring), s->ext[0]);
   cg_val shape;
   cg_val_alloc(M, t, &shape);
   bool same = shape.n > 0;

@@ -372,7 +372,7 @@ void cg_seq_reshape_check(cg_fn *f, ir_ref e, const seq_arr *A, uint32_t q, LLVM
     big = LLVMBuildOr(B, big, LLVMBuildICmp(B, LLVMIntSGT, ext[d], limit, ""), "");
     anyzero = LLVMBuildOr(B, anyzero, LLVMBuildICmp(B, LLVMIntEQ, ext[d], zero, ""), "");
     /* count * ext > limit, tested without overflowing (ext >= 1 here) */
-    LLVMValueRef e1 = cg_seq_smax(f, ext[d], cg_i64(M, 1));
+    LLVMValueRef e1 = cg_smax(f->M, ext[d], cg_i64(M, 1));
     big = LLVMBuildOr(B, big,
                       LLVMBuildICmp(B, LLVMIntSGT, count, LLVMBuildSDiv(B, limit, e1, ""), ""), "");
     count = LLVMBuildSelect(B, big, zero, LLVMBuildMul(B, count, e1, ""), "");

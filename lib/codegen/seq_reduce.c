@@ -68,7 +68,7 @@ static void segs_begin(cg_fn *f, seq_segs *g, const seq_arr *lens, LLVMValueRef 
   g->s = cg_loop_begin(f, &g->loop, cg_i64(M, 0), nsegs);
   g->pos = LLVMBuildLoad2(B, M->t_i64, g->pos_slot, "");
   LLVMValueRef left = LLVMBuildSub(B, n, g->pos, "");
-  g->len = cg_seq_smax(f, cg_seq_smin(f, seg_len(f, lens, g->s), left), cg_i64(M, 0));
+  g->len = cg_smax(f->M, cg_smin(f->M, seg_len(f, lens, g->s), left), cg_i64(M, 0));
 }
 
 static void segs_end(cg_fn *f, seq_segs *g) {

@@ -43,14 +43,6 @@
 #define LW_ADAPT_BLOCK 128u
 #define LW_ADAPT_MAX_CHUNKS ((int64_t)1 << 31)
 
-static LLVMValueRef gp_smax(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSGT, a, b, ""), a, b, "");
-}
-
-static LLVMValueRef gp_smin(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, a, b, ""), a, b, "");
-}
-
 void lw_gpu_leave_if_failed(cg_fn *f) {
   cg_module *M = f->M;
   LLVMBasicBlockRef out = cg_block(f, "failed"), go = cg_block(f, "go");
@@ -132,8 +124,8 @@ cg_fn *lw_adapt_begin(lw *L, const char *name, uint32_t kernel) {
   cg_val cv;
   lw_load(L, f, kernel, &w, &cv);
   LLVMValueRef c = cv.l[0].v, zero = cg_i64(M, 0), one = cg_i64(M, 1);
-  c = gp_smin(M, gp_smax(M, c, one), cg_i64(M, LW_ADAPT_MAX_CHUNKS));
-  LLVMValueRef n = gp_smax(M, f->hi, zero); /* n < 0 is 0 iterations (rt.h) */
+  c = cg_smin(M, cg_smax(M, c, one), cg_i64(M, LW_ADAPT_MAX_CHUNKS));
+  LLVMValueRef n = cg_smax(M, f->hi, zero); /* n < 0 is 0 iterations (rt.h) */
   LLVMValueRef q = LLVMBuildUDiv(M->b, n, c, ""), r = LLVMBuildURem(M->b, n, c, "");
 
   L->open.f = f;

@@ -120,14 +120,6 @@ typedef struct gf_k {
 
 /* ---- small integer helpers (i64) ---- */
 
-static LLVMValueRef gf_min(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, a, b, ""), a, b, "");
-}
-
-static LLVMValueRef gf_max(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSGT, a, b, ""), a, b, "");
-}
-
 /* ceil(a / d) for a >= 0, d > 0. */
 static LLVMValueRef gf_ceil_div(cg_module *M, LLVMValueRef a, LLVMValueRef d) {
   LLVMValueRef t = LLVMBuildNSWAdd(M->b, a, LLVMBuildNSWSub(M->b, d, cg_i64(M, 1), ""), "");
@@ -143,7 +135,7 @@ static LLVMValueRef gf_i64(cg_module *M, LLVMValueRef v32) {
 static void gf_share(cg_module *M, LLVMValueRef i, LLVMValueRef m, LLVMValueRef T,
                      LLVMValueRef *s, LLVMValueRef *e) {
   LLVMValueRef q = LLVMBuildUDiv(M->b, T, m, ""), r = LLVMBuildURem(M->b, T, m, "");
-  *s = LLVMBuildNSWAdd(M->b, LLVMBuildNSWMul(M->b, i, q, ""), gf_min(M, i, r), "");
+  *s = LLVMBuildNSWAdd(M->b, LLVMBuildNSWMul(M->b, i, q, ""), cg_smin(M, i, r), "");
   LLVMValueRef more = LLVMBuildZExt(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, i, r, ""), M->t_i64, "");
   *e = LLVMBuildNSWAdd(M->b, *s, LLVMBuildNSWAdd(M->b, q, more, ""), "");
 }
@@ -305,7 +297,7 @@ static void gf_warp_tiles_striped(gf_k *K, LLVMValueRef lo, LLVMValueRef hi, LLV
   cg_loop tl;
   LLVMValueRef t = cg_loop_begin(f, &tl, t0, t1);
   LLVMValueRef s = LLVMBuildNSWAdd(M->b, lo, LLVMBuildNSWMul(M->b, t, K->TK, ""), "");
-  LLVMValueRef e = gf_min(M, LLVMBuildNSWAdd(M->b, s, K->TK, ""), hi);
+  LLVMValueRef e = cg_smin(M, LLVMBuildNSWAdd(M->b, s, K->TK, ""), hi);
   LLVMValueRef sl = LLVMBuildNSWAdd(M->b, s, K->lane, ""); /* the lane's first */
   LLVMValueRef full = gf_is(M, LLVMIntEQ, LLVMBuildNSWSub(M->b, e, s, ""), K->TK);
   LLVMBasicBlockRef bfull = cg_block(f, "tile.full"), bpart = cg_block(f, "tile.part"),
@@ -327,9 +319,10 @@ static void gf_warp_tiles_striped(gf_k *K, LLVMValueRef lo, LLVMValueRef hi, LLV
   cg_loop_end(f, &tl);
   /* the lanes holding values: min(32, elements of tiles [t0, t1)) */
   LLVMValueRef s0 = LLVMBuildNSWAdd(M->b, lo, LLVMBuildNSWMul(M->b, t0, K->TK, ""), "");
-  LLVMValueRef e1 = gf_min(M, LLVMBuildNSWAdd(M->b, lo, LLVMBuildNSWMul(M->b, t1, K->TK, ""), ""), hi);
-  LLVMValueRef cnt = gf_min(M, gf_max(M, LLVMBuildNSWSub(M->b, e1, s0, ""), cg_i64(M, 0)),
-                            cg_i64(M, SIMT_WARP));
+  LLVMValueRef e1 =
+      cg_smin(M, LLVMBuildNSWAdd(M->b, lo, LLVMBuildNSWMul(M->b, t1, K->TK, ""), ""), hi);
+  LLVMValueRef cnt =
+      cg_smin(M, cg_smax(M, LLVMBuildNSWSub(M->b, e1, s0, ""), cg_i64(M, 0)), cg_i64(M, SIMT_WARP));
   gf_warp_reduce(K, &lv, cnt);
   LLVMValueRef lane0 = gf_is(M, LLVMIntEQ, K->lane, cg_i64(M, 0));
   LLVMBasicBlockRef lj = sk_if(f, LLVMBuildAnd(M->b, lane0, gf_is(M, LLVMIntSGT, cnt, cg_i64(M, 0)), ""));
@@ -356,7 +349,7 @@ static void gf_warp_tiles(gf_k *K, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRe
   cg_loop tl;
   LLVMValueRef t = cg_loop_begin(f, &tl, t0, t1);
   LLVMValueRef s = LLVMBuildNSWAdd(M->b, lo, LLVMBuildNSWMul(M->b, t, K->TK, ""), "");
-  LLVMValueRef e = gf_min(M, LLVMBuildNSWAdd(M->b, s, K->TK, ""), hi);
+  LLVMValueRef e = cg_smin(M, LLVMBuildNSWAdd(M->b, s, K->TK, ""), hi);
   LLVMValueRef ls = LLVMBuildNSWAdd(M->b, s, LLVMBuildNSWMul(M->b, K->lane, K->K, ""), "");
   LLVMValueRef len = LLVMBuildNSWSub(M->b, e, s, "");
   LLVMValueRef full = gf_is(M, LLVMIntEQ, len, K->TK);
@@ -369,7 +362,7 @@ static void gf_warp_tiles(gf_k *K, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRe
   LLVMBuildBr(M->b, join);
   /* the row's last tile: the lanes that start inside it */
   LLVMPositionBuilderAtEnd(M->b, bpart);
-  LLVMValueRef le = gf_min(M, LLVMBuildNSWAdd(M->b, ls, K->K, ""), e);
+  LLVMValueRef le = cg_smin(M, LLVMBuildNSWAdd(M->b, ls, K->K, ""), e);
   LLVMBasicBlockRef pj = sk_if(f, gf_is(M, LLVMIntSLT, ls, le));
   gf_run(K, &lv, ls, le);
   sk_endif(f, pj);
@@ -571,9 +564,9 @@ static void gf_last_block(gf_k *K, const cg_val *smem, LLVMValueRef *part, LLVMV
   cg_loop_end(f, &ql);
   sk_endif(f, j);
   /* threads [0, min(nt, vp)) hold values: a prefix */
-  LLVMValueRef vt = gf_min(M, nt, vp), w32 = cg_i64(M, SIMT_WARP);
+  LLVMValueRef vt = cg_smin(M, nt, vp), w32 = cg_i64(M, SIMT_WARP);
   LLVMValueRef wc = LLVMBuildNSWSub(M->b, vt, LLVMBuildNSWMul(M->b, K->warp, w32, ""), "");
-  gf_warp_reduce(K, acc, gf_min(M, gf_max(M, wc, cg_i64(M, 0)), w32));
+  gf_warp_reduce(K, acc, cg_smin(M, cg_smax(M, wc, cg_i64(M, 0)), w32));
   gf_block_combine(K, smem, acc, gf_ceil_div(M, vt, w32));
 }
 
@@ -650,15 +643,15 @@ static uint32_t gf_block_kernel(const gf_ctx *c) {
   LLVMValueRef G = bl.G, nw = LLVMBuildUDiv(M->b, gf_i64(M, simt_ntid(f)), w32, "");
 
   /* P pieces per row: enough blocks for all of them, a few tiles per warp */
-  LLVMValueRef R1 = gf_max(M, K.rows, one);
+  LLVMValueRef R1 = cg_smax(M, K.rows, one);
   LLVMValueRef meanlen;
   if (c->s.seg)
-    meanlen = LLVMBuildUDiv(M->b, gf_max(M, K.r.n, zero), R1, "");
+    meanlen = LLVMBuildUDiv(M->b, cg_smax(M, K.r.n, zero), R1, "");
   else
     meanlen = K.r.n;
   LLVMValueRef tiles = gf_ceil_div(M, meanlen, K.TK);
-  LLVMValueRef P = gf_max(M, one, gf_min(M, LLVMBuildUDiv(M->b, G, R1, ""),
-                                          LLVMBuildUDiv(M->b, tiles, nw, "")));
+  LLVMValueRef P = cg_smax(
+      M, one, cg_smin(M, LLVMBuildUDiv(M->b, G, R1, ""), LLVMBuildUDiv(M->b, tiles, nw, "")));
   LLVMValueRef units = LLVMBuildNSWMul(M->b, P, K.rows, "");
   LLVMValueRef multi = gf_is(M, LLVMIntSGT, P, one);
 
@@ -686,7 +679,7 @@ static uint32_t gf_block_kernel(const gf_ctx *c) {
   gf_share(M, K.warp, nw, pT, &wt0, &wt1);
   gf_warp_tiles(&K, lo, hi, LLVMBuildNSWAdd(M->b, pt0, wt0, ""), LLVMBuildNSWAdd(M->b, pt0, wt1, ""),
                 &acc);
-  gf_block_combine(&K, &bl.smem, &acc, gf_min(M, nw, pT));
+  gf_block_combine(&K, &bl.smem, &acc, cg_smin(M, nw, pT));
   LLVMBuildStore(M->b, gf_is(M, LLVMIntSGT, pT, zero), valid);
   LLVMBuildStore(M->b, LLVMConstInt(M->t_i1, 1, 0), store);
 
@@ -698,7 +691,7 @@ static uint32_t gf_block_kernel(const gf_ctx *c) {
   LLVMBuildStore(M->b, lastb, store);
   LLVMBasicBlockRef lj = sk_if(f, lastb);
   simt_fence(f);
-  LLVMValueRef vp = gf_min(M, P, T);
+  LLVMValueRef vp = cg_smin(M, P, T);
   gf_last_block(&K, &bl.smem, bl.part, LLVMBuildNSWMul(M->b, row, P, ""), vp, &acc);
   LLVMBuildStore(M->b, gf_is(M, LLVMIntSGT, vp, zero), valid);
   sk_endif(f, lj);
@@ -748,7 +741,7 @@ static uint32_t gf_all_kernel(const gf_ctx *c) {
    * one; then the rem = hi % 4 elements after the last group, one each
    * for threads gtid < rem. */
   LLVMValueRef four = cg_i64(M, 4);
-  LLVMValueRef ngroups = LLVMBuildSDiv(B, gf_max(M, hi, zero), four, "groups");
+  LLVMValueRef ngroups = LLVMBuildSDiv(B, cg_smax(M, hi, zero), four, "groups");
   LLVMValueRef rem = LLVMBuildNSWSub(B, hi, LLVMBuildNSWMul(B, ngroups, four, ""), "rem");
   LLVMValueRef has = cg_alloca(f, M->t_i1);
   LLVMBuildStore(B, LLVMConstInt(M->t_i1, 0, 0), has);
@@ -803,11 +796,11 @@ static uint32_t gf_all_kernel(const gf_ctx *c) {
   LLVMBuildBr(B, done);
   LLVMPositionBuilderAtEnd(B, done);
   /* the threads with elements are the prefix gtid < active */
-  LLVMValueRef active = gf_max(M, ngroups, rem);
+  LLVMValueRef active = cg_smax(M, ngroups, rem);
 
   /* the warp: its lanes with elements are a prefix (gtid < active) */
   LLVMValueRef wfirst = LLVMBuildNSWSub(B, gtid, K.lane, "");
-  LLVMValueRef cnt = gf_min(M, gf_max(M, LLVMBuildNSWSub(B, active, wfirst, ""), zero), w32);
+  LLVMValueRef cnt = cg_smin(M, cg_smax(M, LLVMBuildNSWSub(B, active, wfirst, ""), zero), w32);
   gf_warp_reduce(&K, &lv, cnt);
   cg_var acc;
   cg_var_new(f, c->s.elem, &acc);
@@ -820,7 +813,7 @@ static uint32_t gf_all_kernel(const gf_ctx *c) {
   /* the block: its warps with elements are a prefix too */
   LLVMValueRef bfirst = LLVMBuildNSWMul(B, gf_i64(M, simt_ctaid(f)), nt, "");
   LLVMValueRef nwv =
-      gf_min(M, gf_ceil_div(M, gf_max(M, LLVMBuildNSWSub(B, active, bfirst, ""), zero), w32), nw);
+      cg_smin(M, gf_ceil_div(M, cg_smax(M, LLVMBuildNSWSub(B, active, bfirst, ""), zero), w32), nw);
   gf_block_combine(&K, &bl.smem, &acc, nwv);
 
   /* publish the block's value, take a ticket; the last block combines */
@@ -829,7 +822,7 @@ static uint32_t gf_all_kernel(const gf_ctx *c) {
   LLVMBasicBlockRef xj = sk_if(f, lastb);
   simt_fence(f);
   /* the blocks with elements: [0, ceil(active / nt)), at most G */
-  LLVMValueRef vp = gf_min(M, G, gf_ceil_div(M, active, nt));
+  LLVMValueRef vp = cg_smin(M, G, gf_ceil_div(M, active, nt));
   gf_last_block(&K, &bl.smem, bl.part, zero, vp, &acc);
   LLVMBasicBlockRef sj = sk_if(f, gf_is(M, LLVMIntEQ, K.tid, zero));
   gf_finish_row(&K, zero, &acc, gf_is(M, LLVMIntSGT, vp, zero));

@@ -249,14 +249,6 @@ static LLVMValueRef gr_i64(cg_fn *f, LLVMValueRef v32) {
   return LLVMBuildZExt(f->M->b, v32, f->M->t_i64, "");
 }
 
-static LLVMValueRef gr_smax(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSGT, a, b, ""), a, b, "");
-}
-
-static LLVMValueRef gr_smin(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, a, b, ""), a, b, "");
-}
-
 /* floor(x / q) and ceil(x / q) for a constant q > 0. */
 static LLVMValueRef gr_floor_div(cg_module *M, LLVMValueRef x, int64_t q) {
   if (q == 1)
@@ -314,11 +306,11 @@ static void gr_urange(cg_fn *f, const lw_rec *c, LLVMValueRef *ext, uint32_t u, 
       lo = gr_ceil_div(M, LLVMBuildSub(M->b, zero, x2, ""), -au);
       hi = gr_floor_div(M, LLVMBuildSub(M->b, zero, x1, ""), -au);
     }
-    lo = gr_smax(M, lo, zero);
-    hi = gr_smin(M, hi, last);
+    lo = cg_smax(M, lo, zero);
+    hi = cg_smin(M, hi, last);
   }
   *from = lo;
-  *cnt = gr_smax(M, zero, LLVMBuildAdd(M->b, LLVMBuildSub(M->b, hi, lo, ""), one, ""));
+  *cnt = cg_smax(M, zero, LLVMBuildAdd(M->b, LLVMBuildSub(M->b, hi, lo, ""), one, ""));
 }
 
 /* Point i of wavefront t: sets x[d] for the dimensions of `dims` (which
@@ -978,7 +970,7 @@ static uint32_t gr_tiles_kernel(const lw_rec *c, const gr_tiles *g, const lw_rec
   LLVMPositionBuilderAtEnd(M->b, body);
   LLVMValueRef Y[2], len[2], X[2];
   Y[0] = LLVMBuildMul(M->b, I, cg_i64(M, TH), "");
-  len[0] = gr_smin(M, cg_i64(M, TH), LLVMBuildSub(M->b, ext[0], Y[0], ""));
+  len[0] = cg_smin(M, cg_i64(M, TH), LLVMBuildSub(M->b, ext[0], Y[0], ""));
   X[0] = gr_box_start(f, c, 0, ext[0], Y[0], len[0]);
   if (win && win->fold)
     cg_var_store(f, &wk.acc, &wk.z);
@@ -988,7 +980,7 @@ static uint32_t gr_tiles_kernel(const lw_rec *c, const gr_tiles *g, const lw_rec
   cg_loop jl;
   LLVMValueRef J = cg_loop_begin(f, &jl, zero, ntc);
   Y[1] = LLVMBuildMul(M->b, J, cg_i64(M, TW), "");
-  len[1] = gr_smin(M, cg_i64(M, TW), LLVMBuildSub(M->b, ext[1], Y[1], ""));
+  len[1] = cg_smin(M, cg_i64(M, TW), LLVMBuildSub(M->b, ext[1], Y[1], ""));
   X[1] = gr_box_start(f, c, 1, ext[1], Y[1], len[1]);
   /* thread 0 waits for the band above, if any, to finish tile J */
   join = sk_if(f, LLVMBuildAnd(M->b, thread0, LLVMBuildICmp(M->b, LLVMIntUGT, I, zero, ""), ""));

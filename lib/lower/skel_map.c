@@ -44,14 +44,6 @@ void lw_unravel(cg_module *M, LLVMValueRef lin, LLVMValueRef *ext, uint32_t dims
     idx[0] = lin;
 }
 
-static LLVMValueRef sm_min(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, a, b, ""), a, b, "");
-}
-
-static LLVMValueRef sm_max(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSGT, a, b, ""), a, b, "");
-}
-
 /* The elements [a, b) of the row whose first element is at rowbase. */
 static void ew_segment(lw *L, cg_fn *f, lw_ew *w, const cg_val *ov, LLVMValueRef *idx,
                        LLVMValueRef rowbase, LLVMValueRef a, LLVMValueRef b, unsigned variant,
@@ -124,7 +116,7 @@ bool lw_elementwise(lw *L, lw_ew *w, lw_val *out) {
 
   /* rows [lo / n, ceil(hi / n)) of the chunk [lo, hi), n the row length */
   LLVMValueRef inner = ext[rank - 1], zero = cg_i64(M, 0);
-  LLVMValueRef n1 = sm_max(M, inner, cg_i64(M, 1));
+  LLVMValueRef n1 = cg_smax(M, inner, cg_i64(M, 1));
   LLVMValueRef rbeg = LLVMBuildUDiv(M->b, f->lo, n1, "");
   LLVMValueRef rend = LLVMBuildUDiv(
       M->b, LLVMBuildNSWAdd(M->b, f->hi, LLVMBuildNSWSub(M->b, n1, cg_i64(M, 1), ""), ""), n1,
@@ -132,8 +124,8 @@ bool lw_elementwise(lw *L, lw_ew *w, lw_val *out) {
   cg_loop rl;
   LLVMValueRef r = cg_loop_begin(f, &rl, rbeg, rend);
   LLVMValueRef rowbase = LLVMBuildNSWMul(M->b, r, n1, "");
-  LLVMValueRef a = sm_max(M, LLVMBuildNSWSub(M->b, f->lo, rowbase, ""), zero);
-  LLVMValueRef b = sm_min(M, LLVMBuildNSWSub(M->b, f->hi, rowbase, ""), inner);
+  LLVMValueRef a = cg_smax(M, LLVMBuildNSWSub(M->b, f->lo, rowbase, ""), zero);
+  LLVMValueRef b = cg_smin(M, LLVMBuildNSWSub(M->b, f->hi, rowbase, ""), inner);
   /* the row's outer index: r in the extents of all but the last dimension */
   lw_unravel(M, r, ext, rank - 1, idx);
   if (!w->split) {
@@ -141,8 +133,8 @@ bool lw_elementwise(lw *L, lw_ew *w, lw_val *out) {
   } else {
     LLVMValueRef ilo = zero, ihi = zero, rowint = NULL;
     w->split(L, f, w, idx, &ilo, &ihi, &rowint);
-    LLVMValueRef s1 = sm_min(M, sm_max(M, ilo, a), b);
-    LLVMValueRef s2 = sm_min(M, sm_max(M, ihi, s1), b);
+    LLVMValueRef s1 = cg_smin(M, cg_smax(M, ilo, a), b);
+    LLVMValueRef s2 = cg_smin(M, cg_smax(M, ihi, s1), b);
     if (!rowint) {
       ew_row_split(L, f, w, &ov, idx, rowbase, a, s1, s2, b, 2u, tmp);
     } else {

@@ -637,14 +637,6 @@ static void rc_diag_copy(cg_fn *f, rc_kernel *k, LLVMValueRef *b, LLVMValueRef s
   }
 }
 
-static LLVMValueRef rc_smax(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSGT, a, b, ""), a, b, "");
-}
-
-static LLVMValueRef rc_smin(cg_module *M, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, a, b, ""), a, b, "");
-}
-
 /* The points of anti-diagonal s of an interior tile at b in rows [rlo,
  * rhi) into its ring slot; the rows' folds so far in acc (k->fold_fn). */
 static void rc_diag_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRef *b,
@@ -733,13 +725,13 @@ static void rc_tile_diag(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRe
   LLVMValueRef cnext = LLVMBuildAdd(M->b, s, cg_i64(M, dc + 1), ""); /* r <= s + dc */
   rc_diag_copy(
       f, k, b, s, k->dslot[0],
-      rc_smax(M, cg_i64(M, -dr), LLVMBuildAdd(M->b, LLVMBuildSub(M->b, s, cols, ""), one, "")),
-      rc_smin(M, zero, cnext), dr, true);
-  rc_diag_copy(f, k, b, s, k->dslot[0], rc_smax(M, zero, LLVMBuildAdd(M->b, s, one, "")),
-               rc_smin(M, rows, cnext), dc, true);
+      cg_smax(M, cg_i64(M, -dr), LLVMBuildAdd(M->b, LLVMBuildSub(M->b, s, cols, ""), one, "")),
+      cg_smin(M, zero, cnext), dr, true);
+  rc_diag_copy(f, k, b, s, k->dslot[0], cg_smax(M, zero, LLVMBuildAdd(M->b, s, one, "")),
+               cg_smin(M, rows, cnext), dc, true);
   /* the points: rows max(0, s - cols + 1) .. min(rows, s + 1) */
-  LLVMValueRef rlo = rc_smax(M, zero, LLVMBuildAdd(M->b, LLVMBuildSub(M->b, s, cols, ""), one, ""));
-  LLVMValueRef rhi = rc_smin(M, rows, LLVMBuildAdd(M->b, s, one, ""));
+  LLVMValueRef rlo = cg_smax(M, zero, LLVMBuildAdd(M->b, LLVMBuildSub(M->b, s, cols, ""), one, ""));
+  LLVMValueRef rhi = cg_smin(M, rows, LLVMBuildAdd(M->b, s, one, ""));
   /* with the index checks of the reads not proven deferred (cg_fn.defer):
    * when one fails, the anti-diagonal's points again, with the checks */
   LLVMBuildStore(M->b, LLVMConstInt(M->t_i1, 0, 0), flag);
@@ -757,17 +749,17 @@ static void rc_tile_diag(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRe
     rc_diag_copy(f, k, b, s, k->dslot[0], rlo, rhi, -1, false);
   } else {
     rc_diag_copy(f, k, b, s, k->dslot[0],
-                 rc_smax(M, rlo, LLVMBuildSub(M->b, rows, cg_i64(M, win->dr), "")), rhi, win->dr,
+                 cg_smax(M, rlo, LLVMBuildSub(M->b, rows, cg_i64(M, win->dr), "")), rhi, win->dr,
                  false);
     LLVMValueRef chi =
         LLVMBuildAdd(M->b, LLVMBuildSub(M->b, s, cols, ""), cg_i64(M, win->dc + 1), "");
-    rc_diag_copy(f, k, b, s, k->dslot[0], rlo, rc_smin(M, rhi, chi), win->dc, false);
+    rc_diag_copy(f, k, b, s, k->dslot[0], rlo, cg_smin(M, rhi, chi), win->dc, false);
     if (win->point) {
       LLVMValueRef pr = LLVMBuildSub(M->b, at[0], b[0], "");
       LLVMValueRef ps = LLVMBuildAdd(M->b, pr, LLVMBuildSub(M->b, at[1], b[1], ""), "");
       LLVMValueRef here = LLVMBuildICmp(M->b, LLVMIntEQ, ps, s, "");
       LLVMValueRef phi = LLVMBuildSelect(M->b, here, LLVMBuildAdd(M->b, pr, one, ""), pr, "");
-      rc_diag_copy(f, k, b, s, k->dslot[0], rc_smax(M, rlo, pr), rc_smin(M, rhi, phi), 1, false);
+      rc_diag_copy(f, k, b, s, k->dslot[0], cg_smax(M, rlo, pr), cg_smin(M, rhi, phi), 1, false);
     }
   }
   cg_loop_end(f, &sl);
@@ -847,10 +839,10 @@ static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
     /* tile I covers [I * T - shift, (I + 1) * T - shift) within the extent */
     LLVMValueRef shift = cg_i64(M, 0);
     if (lw_rec_reach(c, d) > 0)
-      shift = rc_smax(M, shift, LLVMBuildSub(M->b, T[d], cg_i64(M, lw_rec_reach(c, d)), ""));
+      shift = cg_smax(M, shift, LLVMBuildSub(M->b, T[d], cg_i64(M, lw_rec_reach(c, d)), ""));
     b[d] = LLVMBuildSub(M->b, LLVMBuildMul(M->b, d == 0 ? ti : tj, T[d], ""), shift, "");
-    e[d] = rc_smin(M, LLVMBuildAdd(M->b, b[d], T[d], ""), k.ext[d]);
-    b[d] = rc_smax(M, b[d], cg_i64(M, 0));
+    e[d] = cg_smin(M, LLVMBuildAdd(M->b, b[d], T[d], ""), k.ext[d]);
+    b[d] = cg_smax(M, b[d], cg_i64(M, 0));
     interior =
         LLVMBuildAnd(M->b, interior,
                      LLVMBuildICmp(M->b, LLVMIntSGE, b[d], cg_i64(M, lw_rec_reach(c, d)), ""), "");
