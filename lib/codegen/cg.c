@@ -934,6 +934,23 @@ void cg_check(cg_fn *f, LLVMValueRef cond, uint32_t site, LLVMValueRef a, LLVMVa
   LLVMPositionBuilderAtEnd(M->b, ok);
 }
 
+void cg_defer_begin(cg_fn *f, cg_defer *d) {
+  cg_module *M = f->M;
+  d->was = f->defer;
+  d->was_zero = f->defer_zero;
+  d->flag = cg_alloca(f, M->t_i1);
+  f->defer_zero = cg_alloca(f, M->t_i64);
+  LLVMBuildStore(M->b, cg_i64(M, 0), f->defer_zero);
+  LLVMBuildStore(M->b, LLVMConstInt(M->t_i1, 0, 0), d->flag);
+  f->defer = d->flag;
+}
+
+LLVMValueRef cg_defer_end(cg_fn *f, const cg_defer *d) {
+  f->defer = d->was;
+  f->defer_zero = d->was_zero;
+  return LLVMBuildLoad2(f->M->b, f->M->t_i1, d->flag, "");
+}
+
 LLVMValueRef cg_read(cg_fn *f, const cg_leaf *a, LLVMValueRef *idx, bool check, ir_ref at) {
   cg_module *M = f->M;
   /* Windows (no extents) and readers that check by themselves get the

@@ -326,6 +326,14 @@ void cg_check(cg_fn *f, LLVMValueRef cond, uint32_t site, LLVMValueRef a, LLVMVa
 /* CPU targets: gives up the processor once (ac_rt_yield), for code that
  * polls for another chunk of the same launch. */
 void cg_cpu_yield(cg_fn *f);
+/* Deferred index checks (cg_fn.defer) over the code generated between
+ * cg_defer_begin and cg_defer_end, which returns whether one of them
+ * failed (i1) and restores what was before. */
+typedef struct cg_defer {
+  LLVMValueRef flag, was, was_zero;
+} cg_defer;
+void cg_defer_begin(cg_fn *f, cg_defer *d);
+LLVMValueRef cg_defer_end(cg_fn *f, const cg_defer *d);
 /* CPU kernels whose loops are compute-bound SIMD (the anti-diagonals of
  * recurrences): vectorise with the widest vectors the CPU has (LLVM keeps
  * to 256 bits on CPUs with AVX-512 otherwise, as its tuning for those

@@ -350,6 +350,20 @@ void cg_seq_nest_end(cg_fn *f, seq_nest *n) {
     cg_loop_end(f, &n->loops[d]);
 }
 
+LLVMValueRef cg_seq_share_begin(cg_fn *f, cg_loop *l, LLVMValueRef from, LLVMValueRef to) {
+  cg_module *M = f->M;
+  LLVMBuilderRef B = M->b;
+  LLVMValueRef t, g;
+  cg_coop_rank(f, f->coop, &t, &g);
+  LLVMValueRef left =
+      cg_smax(M, LLVMBuildSub(B, LLVMBuildSub(B, to, from, ""), t, ""), cg_i64(M, 0));
+  LLVMValueRef cnt =
+      LLVMBuildUDiv(B, LLVMBuildAdd(B, left, LLVMBuildSub(B, g, cg_i64(M, 1), ""), ""), g, "");
+  LLVMValueRef u = cg_loop_begin(f, l, cg_i64(M, 0), cnt);
+  f->coop = CG_COOP_NONE;
+  return LLVMBuildAdd(B, LLVMBuildAdd(B, from, t, ""), LLVMBuildMul(B, u, g, ""), "");
+}
+
 void cg_seq_elems_begin(cg_fn *f, seq_nest *n, uint32_t rank, LLVMValueRef *ext) {
   n->coop = f->coop;
   if (n->coop == CG_COOP_NONE) {
@@ -358,19 +372,11 @@ void cg_seq_elems_begin(cg_fn *f, seq_nest *n, uint32_t rank, LLVMValueRef *ext)
   }
   /* thread t of G: elements t, t + G, ..., unravelled */
   cg_module *M = f->M;
-  LLVMBuilderRef B = M->b;
-  LLVMValueRef t, g;
-  cg_coop_rank(f, n->coop, &t, &g);
-  LLVMValueRef total = cg_seq_size(f, rank, ext);
-  LLVMValueRef left = cg_smax(f->M, LLVMBuildSub(B, total, t, ""), cg_i64(M, 0));
-  LLVMValueRef cnt = LLVMBuildUDiv(B, LLVMBuildAdd(B, left, LLVMBuildSub(B, g, cg_i64(M, 1), ""), ""),
-                                   g, "");
   n->rank = rank;
   n->loops = cg_new(M, sizeof *n->loops);
   n->idx = cg_new(M, (rank + 1) * sizeof *n->idx);
-  LLVMValueRef u = cg_loop_begin(f, &n->loops[0], cg_i64(M, 0), cnt);
-  cg_seq_unravel(f, rank, ext, LLVMBuildAdd(B, t, LLVMBuildMul(B, u, g, ""), ""), n->idx);
-  f->coop = CG_COOP_NONE;
+  LLVMValueRef lin = cg_seq_share_begin(f, &n->loops[0], cg_i64(M, 0), cg_seq_size(f, rank, ext));
+  cg_seq_unravel(f, rank, ext, lin, n->idx);
 }
 
 void cg_seq_elems_end(cg_fn *f, seq_nest *n) {

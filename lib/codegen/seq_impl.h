@@ -106,6 +106,11 @@ void cg_seq_nest_end(cg_fn *f, seq_nest *n);
  * what the others wrote. */
 void cg_seq_alloc_elems(cg_fn *f, ir_ref at, ir_type t, uint32_t rank, LLVMValueRef *ext,
                         cg_val *out, seq_arr *view);
+/* In a group (f->coop set): for (i = from + t; i < to; i += G) { ...,
+ * thread t of G's share of [from, to), with coop cleared inside (each
+ * thread its own elements); returns i. The caller closes the loop and
+ * sets coop back. */
+LLVMValueRef cg_seq_share_begin(cg_fn *f, cg_loop *l, LLVMValueRef from, LLVMValueRef to);
 void cg_seq_elems_begin(cg_fn *f, seq_nest *n, uint32_t rank, LLVMValueRef *ext);
 void cg_seq_elems_end(cg_fn *f, seq_nest *n);
 /* Starts `if (cond) { ...`; returns the block after it, for cg_seq_endif. */

@@ -341,12 +341,64 @@ static LLVMValueRef rec_fits(cg_fn *f, const seq_rec *s) {
   return fits;
 }
 
+/* Binds the array (self) and the logical indices of point pt (0-based)
+ * for the body, and marks temporary memory if the body needs it; returns
+ * the mark for rec_unbind. */
+static LLVMValueRef rec_bind(cg_fn *f, const seq_rec *s, ir_ref body, const cg_val *self,
+                             LLVMValueRef *pt) {
+  cg_module *M = f->M;
+  ir_type i64 = ir_ty_scalar(M->ctx, AC_I64);
+  cg_env_push(f, self);
+  for (uint32_t d = 0; d < s->n; d++) {
+    cg_val iv;
+    cg_seq_scalar(M, i64, AC_I64, LLVMBuildAdd(M->b, s->lo[d], pt[d], ""), &iv);
+    cg_env_push(f, &iv);
+  }
+  return cg_seq_mark(f, cg_needs_tmp(M->m, body));
+}
+
+static void rec_unbind(cg_fn *f, const seq_rec *s, LLVMValueRef mark) {
+  cg_seq_release(f, mark);
+  cg_env_pop(f, s->n + 1);
+}
+
+/* While generating points inside the reads' reach (`proven`): no domain
+ * checks, and the reads of outside arrays proven there (s->inputs)
+ * unchecked; rec_proven_end restores what was before. */
+typedef struct rec_unchecked {
+  const ir_ref *refs;
+  uint32_t n;
+} rec_unchecked;
+
+static rec_unchecked rec_proven_begin(cg_fn *f, seq_rec *s, bool proven) {
+  rec_unchecked was = {f->unchecked, f->nunchecked};
+  if (proven) {
+    s->proven = true;
+    f->unchecked = s->inputs;
+    f->nunchecked = s->ninputs;
+  }
+  return was;
+}
+
+static void rec_proven_end(cg_fn *f, seq_rec *s, rec_unchecked was) {
+  s->proven = false;
+  f->unchecked = was.refs;
+  f->nunchecked = was.n;
+}
+
+/* s->fold_acc = the fold's function applied to it and the fields of
+ * point value v it folds (res: the new value). */
+static void rec_fold_step(cg_fn *f, const seq_rec *s, const cg_val *v, cg_val *res) {
+  cg_val x = {
+      .type = cg_seq_param(f->M, s->fold_lam, 1), .n = s->fold_nleaves, .l = v->l + s->fold_leaf};
+  cg_seq_step(f, s->fold_lam, s->fold_acc, &x, false, res);
+}
+
 /* The body at point pt (0-based): binds the array and the logical indices,
  * stores the element. */
 static void rec_point(cg_fn *f, const seq_rec *s, ir_ref body, const cg_val *self,
                       LLVMValueRef *pt) {
   cg_module *M = f->M;
-  ir_type i64 = ir_ty_scalar(M->ctx, AC_I64);
   LLVMValueRef lin;
   if (s->ring) {
     LLVMValueRef row = LLVMBuildURem(M->b, pt[0], cg_i64(M, s->ring), "");
@@ -354,26 +406,15 @@ static void rec_point(cg_fn *f, const seq_rec *s, ir_ref body, const cg_val *sel
   } else {
     lin = cg_linear(f, s->n, s->sext, pt);
   }
-  cg_env_push(f, self);
-  for (uint32_t d = 0; d < s->n; d++) {
-    cg_val iv;
-    cg_seq_scalar(M, i64, AC_I64, LLVMBuildAdd(M->b, s->lo[d], pt[d], ""), &iv);
-    cg_env_push(f, &iv);
-  }
-  LLVMValueRef mark = cg_seq_mark(f, cg_needs_tmp(M->m, body));
-  cg_val r;
+  LLVMValueRef mark = rec_bind(f, s, body, self, pt);
+  cg_val r, res;
   cg_expr(f, body, &r);
   rec_store(f, s, lin, &r);
   if (s->carry)
     cg_var_store(f, s->carry, &r);
-  if (s->fold_acc) { /* the row's fold, in the row's order (sigma[1] > 0) */
-    cg_val x = {.type = cg_seq_param(M, s->fold_lam, 1), .n = s->fold_nleaves,
-                .l = r.l + s->fold_leaf},
-           res;
-    cg_seq_step(f, s->fold_lam, s->fold_acc, &x, false, &res);
-  }
-  cg_seq_release(f, mark);
-  cg_env_pop(f, s->n + 1);
+  if (s->fold_acc) /* the row's fold, in the row's order (sigma[1] > 0) */
+    rec_fold_step(f, s, &r, &res);
+  rec_unbind(f, s, mark);
 }
 
 /* How far the reads reach back in dimension d walked in direction sigma. */
@@ -429,21 +470,13 @@ static void rec_carry(cg_fn *f, seq_rec *s, ir_type arr, int sigma) {
 static void rec_columns(cg_fn *f, seq_rec *s, ir_ref body, const cg_val *self, LLVMValueRef *pt,
                         const int *sigma, LLVMValueRef from, LLVMValueRef to, bool proven) {
   uint32_t n = s->n;
-  const ir_ref *unchecked = f->unchecked;
-  uint32_t nunchecked = f->nunchecked;
-  if (proven) {
-    s->proven = true;
-    f->unchecked = s->inputs;
-    f->nunchecked = s->ninputs;
-  }
+  rec_unchecked was = rec_proven_begin(f, s, proven);
   cg_loop inner;
   LLVMValueRef j = cg_loop_begin(f, &inner, from, to);
   pt[n - 1] = rec_walk(f, s, n - 1, sigma[n - 1], j);
   rec_point(f, s, body, self, pt);
   cg_loop_end(f, &inner);
-  s->proven = false;
-  f->unchecked = unchecked;
-  f->nunchecked = nunchecked;
+  rec_proven_end(f, s, was);
 }
 
 /* Every point of the domain (not empty) row by row, dimension d walked
@@ -520,19 +553,10 @@ static void rec_rows(cg_fn *f, seq_rec *s, ir_ref body, const cg_val *self, cons
  * points); returns r. rec_group_end closes it. */
 static LLVMValueRef rec_group_begin(cg_fn *f, cg_loop *l, LLVMValueRef from, LLVMValueRef to,
                                     uint8_t *mode) {
-  cg_module *M = f->M;
-  LLVMBuilderRef B = M->b;
   *mode = f->coop;
   if (*mode == CG_COOP_NONE)
     return cg_loop_begin(f, l, from, to);
-  LLVMValueRef t, g, zero = cg_i64(M, 0);
-  cg_coop_rank(f, *mode, &t, &g);
-  LLVMValueRef left = cg_smax(f->M, LLVMBuildSub(B, LLVMBuildSub(B, to, from, ""), t, ""), zero);
-  LLVMValueRef cnt =
-      LLVMBuildUDiv(B, LLVMBuildAdd(B, left, LLVMBuildSub(B, g, cg_i64(M, 1), ""), ""), g, "");
-  LLVMValueRef u = cg_loop_begin(f, l, zero, cnt);
-  f->coop = CG_COOP_NONE;
-  return LLVMBuildAdd(B, LLVMBuildAdd(B, from, t, ""), LLVMBuildMul(B, u, g, ""), "");
+  return cg_seq_share_begin(f, l, from, to);
 }
 
 static void rec_group_end(cg_fn *f, cg_loop *l, uint8_t mode) {
@@ -548,14 +572,7 @@ static void rec_diag_points(cg_fn *f, seq_rec *s, ir_ref body, const cg_val *sel
                             bool proven) {
   cg_module *M = f->M;
   LLVMBuilderRef B = M->b;
-  ir_type i64 = ir_ty_scalar(M->ctx, AC_I64);
-  const ir_ref *unchecked = f->unchecked;
-  uint32_t nunchecked = f->nunchecked;
-  if (proven) {
-    s->proven = true;
-    f->unchecked = s->inputs;
-    f->nunchecked = s->ninputs;
-  }
+  rec_unchecked was = rec_proven_begin(f, s, proven);
   cg_loop l;
   uint8_t mode;
   LLVMValueRef r = rec_group_begin(f, &l, from, to, &mode);
@@ -565,30 +582,19 @@ static void rec_diag_points(cg_fn *f, seq_rec *s, ir_ref body, const cg_val *sel
       cg_assume(f, LLVMBuildICmp(B, LLVMIntSGE, k == 0 ? r : pt[1],
                                  cg_i64(M, rec_reach(s, k, s->dsigma[k])), ""));
   s->drow = r;
-  cg_env_push(f, self);
-  for (uint32_t k = 0; k < 2; k++) {
-    cg_val iv;
-    cg_seq_scalar(M, i64, AC_I64, LLVMBuildAdd(B, s->lo[k], pt[k], ""), &iv);
-    cg_env_push(f, &iv);
-  }
-  LLVMValueRef mark = cg_seq_mark(f, cg_needs_tmp(M->m, body));
-  cg_val v, x, cur, res;
+  LLVMValueRef mark = rec_bind(f, s, body, self, pt);
+  cg_val v, cur, res;
   cg_expr(f, body, &v);
   LLVMValueRef slot = LLVMBuildAdd(B, s->dslot[0], r, "");
   for (uint32_t i = 0; i < v.n; i++)
     cg_store_elem(f, &s->dring[i], slot, v.l[i].v);
-  x = (cg_val){
-      .type = cg_seq_param(M, s->fold_lam, 1), .n = s->fold_nleaves, .l = v.l + s->fold_leaf};
   cg_seq_load(f, acc, NULL, r, s->fold_z->type, &cur);
   cg_var_store(f, s->fold_acc, &cur);
-  cg_seq_step(f, s->fold_lam, s->fold_acc, &x, false, &res);
+  rec_fold_step(f, s, &v, &res);
   cg_seq_store(f, acc, r, &res);
-  cg_seq_release(f, mark);
-  cg_env_pop(f, 3);
+  rec_unbind(f, s, mark);
   rec_group_end(f, &l, mode);
-  s->proven = false;
-  f->unchecked = unchecked;
-  f->nunchecked = nunchecked;
+  rec_proven_end(f, s, was);
 }
 
 /* The rows' folds of the recurrence r by anti-diagonals, into s->fold_out
@@ -629,9 +635,6 @@ static void rec_diag(cg_fn *f, seq_rec *s, ir_ref r, ir_ref body, const cg_val *
   cg_seq_store(f, &acc, i, s->fold_z);
   rec_group_end(f, &il, mode);
   cg_coop_sync(f, group);
-  LLVMValueRef defer = f->defer, defer_zero = f->defer_zero;
-  LLVMValueRef flag = cg_alloca(f, M->t_i1), zslot = cg_alloca(f, M->t_i64);
-  LLVMBuildStore(B, zero, zslot);
   s->dslot = cg_new(M, (size_t)(depth + 1) * sizeof *s->dslot);
   cg_loop dl;
   LLVMValueRef d =
@@ -650,13 +653,10 @@ static void rec_diag(cg_fn *f, seq_rec *s, ir_ref r, ir_ref body, const cg_val *
               cg_smin(f->M, rhi, LLVMBuildSub(B, d, cg_i64(M, rec_reach(s, 1, sigma[1]) - 1), "")));
   rec_diag_points(f, s, body, self, &acc, d, rlo, t1, false);
   if (fast && M->target == CG_TARGET_CPU) {
-    LLVMBuildStore(B, LLVMConstInt(M->t_i1, 0, 0), flag);
-    f->defer = flag;
-    f->defer_zero = zslot;
+    cg_defer defer;
+    cg_defer_begin(f, &defer);
     rec_diag_points(f, s, body, self, &acc, d, t1, t2, true);
-    f->defer = defer;
-    f->defer_zero = defer_zero;
-    LLVMBasicBlockRef after = cg_seq_if(f, LLVMBuildLoad2(B, M->t_i1, flag, ""));
+    LLVMBasicBlockRef after = cg_seq_if(f, cg_defer_end(f, &defer));
     rec_diag_points(f, s, body, self, &acc, d, t1, t2, true); /* reports the failure */
     cg_seq_endif(f, after);
   } else {

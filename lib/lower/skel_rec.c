@@ -706,8 +706,6 @@ static void rc_tile_diag(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRe
     sk_store(f, &acc, r, &start);
     cg_loop_end(f, &il);
   }
-  LLVMValueRef flag = cg_alloca(f, M->t_i1), zslot = cg_alloca(f, M->t_i64);
-  LLVMBuildStore(M->b, zero, zslot);
   k->diag = true;
   k->ddr = dr;
   k->dslot = cg_new(M, (size_t)(depth + 1) * sizeof *k->dslot);
@@ -734,13 +732,10 @@ static void rc_tile_diag(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRe
   LLVMValueRef rhi = cg_smin(M, rows, LLVMBuildAdd(M->b, s, one, ""));
   /* with the index checks of the reads not proven deferred (cg_fn.defer):
    * when one fails, the anti-diagonal's points again, with the checks */
-  LLVMBuildStore(M->b, LLVMConstInt(M->t_i1, 0, 0), flag);
-  f->defer = flag;
-  f->defer_zero = zslot;
+  cg_defer defer;
+  cg_defer_begin(f, &defer);
   rc_diag_points(f, k, self, b, s, rlo, rhi, &acc);
-  f->defer = NULL;
-  f->defer_zero = NULL;
-  LLVMBasicBlockRef again = sk_if(f, LLVMBuildLoad2(M->b, M->t_i1, flag, ""));
+  LLVMBasicBlockRef again = sk_if(f, cg_defer_end(f, &defer));
   rc_diag_points(f, k, self, b, s, rlo, rhi, &acc);
   sk_endif(f, again);
   /* the points out of the ring: all of them to the table; to a window's
