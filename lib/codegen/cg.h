@@ -430,9 +430,17 @@ int64_t cg_rec_diag_depth(const cg_rec_reads *r, const int *sigma);
  * index checks the loop defers, cg_fn.defer). No calls, loops or array
  * operations. */
 bool cg_rec_body_plain(const ac_module *m, const cg_rec_reads *r, ir_ref body, bool any_input);
+/* The leaves of a cell (of type elem) that the reads of a uniform
+ * recurrence's body use: bit l for leaf l; a read under a projection,
+ * `d[..].k`, uses field k's leaves, any other read all of them (and all
+ * bits are set for more than 64 leaves). The fused cells of docs/passes.md
+ * §5.1 carry leaves that only the fold uses. */
+uint64_t cg_rec_live_leaves(const ac_module *m, const cg_rec_reads *r, ir_ref body, ir_type elem);
 /* True if evaluating e can fail at run time: reads, array operations,
  * calls (a syntactic test, expr.c). */
 bool cg_may_fail(const ac_module *m, ir_ref e);
+/* The same for applying fn, a LAM or FNREF (an extern function may fail). */
+bool cg_fn_may_fail(const ac_module *m, ir_ref fn);
 /* Is the read `at` (an INDEX node of the body) ordered? */
 bool cg_rec_read_ordered(const cg_rec_reads *r, ir_ref at);
 

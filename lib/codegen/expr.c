@@ -510,6 +510,16 @@ bool cg_may_fail(const ac_module *m, ir_ref e) {
   return ex_may_fail(m, e, 0);
 }
 
+bool cg_fn_may_fail(const ac_module *m, ir_ref fn) {
+  const ir_node *n = ir_node_get(m, fn);
+  if (n->op == IR_LAM)
+    return ex_may_fail(m, ir_kid(m, fn, 0), 0);
+  if (n->op != IR_FNREF || n->attr < 0 || (uint64_t)n->attr >= m->nfuncs ||
+      m->funcs[n->attr].is_extern || !m->funcs[n->attr].body)
+    return true;
+  return ex_may_fail(m, m->funcs[n->attr].body, 0);
+}
+
 static bool ex_may_fail(const ac_module *m, ir_ref e, unsigned depth) {
   if (depth > 200)
     return true;

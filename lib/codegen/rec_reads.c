@@ -418,3 +418,45 @@ static bool rr_plain(const ac_module *m, const cg_rec_reads *r, ir_ref e, bool a
 bool cg_rec_body_plain(const ac_module *m, const cg_rec_reads *r, ir_ref body, bool any_input) {
   return r->uniform && rr_plain(m, r, body, any_input, 0);
 }
+
+static void rr_live(const ac_module *m, const cg_rec_reads *r, ir_ref e, uint64_t *live,
+                    unsigned depth) {
+  const ir_node *nd = ir_node_get(m, e);
+  if (depth > 200 || *live == UINT64_MAX) {
+    *live = UINT64_MAX;
+    return;
+  }
+  if (nd->op == IR_PROJ && cg_rec_read_ordered(r, ir_kid(m, e, 0))) {
+    /* d[..].k: field k's leaves */
+    ir_ref at = ir_kid(m, e, 0);
+    ir_typeinfo ti = ir_ty_info(m->ctx, ir_node_get(m, at)->type);
+    uint32_t first = 0, k = (uint32_t)nd->attr;
+    if (ti.kind != TK_TUPLE || k >= ti.n) {
+      *live = UINT64_MAX;
+      return;
+    }
+    for (uint32_t i = 0; i < k; i++)
+      first += ir_ty_num_leaves(m->ctx, ti.fields[i]);
+    for (uint32_t l = first; l < first + ir_ty_num_leaves(m->ctx, ti.fields[k]) && l < 64; l++)
+      *live |= (uint64_t)1 << l;
+    for (uint32_t i = 1; i < ir_node_get(m, at)->nkids; i++)
+      rr_live(m, r, ir_kid(m, at, i), live, depth + 1);
+    return;
+  }
+  if (nd->op == IR_INDEX && cg_rec_read_ordered(r, e)) {
+    *live = UINT64_MAX; /* the whole cell */
+    return;
+  }
+  for (uint32_t i = 0; i < nd->nkids; i++)
+    if (ir_kid(m, e, i))
+      rr_live(m, r, ir_kid(m, e, i), live, depth + 1);
+}
+
+uint64_t cg_rec_live_leaves(const ac_module *m, const cg_rec_reads *r, ir_ref body, ir_type elem) {
+  uint32_t n = ir_ty_num_leaves(m->ctx, elem);
+  uint64_t live = 0;
+  if (n > 64)
+    return UINT64_MAX;
+  rr_live(m, r, body, &live, 0);
+  return n == 64 ? live : live & (((uint64_t)1 << n) - 1);
+}

@@ -895,7 +895,7 @@ bool cg_seq_rec_fold(cg_fn *f, ir_ref e, cg_val *out) {
   cg_module *M = f->M;
   const ac_module *m = M->m;
   ir_ref lam = ir_kid(m, e, 0), arr = ir_kid(m, e, 2);
-  if (ir_node_get(m, lam)->op != IR_LAM)
+  if (cg_fn_may_fail(m, lam))
     return false;
   /* through lets, then an optional projection */
   uint32_t nlets = 0, field = UINT32_MAX;
@@ -909,8 +909,7 @@ bool cg_seq_rec_fold(cg_fn *f, ir_ref e, cg_val *out) {
     r = ir_kid(m, r, 0);
   }
   const ir_node *rn = ir_node_get(m, r);
-  if (rn->op != IR_REC || rn->attr != 2 || rn->nkids != 5 || rn->aux == 0 ||
-      rn->aux + 2 > m->nints || cg_may_fail(m, ir_kid(m, lam, 0)))
+  if (rn->op != IR_REC || rn->attr != 2 || rn->nkids != 5 || rn->aux == 0 || rn->aux + 2 > m->nints)
     return false;
   /* the element's leaves the fold sees */
   ir_type elem;

@@ -875,10 +875,11 @@ static void gr_win_out(cg_fn *f, gr_kernel *k, gr_win *wk, uint32_t kern, LLVMVa
     LLVMValueRef row = LLVMBuildAdd(M->b, tid, cg_i64(M, r0), "");
     cg_loop ql;
     LLVMValueRef q = cg_loop_begin(f, &ql, cg_i64(M, 0), len[1]);
-    cg_val a, v, next;
+    cg_val a, v, part, next;
     cg_var_load(f, &wk->acc, &a);
     sk_load(f, &k->r.out, elem, gr_loc(f, k, row, LLVMBuildAdd(M->b, q, cg_i64(M, r1), "")), &v);
-    sk_apply2(f, w->fn, &a, &v, false, w->tmp, &next);
+    lw_rec_fold_part(w, &v, &part);
+    sk_apply2(f, w->fn, &a, &part, false, w->tmp, &next);
     cg_var_store(f, &wk->acc, &next);
     cg_loop_end(f, &ql);
     sk_endif(f, join);

@@ -308,8 +308,7 @@ typedef struct lw_rec_kern {
   int64_t wdr, wdc;
   /* CPU windows that fold the rows: the function, z, the rows' results
    * and whether the tile is its rows' first (i1) */
-  ir_ref fold_fn;
-  bool fold_tmp;
+  const struct lw_rec_window *fold; /* NULL: none */
   const cg_val *fold_z, *fold_rows;
   LLVMValueRef fold_first;
   /* CPU tiles walked by anti-diagonals (skel_rec.c): the array's reads
@@ -318,6 +317,7 @@ typedef struct lw_rec_kern {
    * ddr */
   bool diag;
   cg_val ring;
+  uint64_t dead; /* leaves (bit l) that only a window's fold uses: not in the ring */
   LLVMValueRef *dslot, drow;
   int64_t ddr;
   char fmt_out[200], fmt_early[200]; /* the read errors' formats */
@@ -403,7 +403,14 @@ typedef struct lw_rec_window {
   ir_ref fn;
   bool tmp; /* fn allocates temporary memory */
   lw_val z, rows;
+  /* what fn folds of each cell: the cell, or field k of it for
+   * fold(fn, z, (rec ...).k): its fnleaves leaves from fleaf, its type */
+  uint32_t fleaf, fnleaves;
+  ir_type fty;
 } lw_rec_window;
+/* The part of cell value v (the recurrence's element) that window w's fold
+ * takes: a view sharing v's leaves. */
+void lw_rec_fold_part(const lw_rec_window *w, const cg_val *v, cg_val *out);
 /* One element of a recurrence, (rec ...)[p, q]: when the recurrence is
  * tiled (rank 2; on the GPU, when its tiles can hold its cells) and p and
  * q are size expressions, only a window of it is kept (skel_rec.c).
@@ -411,10 +418,10 @@ typedef struct lw_rec_window {
  * *c for lw_skel_rec_at. */
 bool lw_rec_at_ok(lw *L, ir_ref e, lw_rec *c);
 bool lw_skel_rec_at(lw *L, ir_ref e, lw_rec *c, lw_val *out);
-/* The rows' folds of a recurrence, fold(f, z, rec ...), on the CPU and
- * the GPU: the tiles fold their rows as they go, with a window of the
- * table, when f cannot fail (and is commutative if the rows are walked
- * backwards).
+/* The rows' folds of a recurrence, fold(f, z, rec ...) or fold(f, z,
+ * (rec ...).k), on the CPU and the GPU: the tiles fold their rows as they
+ * go, with a window of the table, when f cannot fail (and is commutative
+ * if the rows are walked backwards).
  * lw_rec_fold_ok fills *c for lw_skel_rec_fold. */
 bool lw_rec_fold_ok(lw *L, ir_ref e, lw_rec *c);
 bool lw_skel_rec_fold(lw *L, ir_ref e, lw_rec *c, lw_val *out);

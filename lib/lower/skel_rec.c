@@ -153,6 +153,19 @@ static void rc_walk_offsets(const lw_rec *c, ir_ref at, int64_t *o) {
     o[d] *= lw_rec_sigma(c, d);
 }
 
+/* Anti-diagonal tiles: leaf l of the cells is left out of the ring. */
+static bool rc_dead(const rc_kernel *k, uint32_t l) {
+  return l < 64 && ((k->dead >> l) & 1);
+}
+
+/* Anti-diagonal tiles: dst[dlin] = x, the leaves of the ring only. */
+static void rc_ring_store(cg_fn *f, const rc_kernel *k, const cg_val *dst, LLVMValueRef dlin,
+                          const cg_val *x) {
+  for (uint32_t l = 0; l < dst->n && l < x->n; l++)
+    if (!rc_dead(k, l))
+      cg_store_elem(f, &dst->l[l], dlin, x->l[l].v);
+}
+
 /* Anti-diagonal tiles: the ring's element for the read `at` (skel.h). */
 static LLVMValueRef rc_diag_at(cg_fn *f, const rc_kernel *k, ir_ref at) {
   cg_module *M = f->M;
@@ -174,6 +187,8 @@ LLVMValueRef lw_rec_kern_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_
     cg_var_load(f, k->carry, &v);
     return v.l[le->leaf].v;
   }
+  if (k->diag && rc_dead(k, le->leaf)) /* never used: the body projects it away */
+    return LLVMConstNull(cg_scalar_type(M, (ac_scalar)l->sc));
   if (k->diag)
     return cg_load_elem(f, &k->ring.l[le->leaf], rc_diag_at(f, k, at));
   if (k->window) {
@@ -419,13 +434,13 @@ static void rc_tile_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValue
   uint32_t last = c->n - 1;
   ir_type elem = ir_node_get(c->L->m, c->body)->type;
   cg_var acc;
-  if (k->fold_fn)
-    cg_var_new(f, elem, &acc);
+  if (k->fold)
+    cg_var_new(f, k->fold->fty, &acc);
   for (uint32_t d = 0; d < c->n; d++) {
-    if (d == last && k->fold_fn) {
+    if (d == last && k->fold) {
       /* the row's fold so far: z in its first tile */
       cg_val prev, start;
-      sk_load(f, k->fold_rows, elem, x[0], &prev);
+      sk_load(f, k->fold_rows, k->fold->fty, x[0], &prev);
       cg_val_select(f, k->fold_first, k->fold_z, &prev, &start);
       cg_var_store(f, &acc, &start);
     }
@@ -453,15 +468,16 @@ static void rc_tile_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValue
   if (k->carry)
     cg_var_store(f, k->carry, &v);
   lw_rec_point_end(f, k, mark);
-  if (k->fold_fn) { /* in the fold's scope: the point's binders are gone */
-    cg_val a, next;
+  if (k->fold) { /* in the fold's scope: the point's binders are gone */
+    cg_val a, part, next;
     cg_var_load(f, &acc, &a);
-    sk_apply2(f, k->fold_fn, &a, &v, false, k->fold_tmp, &next);
+    lw_rec_fold_part(k->fold, &v, &part);
+    sk_apply2(f, k->fold->fn, &a, &part, false, k->fold->tmp, &next);
     cg_var_store(f, &acc, &next);
   }
   for (uint32_t d = c->n; d-- > 0;) {
     cg_loop_end(f, &loops[d]);
-    if (d == last && k->fold_fn) {
+    if (d == last && k->fold) {
       cg_val done;
       cg_var_load(f, &acc, &done);
       sk_store(f, k->fold_rows, x[0], &done);
@@ -629,7 +645,7 @@ static void rc_diag_copy(cg_fn *f, rc_kernel *k, LLVMValueRef *b, LLVMValueRef s
     LLVMValueRef slot = LLVMBuildAdd(M->b, base, LLVMBuildAdd(M->b, r, cg_i64(M, k->ddr), ""), "");
     cg_val v;
     sk_load(f, in ? &k->out : &k->ring, elem, in ? cell : slot, &v);
-    sk_store(f, in ? &k->ring : &k->out, in ? slot : cell, &v);
+    rc_ring_store(f, k, in ? &k->ring : &k->out, in ? slot : cell, &v);
     if (unroll)
       sk_endif(f, join);
     else
@@ -638,12 +654,11 @@ static void rc_diag_copy(cg_fn *f, rc_kernel *k, LLVMValueRef *b, LLVMValueRef s
 }
 
 /* The points of anti-diagonal s of an interior tile at b in rows [rlo,
- * rhi) into its ring slot; the rows' folds so far in acc (k->fold_fn). */
+ * rhi) into its ring slot; the rows' folds so far in acc (k->fold). */
 static void rc_diag_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRef *b,
                            LLVMValueRef s, LLVMValueRef rlo, LLVMValueRef rhi, const cg_val *acc) {
   cg_module *M = f->M;
   const lw_rec *c = k->c;
-  ir_type elem = ir_node_get(c->L->m, c->body)->type;
   cg_loop pl;
   LLVMValueRef r = cg_loop_begin(f, &pl, rlo, rhi);
   LLVMValueRef y[2] = {LLVMBuildAdd(M->b, b[0], r, ""),
@@ -660,13 +675,15 @@ static void rc_diag_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValue
   lw_rec_point_begin(f, k, self, x, t, &pmark);
   cg_val v;
   cg_expr(f, c->body, &v);
-  sk_store(f, &k->ring,
-           LLVMBuildAdd(M->b, k->dslot[0], LLVMBuildAdd(M->b, r, cg_i64(M, k->ddr), ""), ""), &v);
+  rc_ring_store(f, k, &k->ring,
+                LLVMBuildAdd(M->b, k->dslot[0], LLVMBuildAdd(M->b, r, cg_i64(M, k->ddr), ""), ""),
+                &v);
   lw_rec_point_end(f, k, pmark);
-  if (k->fold_fn) {
-    cg_val a, next;
-    sk_load(f, acc, elem, r, &a);
-    sk_apply2(f, k->fold_fn, &a, &v, false, k->fold_tmp, &next);
+  if (k->fold) {
+    cg_val a, part, next;
+    sk_load(f, acc, k->fold->fty, r, &a);
+    lw_rec_fold_part(k->fold, &v, &part);
+    sk_apply2(f, k->fold->fn, &a, &part, false, k->fold->tmp, &next);
     sk_store(f, acc, r, &next);
   }
   cg_loop_end(f, &pl);
@@ -678,7 +695,6 @@ static void rc_tile_diag(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRe
                          LLVMValueRef *e, const rc_window *win, LLVMValueRef *at) {
   cg_module *M = f->M;
   const lw_rec *c = k->c;
-  ir_type elem = ir_node_get(c->L->m, c->body)->type;
   int sigma[2] = {lw_rec_sigma(c, 0), lw_rec_sigma(c, 1)};
   int64_t dr = lw_rec_reach(c, 0), dc = lw_rec_reach(c, 1),
           depth = cg_rec_diag_depth(&c->rd, sigma);
@@ -690,18 +706,27 @@ static void rc_tile_diag(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRe
   LLVMValueRef size = LLVMBuildMul(M->b, len, kk, "");
   k->ring = k->out;
   k->ring.l = cg_new(M, k->out.n * sizeof *k->ring.l);
-  for (uint32_t l = 0; l < k->out.n; l++)
-    cg_new_array(f, k->out.l[l].sc, 1, &size, c->e, &k->ring.l[l]);
+  /* a window's fold takes its part of each point as it is computed: the
+   * ring needs only the leaves the reads use (a fused cell's (T, U) keeps
+   * U out, docs/passes.md §5.1) */
+  k->dead = win && win->fold
+                ? ~cg_rec_live_leaves(c->L->m, &c->rd, c->body, ir_node_get(c->L->m, c->body)->type)
+                : 0;
+  for (uint32_t l = 0; l < k->out.n; l++) {
+    k->ring.l[l] = k->out.l[l];
+    if (!rc_dead(k, l))
+      cg_new_array(f, k->out.l[l].sc, 1, &size, c->e, &k->ring.l[l]);
+  }
   cg_val acc = {0};
-  if (k->fold_fn) {
-    cg_val_alloc(M, elem, &acc);
+  if (k->fold) {
+    cg_val_alloc(M, k->fold->fty, &acc);
     for (uint32_t l = 0; l < acc.n; l++)
       cg_new_array(f, acc.l[l].sc, 1, &rows, c->e, &acc.l[l]);
     cg_loop il;
     LLVMValueRef r = cg_loop_begin(f, &il, zero, rows);
     cg_val prev, start;
     LLVMValueRef x0 = lw_rec_walking(f, k, 0, LLVMBuildAdd(M->b, b[0], r, ""));
-    sk_load(f, k->fold_rows, elem, x0, &prev);
+    sk_load(f, k->fold_rows, k->fold->fty, x0, &prev);
     cg_val_select(f, k->fold_first, k->fold_z, &prev, &start);
     sk_store(f, &acc, r, &start);
     cg_loop_end(f, &il);
@@ -759,11 +784,12 @@ static void rc_tile_diag(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRe
   }
   cg_loop_end(f, &sl);
   k->diag = false;
-  if (k->fold_fn) {
+  k->dead = 0;
+  if (k->fold) {
     cg_loop il;
     LLVMValueRef r2 = cg_loop_begin(f, &il, zero, rows);
     cg_val done;
-    sk_load(f, &acc, elem, r2, &done);
+    sk_load(f, &acc, k->fold->fty, r2, &done);
     sk_store(f, k->fold_rows, lw_rec_walking(f, k, 0, LLVMBuildAdd(M->b, b[0], r2, "")), &done);
     cg_loop_end(f, &il);
   }
@@ -859,8 +885,7 @@ static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
     k.ncarried = lw_rec_sigma(c, c->n - 1) > 0 ? c->rd.nprev : c->rd.nnext;
   }
   if (win && win->fold) {
-    k.fold_fn = win->fn;
-    k.fold_tmp = win->tmp;
+    k.fold = win;
     k.fold_z = &zv;
     k.fold_rows = &rv;
     k.fold_first = LLVMBuildICmp(M->b, LLVMIntEQ, tj, cg_i64(M, 0), "");
@@ -1380,20 +1405,38 @@ bool lw_skel_rec_at(lw *L, ir_ref e, lw_rec *rec, lw_val *out) {
   return L->M->st == AC_OK;
 }
 
+void lw_rec_fold_part(const lw_rec_window *w, const cg_val *v, cg_val *out) {
+  *out = *v;
+  out->type = w->fty;
+  out->l = v->l + w->fleaf;
+  out->n = w->fnleaves;
+}
+
+/* The recurrence fold e folds, through a field ((rec ...).k), and that
+ * field's number (UINT32_MAX: the whole cell). */
+static ir_ref rc_fold_rec(const ac_module *m, ir_ref e, uint32_t *field) {
+  ir_ref r = ir_kid(m, e, 2);
+  *field = UINT32_MAX;
+  if (ir_node_get(m, r)->op == IR_PROJ) {
+    *field = (uint32_t)ir_node_get(m, r)->attr;
+    r = ir_kid(m, r, 0);
+  }
+  return r;
+}
+
 bool lw_rec_fold_ok(lw *L, ir_ref e, lw_rec *rec) {
   ac_module *m = L->m;
   const ir_node *nd = ir_node_get(m, e);
-  if (nd->op != IR_FOLD || nd->nkids != 3 || !rc_window_ok(L, ir_kid(m, e, 2), rec))
+  uint32_t field;
+  if (nd->op != IR_FOLD || nd->nkids != 3 || !rc_window_ok(L, rc_fold_rec(m, e, &field), rec))
     return false;
   const lw_rec c = *rec;
   /* fn cannot fail (a recurrence that fails leaves values that the
    * interpreter never folds), and combines in any order unless the rows
    * are walked in their order */
   ir_ref fn = ir_kid(m, e, 0);
-  const ir_node *fnn = ir_node_get(m, fn);
-  bool comm = cg_commutative(m, ir_node_get(m, c.body)->type, fn);
-  return (comm || (fnn->op == IR_LAM && !ps_may_fail(m, ir_kid(m, fn, 0)))) &&
-         (comm || lw_rec_sigma(&c, 1) > 0);
+  bool comm = cg_commutative(m, ir_node_get(m, ir_kid(m, e, 1))->type, fn);
+  return (comm || !ps_fn_may_fail(m, fn)) && (comm || lw_rec_sigma(&c, 1) > 0);
 }
 
 /* "rec.fold.empty": rows[i] = z, for the rows of a recurrence without
@@ -1425,6 +1468,16 @@ bool lw_skel_rec_fold(lw *L, ir_ref e, lw_rec *rec, lw_val *out) {
   win.fold = true;
   win.fn = ir_kid(m, e, 0);
   win.tmp = cg_needs_tmp(m, win.fn);
+  /* the part of each cell folded: its leaves from fleaf */
+  uint32_t field;
+  rc_fold_rec(m, e, &field);
+  win.fty = ir_node_get(m, ir_kid(m, e, 1))->type;
+  win.fnleaves = ir_ty_num_leaves(L->ctx, win.fty);
+  if (field != UINT32_MAX) {
+    ir_typeinfo ti = ir_ty_info(L->ctx, ir_node_get(m, c.body)->type);
+    for (uint32_t i = 0; i < field && i < ti.n; i++)
+      win.fleaf += ir_ty_num_leaves(L->ctx, ti.fields[i]);
+  }
   lw_fresh(L, ir_node_get(m, e)->type, &win.rows);
   lw_alloc_arrays(L, &win.rows, &ext[0], e);
   rc_window_run(&c, &win);

@@ -323,8 +323,7 @@ typedef struct ns_rows {
  * seq_loop.c, cg_seq_rec_fold); *lets gets the lets' count. Else IR_NONE. */
 static ir_ref ns_rec_fold(const ac_module *m, ir_ref r, uint32_t *lets) {
   const ir_node *n = ir_node_get(m, r);
-  if (n->op != IR_FOLD || n->nkids != 3 || ir_node_get(m, ir_kid(m, r, 0))->op != IR_LAM ||
-      ps_may_fail(m, ir_kid(m, ir_kid(m, r, 0), 0)))
+  if (n->op != IR_FOLD || n->nkids != 3 || ps_fn_may_fail(m, ir_kid(m, r, 0)))
     return IR_NONE;
   ir_ref a = ir_kid(m, r, 2);
   *lets = 0;

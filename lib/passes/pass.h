@@ -143,6 +143,19 @@ uint32_t ps_size(const ac_module *m, ir_ref r, uint32_t limit);
  * error a program reports. Conservative: false only when sure. */
 bool ps_may_fail(const ac_module *m, ir_ref r);
 
+/* True if applying fn (a LAM or FNREF) can fail or not end: ps_may_fail
+ * of its body (an extern function may). */
+bool ps_fn_may_fail(const ac_module *m, ir_ref fn);
+
+/* Recurrence fusion (rec_fuse.c; simplify's recs-fused): rec (rank 2,
+ * bounds from the literal 0) and gen, a generate over its extents under
+ * nb binders below the let that binds rec, whose lambda reads the table
+ * only at its own cell h[i, j] and cannot fail otherwise: the recurrence
+ * whose cells are (T, U), the lambda's result U computed with each cell
+ * (field 1 of its table is the generate). IR_NONE when any of this does
+ * not hold. Literals of both should be pinned: the body moves under a let. */
+ir_ref ps_rec_fuse(ac_module *m, ir_ref rec, ir_ref gen, uint32_t nb);
+
 /* True if the tree r contains an empty array literal `[]`, whose element
  * type only its context gives (language.md §5): moved out of that context
  * (a function body inlined where the declared result type no longer

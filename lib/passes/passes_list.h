@@ -10,7 +10,7 @@
  */
 PS_PASS(ps_simplify, "simplify",
         "constant folding, exact algebraic identities, dead lets, let floating", "folded",
-        "identities", "lets-removed", "lets-floated")
+        "identities", "lets-removed", "lets-floated", "recs-fused")
 PS_PASS(ps_cse, "cse",
         "common subexpressions (scalar and array) computed once, bound by a let", "eliminated")
 PS_PASS(ps_inline, "inline",

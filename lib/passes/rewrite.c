@@ -149,6 +149,16 @@ static bool node_may_fail(const ac_module *m, ir_ref x) {
   }
 }
 
+bool ps_fn_may_fail(const ac_module *m, ir_ref fn) {
+  const ir_node *n = ir_node_get(m, fn);
+  if (n->op == IR_LAM)
+    return ps_may_fail(m, ir_kid(m, fn, 0));
+  if (n->op != IR_FNREF || n->attr < 0 || (uint64_t)n->attr >= m->nfuncs ||
+      m->funcs[n->attr].is_extern || !m->funcs[n->attr].body)
+    return true;
+  return ps_may_fail(m, m->funcs[n->attr].body);
+}
+
 bool ps_may_fail(const ac_module *m, ir_ref r) {
   if (!r)
     return false;

@@ -75,7 +75,7 @@
  * below any allocation limit, so that no "array too large" error is lost. */
 #define SP_MAX_KNOWN_ELEMS ((int64_t)1 << 20)
 
-enum { SP_FOLDED, SP_IDENT, SP_LETS_REMOVED, SP_LETS_FLOATED };
+enum { SP_FOLDED, SP_IDENT, SP_LETS_REMOVED, SP_LETS_FLOATED, SP_RECS_FUSED };
 
 /* Facts about a node; all but `simp` depend on the node alone, so they
  * stay valid for the whole pass. */
@@ -778,6 +778,61 @@ static ir_ref sp_take(sp *s, ir_ref e, int ctr) { return sp_done(s, sp_pin(s, e)
 
 /* let x = e; body. `depth` and `nest` place r in the function's tree and
  * syntax (sp_simp). */
+/* The path to the use of `let h = rec ...` (sp_uses) rebuilt with its
+ * step `to` replaced by x. */
+static ir_ref sp_path_replace(sp *s, size_t from, size_t to, ir_ref at, ir_ref x) {
+  if (from == to)
+    return x;
+  const ir_node *n = sp_node(s, at);
+  uint32_t nk = n->nkids, kid = s->use[from].kid;
+  ir_ref small[8], *kids = nk <= 8 ? small : ac_alloc(s->ctx, nk * sizeof *kids);
+  if (!kids)
+    return IR_NONE;
+  for (uint32_t i = 0; i < nk; i++)
+    kids[i] = ir_kid(s->m, at, i);
+  kids[kid] = sp_path_replace(s, from + 1, to, kids[kid], x);
+  ir_ref res = kids[kid] ? ps_rebuild(s->m, at, nk, kids) : IR_NONE;
+  if (kids != small)
+    ac_free(s->ctx, kids);
+  return res;
+}
+
+/* `let h = rec ...; .. fold(f, z, generate(shape, |i, j| G)) ..` with h
+ * used once, at h[i, j] in G (sp_uses), the fold reached from the let with
+ * nothing that may fail before it and f unable to fail: G computed by the
+ * recurrence with each cell, and the fold over field 1 of its table
+ * (ps_rec_fuse), which the let then floats into, so that the recurrence
+ * keeps only a window of its table (docs/passes.md §5.1). */
+static ir_ref sp_rec_fuse(sp *s, ir_ref r) {
+  ac_module *m = s->m;
+  uint32_t nb = 0;
+  for (size_t k = 0; k + 2 < s->nuse; k++) {
+    const ir_node *n = sp_node(s, s->use[k].node);
+    if (!sp_strict_kid(s, s->use[k].node, s->use[k].kid))
+      return IR_NONE;
+    if (n->op == IR_FOLD && s->use[k].kid == 2) {
+      size_t g = k + 1;
+      if (sp_node(s, s->use[g].node)->op == IR_DELAY)
+        g++;
+      ir_ref gen = s->use[g].node;
+      if (g + 1 < s->nuse && sp_node(s, gen)->op == IR_GENERATE && s->use[g].kid == 1 &&
+          !ps_fn_may_fail(m, ir_kid(m, s->use[k].node, 0))) {
+        ir_ref rec = sp_pin(s, ir_kid(m, r, 0)), pg = sp_pin(s, gen);
+        ir_ref fused = rec && pg ? ps_rec_fuse(m, rec, pg, nb) : IR_NONE;
+        ir_ref h = fused ? ir_var(m, sp_node(s, gen)->loc, nb) : IR_NONE;
+        ir_ref p = h ? ir_node_new(m, IR_PROJ, sp_node(s, gen)->loc, 1, &h) : IR_NONE;
+        if (!p)
+          return IR_NONE;
+        ir_node_get(m, p)->attr = 1;
+        ir_ref kids[2] = {fused, sp_path_replace(s, 0, k + 1, ir_kid(m, r, 1), p)};
+        return kids[1] ? ps_rebuild(m, r, 2, kids) : IR_NONE;
+      }
+    }
+    nb += ir_binders(m, s->use[k].node, s->use[k].kid);
+  }
+  return IR_NONE;
+}
+
 static ir_ref sp_let(sp *s, ir_ref r, uint32_t depth, uint32_t nest) {
   ir_ref e = ir_kid(s->m, r, 0), body = ir_kid(s->m, r, 1);
   int64_t ext[PARSE_MAX_RANK];
@@ -803,6 +858,8 @@ static ir_ref sp_let(sp *s, ir_ref r, uint32_t depth, uint32_t nest) {
     return sp_done(s, ir_shift(s->m, body, -1, 0), SP_LETS_REMOVED);
   }
   bool copy = eop == IR_VAR || eop == IR_LIT;
+  if (!copy && eop == IR_REC && s->nuses == 1 && !s->once)
+    return sp_done(s, sp_rec_fuse(s, r), SP_RECS_FUSED);
   if (!copy) {
     if (s->nuses != 1 || !s->once)
       return IR_NONE;
