@@ -780,6 +780,7 @@ typedef struct gr_win {
   cg_val hv, z, rows;
   LLVMValueRef at[2];
   cg_var acc;
+  bool folded; /* the lanes fold the rows as they go (gr_tile_lanes) */
 } gr_win;
 
 static void gr_win_load(lw *L, cg_fn *f, uint32_t kern, gr_win *wk) {
@@ -870,7 +871,7 @@ static void gr_win_out(cg_fn *f, gr_kernel *k, gr_win *wk, uint32_t kern, LLVMVa
     lw_store(c->L, f, kern, &w->out, &v);
     sk_endif(f, join);
   }
-  if (w->fold) { /* lane p folds row p of the tile, in walking order */
+  if (w->fold && !wk->folded) { /* lane p folds row p of the tile, in walking order */
     LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntULT, tid, len[0], ""));
     LLVMValueRef row = LLVMBuildAdd(M->b, tid, cg_i64(M, r0), "");
     cg_loop ql;
@@ -898,6 +899,156 @@ static void gr_win_rows(cg_fn *f, gr_kernel *k, gr_win *wk, LLVMValueRef tid, LL
   sk_endif(f, join);
 }
 
+/* The tile's points by wavefronts tau of the schedule inside it, a
+ * barrier after each (thread k takes points k, k + 32, ..; tbase = a . X). */
+static void gr_tile_fronts(cg_fn *f, gr_kernel *k, const cg_val *self, LLVMValueRef tid,
+                           LLVMValueRef *X, LLVMValueRef *len, LLVMValueRef tbase) {
+  cg_module *M = f->M;
+  const lw_rec *c = k->r.c;
+  uint32_t s, u;
+  gr_axes(c, gr_all(2), &s, &u);
+  uint64_t smask = (uint64_t)1 << s;
+  LLVMValueRef one = cg_i64(M, 1);
+  LLVMValueRef tmin = gr_extreme(f, c, len, gr_all(2), -1);
+  LLVMValueRef tend = LLVMBuildAdd(M->b, gr_extreme(f, c, len, gr_all(2), 1), one, "");
+  LLVMValueRef rlo = gr_extreme(f, c, len, smask, -1), rhi = gr_extreme(f, c, len, smask, 1);
+  cg_loop tl;
+  LLVMValueRef tau = cg_loop_begin(f, &tl, tmin, tend);
+  LLVMValueRef from, cnt, xl[2], xg[2];
+  gr_urange(f, c, len, u, tau, rlo, rhi, &from, &cnt);
+  lw_gloop il;
+  LLVMValueRef i = lw_gloop_begin(f, &il, tid, cnt, cg_i64(M, GR_TILE_ROWS));
+  LLVMValueRef valid = gr_decode(f, c, len, gr_all(2), s, u, i, tau, from, cnt, xl);
+  LLVMBasicBlockRef skip = sk_if(f, valid);
+  for (uint32_t d = 0; d < 2; d++)
+    xg[d] = LLVMBuildAdd(M->b, X[d], xl[d], "");
+  LLVMValueRef mark;
+  lw_rec_point_begin(f, &k->r, self, xg, LLVMBuildAdd(M->b, tbase, tau, ""), &mark);
+  cg_val v;
+  cg_expr(f, c->body, &v);
+  sk_store(f, &k->r.out, lw_rec_local_at(f, &k->r, xg[0], xg[1]), &v);
+  lw_rec_point_end(f, &k->r, mark);
+  sk_endif(f, skip);
+  lw_gloop_end(f, &il);
+  simt_barrier(f);
+  cg_loop_end(f, &tl);
+}
+
+/* ---- a tile by lanes ----
+ * When the tile is walked by anti-diagonals (|b_0| = |b_1| = 1 in the
+ * schedule inside it), lane p computes row p of the tile (walking order),
+ * column s - p at step s, as ADEPT and CUDASW++ do: a read at walking
+ * offsets o (o_0, o_1 <= 0) of the point of lane p at step s is the point
+ * lane p + o_0 computed -(o_0 + o_1) steps before. Each lane keeps its
+ * last K points in registers (K = cg_rec_diag_depth), and a read takes
+ * its slot from the lane o_0 rows up by a shuffle (its own for o_0 = 0);
+ * only reads of the halo (above the tile or left of it) load the shared
+ * tile. All lanes run every step (the shuffles need the whole warp), the
+ * values fetched before the point, whose code then reads them
+ * (lw_rec_kern.lane_val); no barrier between steps, the warp being the
+ * block. The points still go to the shared tile, for the table, the
+ * window's rows and the next tile's halo; a window's fold of the rows is
+ * taken in the walk, lane p folding its row in column order. */
+
+/* Whether c's tiles in schedule b are walked by lanes. */
+static bool gr_lanes_ok(const lw_rec *c, const int64_t *b) {
+  return (b[0] == 1 || b[0] == -1) && (b[1] == 1 || b[1] == -1) && c->rd.uniform;
+}
+
+static void gr_tile_lanes(cg_fn *f, gr_kernel *k, const cg_val *self, gr_win *wk, LLVMValueRef tid,
+                          LLVMValueRef *X, LLVMValueRef *len, LLVMValueRef tbase) {
+  cg_module *M = f->M;
+  const lw_rec *c = k->r.c;
+  ir_type elem = ir_node_get(c->L->m, c->body)->type;
+  int sigma[2] = {lw_rec_sigma(c, 0), lw_rec_sigma(c, 1)};
+  int64_t K = cg_rec_diag_depth(&c->rd, sigma), r0 = k->r.wdr, r1 = k->r.wdc;
+  LLVMValueRef zero = cg_i64(M, 0), one = cg_i64(M, 1);
+  /* hist[d]: this lane's point d + 1 steps ago */
+  cg_var *hist = cg_new(M, (size_t)K * sizeof *hist), cur;
+  for (int64_t d = 0; d < K; d++)
+    cg_var_new(f, elem, &hist[d]);
+  cg_var_new(f, elem, &cur);
+  /* the reads' distinct walking offsets, one value each */
+  uint32_t nr = c->rd.noffs, nu = 0;
+  int64_t(*uo)[2] = cg_new(M, (nr + 1) * sizeof *uo);
+  cg_var *uval = cg_new(M, (nr + 1) * sizeof *uval), *val = cg_new(M, (nr + 1) * sizeof *val);
+  for (uint32_t j = 0; j < nr; j++) {
+    int64_t o[2] = {sigma[0] * c->rd.offs[2 * (size_t)j], sigma[1] * c->rd.offs[2 * (size_t)j + 1]};
+    uint32_t u = 0;
+    while (u < nu && (uo[u][0] != o[0] || uo[u][1] != o[1]))
+      u++;
+    if (u == nu) {
+      uo[nu][0] = o[0];
+      uo[nu][1] = o[1];
+      cg_var_new(f, elem, &uval[nu++]);
+    }
+    val[j] = uval[u];
+  }
+  LLVMValueRef p = tid;
+  LLVMValueRef steps = LLVMBuildSub(M->b, LLVMBuildAdd(M->b, len[0], len[1], ""), one, "");
+  cg_loop sl;
+  LLVMValueRef s = cg_loop_begin(f, &sl, zero, steps);
+  LLVMValueRef q = LLVMBuildSub(M->b, s, p, "");
+  LLVMValueRef valid = LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntULT, p, len[0], ""),
+                                    LLVMBuildICmp(M->b, LLVMIntULT, q, len[1], ""), "");
+  for (uint32_t u = 0; u < nu; u++) {
+    /* every lane shuffles; a halo cell comes from the shared tile */
+    cg_val h;
+    cg_var_load(f, &hist[-(uo[u][0] + uo[u][1]) - 1], &h);
+    for (uint32_t l = 0; l < h.n && uo[u][0] < 0; l++)
+      h.l[l].v = simt_shfl(f, SIMT_SHFL_UP, h.l[l].v, LLVMConstInt(M->t_i32, -uo[u][0], 0));
+    cg_var_store(f, &uval[u], &h);
+    LLVMValueRef y0 = LLVMBuildAdd(M->b, p, cg_i64(M, uo[u][0]), "");
+    LLVMValueRef y1 = LLVMBuildAdd(M->b, q, cg_i64(M, uo[u][1]), "");
+    LLVMValueRef halo = LLVMBuildOr(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, y0, zero, ""),
+                                    LLVMBuildICmp(M->b, LLVMIntSLT, y1, zero, ""), "");
+    LLVMBasicBlockRef join = sk_if(f, LLVMBuildAnd(M->b, valid, halo, ""));
+    LLVMValueRef at = LLVMBuildAdd(
+        M->b, LLVMBuildMul(M->b, LLVMBuildAdd(M->b, y0, cg_i64(M, r0), ""), k->r.wsw, ""),
+        LLVMBuildAdd(M->b, y1, cg_i64(M, r1), ""), "");
+    cg_val hv;
+    sk_load(f, &k->r.out, elem, at, &hv);
+    cg_var_store(f, &uval[u], &hv);
+    sk_endif(f, join);
+  }
+  LLVMBasicBlockRef join = sk_if(f, valid);
+  LLVMValueRef xg[2], t = tbase, y[2] = {p, q};
+  for (uint32_t d = 0; d < 2; d++) {
+    LLVMValueRef xl =
+        sigma[d] > 0 ? y[d] : LLVMBuildSub(M->b, LLVMBuildSub(M->b, len[d], one, ""), y[d], "");
+    xg[d] = LLVMBuildAdd(M->b, X[d], xl, "");
+    t = LLVMBuildAdd(M->b, t, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), xl, ""), "");
+  }
+  LLVMValueRef mark;
+  k->r.lane_val = val;
+  lw_rec_point_begin(f, &k->r, self, xg, t, &mark);
+  cg_val v;
+  cg_expr(f, c->body, &v);
+  sk_store(f, &k->r.out,
+           LLVMBuildAdd(M->b,
+                        LLVMBuildMul(M->b, LLVMBuildAdd(M->b, p, cg_i64(M, r0), ""), k->r.wsw, ""),
+                        LLVMBuildAdd(M->b, q, cg_i64(M, r1), ""), ""),
+           &v);
+  lw_rec_point_end(f, &k->r, mark);
+  k->r.lane_val = NULL;
+  cg_var_store(f, &cur, &v);
+  if (wk && wk->w && wk->w->fold) { /* lane p folds row p, in column order */
+    cg_val a, part, next;
+    cg_var_load(f, &wk->acc, &a);
+    lw_rec_fold_part(wk->w, &v, &part);
+    sk_apply2(f, wk->w->fn, &a, &part, false, wk->w->tmp, &next);
+    cg_var_store(f, &wk->acc, &next);
+  }
+  sk_endif(f, join);
+  /* the history moves one step */
+  for (int64_t d = K - 1; d >= 0; d--) {
+    cg_val x;
+    cg_var_load(f, d > 0 ? &hist[d - 1] : &cur, &x);
+    cg_var_store(f, &hist[d], &x);
+  }
+  cg_loop_end(f, &sl);
+}
+
 /* "rec.tiles": one large two-dimensional problem (tileable reads), its
  * table cut into BANDS of GR_TILE_ROWS rows (walking order) and each band
  * into tiles of g->cols columns. A block (one warp) draws a band by atomic
@@ -906,9 +1057,9 @@ static void gr_win_rows(cg_fn *f, gr_kernel *k, gr_win *wk, LLVMValueRef tid, LL
  * that every cell the tile reads (up and to the left in walking order,
  * within the reach) is in the table. The tile is computed in shared
  * memory: its halo (the reach's rows above and columns to the left) is
- * loaded from the table, its points are computed by wavefronts of the
- * schedule inside the tile (a barrier between them; thread k takes points
- * k, k + 32, ..), then the tile is copied to the table row by row
+ * loaded from the table, its points are computed by lanes (a row per lane,
+ * gr_tile_lanes) or by wavefronts of the schedule inside the tile
+ * (gr_tile_fronts), then the tile is copied to the table row by row
  * (coalesced stores) and published: stores, fence, barrier, then thread 0
  * raises the band's count. Bands go by ticket, so a band only waits for
  * bands that running blocks own, and the launch needs no more blocks than
@@ -951,9 +1102,8 @@ static uint32_t gr_tiles_kernel(const lw_rec *c, const gr_tiles *g, const lw_rec
   LLVMValueRef *ext = k.r.ext, bands, ntc;
   bands = LLVMBuildUDiv(M->b, LLVMBuildAdd(M->b, ext[0], cg_i64(M, TH - 1), ""), cg_i64(M, TH), "");
   ntc = LLVMBuildUDiv(M->b, LLVMBuildAdd(M->b, ext[1], cg_i64(M, TW - 1), ""), cg_i64(M, TW), "");
-  uint32_t s, u;
-  gr_axes(c, gr_all(2), &s, &u);
-  uint64_t smask = (uint64_t)1 << s;
+  bool lanes = gr_lanes_ok(c, c->a);
+  wk.folded = lanes && win && win->fold;
 
   /* the band loop: a ticket per band */
   LLVMBasicBlockRef head = cg_block(f, "rec.band"), body = cg_block(f, "rec.band.body");
@@ -1008,33 +1158,39 @@ static uint32_t gr_tiles_kernel(const lw_rec *c, const gr_tiles *g, const lw_rec
     gr_win_halo(f, &k, &wk, tid, I, J, Y, len, TW);
   else
     gr_table_halo(f, &k, &table, tid, Y, len);
-  simt_barrier(f); /* the tile's points, by wavefronts of a . x inside it */
+  simt_barrier(f); /* then the tile's points */
   LLVMValueRef tbase = zero;
   for (uint32_t d = 0; d < 2; d++)
     tbase = LLVMBuildAdd(M->b, tbase, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), X[d], ""), "");
-  LLVMValueRef tmin = gr_extreme(f, c, len, gr_all(2), -1);
-  LLVMValueRef tend = LLVMBuildAdd(M->b, gr_extreme(f, c, len, gr_all(2), 1), one, "");
-  LLVMValueRef rlo = gr_extreme(f, c, len, smask, -1), rhi = gr_extreme(f, c, len, smask, 1);
-  cg_loop tl;
-  LLVMValueRef tau = cg_loop_begin(f, &tl, tmin, tend);
-  LLVMValueRef from, cnt, xl[2], xg[2];
-  gr_urange(f, c, len, u, tau, rlo, rhi, &from, &cnt);
-  lw_gloop il;
-  LLVMValueRef i = lw_gloop_begin(f, &il, tid, cnt, cg_i64(M, TH));
-  LLVMValueRef valid = gr_decode(f, c, len, gr_all(2), s, u, i, tau, from, cnt, xl);
-  LLVMBasicBlockRef skip = sk_if(f, valid);
-  for (uint32_t d = 0; d < 2; d++)
-    xg[d] = LLVMBuildAdd(M->b, X[d], xl[d], "");
-  LLVMValueRef mark;
-  lw_rec_point_begin(f, &k.r, &self, xg, LLVMBuildAdd(M->b, tbase, tau, ""), &mark);
-  cg_val v;
-  cg_expr(f, c->body, &v);
-  sk_store(f, &k.r.out, lw_rec_local_at(f, &k.r, xg[0], xg[1]), &v);
-  lw_rec_point_end(f, &k.r, mark);
-  sk_endif(f, skip);
-  lw_gloop_end(f, &il);
-  simt_barrier(f);
-  cg_loop_end(f, &tl);
+  if (lanes) { /* by lanes, or by wavefronts of a . x inside the tile */
+    /* a tile whose reads all stay inside the domain, and whose reads of
+     * arrays from outside stay in range, leaves out their checks (as the
+     * CPU's interior tiles; the condition is the block's) */
+    LLVMValueRef interior = LLVMConstInt(M->t_i1, 1, 0), xmax[2];
+    for (uint32_t d = 0; d < 2; d++) {
+      interior = LLVMBuildAnd(
+          M->b, interior, LLVMBuildICmp(M->b, LLVMIntSGE, Y[d], cg_i64(M, lw_rec_reach(c, d)), ""),
+          "");
+      xmax[d] = LLVMBuildSub(M->b, LLVMBuildAdd(M->b, X[d], len[d], ""), one, "");
+    }
+    uint32_t nunchecked;
+    ir_ref *unchecked = cg_rec_inputs_proven(f, &c->rd, k.r.lo, X, xmax, &interior, &nunchecked);
+    LLVMBasicBlockRef inner = sk_if(f, interior);
+    k.r.proven = 3;
+    f->unchecked = unchecked;
+    f->nunchecked = nunchecked;
+    gr_tile_lanes(f, &k, &self, &wk, tid, X, len, tbase);
+    f->unchecked = NULL;
+    f->nunchecked = 0;
+    k.r.proven = 0;
+    sk_endif(f, inner);
+    inner = sk_if(f, LLVMBuildNot(M->b, interior, ""));
+    gr_tile_lanes(f, &k, &self, &wk, tid, X, len, tbase);
+    sk_endif(f, inner);
+    simt_barrier(f);
+  } else {
+    gr_tile_fronts(f, &k, &self, tid, X, len, tbase);
+  }
   /* the tile to the table (or its window), then published */
   if (win)
     gr_win_out(f, &k, &wk, kern, tid, Y, len);

@@ -318,6 +318,9 @@ typedef struct lw_rec_kern {
   bool diag;
   cg_val ring;
   uint64_t dead; /* leaves (bit l) that only a window's fold uses: not in the ring */
+  /* GPU tiles walked by lanes (gskel_rec.c): the value of each uniform
+   * read, c->rd.offat[j], at the point being computed (NULL: none) */
+  cg_var *lane_val;
   LLVMValueRef *dslot, drow;
   int64_t ddr;
   char fmt_out[200], fmt_early[200]; /* the read errors' formats */

@@ -187,6 +187,12 @@ LLVMValueRef lw_rec_kern_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_
     cg_var_load(f, k->carry, &v);
     return v.l[le->leaf].v;
   }
+  for (uint32_t j = 0; k->lane_val && j < k->c->rd.noffs; j++)
+    if (k->c->rd.offat[j] == at) { /* the GPU's lanes: fetched before the point */
+      cg_val v;
+      cg_var_load(f, &k->lane_val[j], &v);
+      return v.l[le->leaf].v;
+    }
   if (k->diag && rc_dead(k, le->leaf)) /* never used: the body projects it away */
     return LLVMConstNull(cg_scalar_type(M, (ac_scalar)l->sc));
   if (k->diag)
