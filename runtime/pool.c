@@ -19,10 +19,13 @@
  * chunks (the call is abandoned anyway).
  *
  * Launches with one chunk, and all launches on a pool of one thread, run
- * inline on the caller with a context on its own stack: no lock, no wake-up,
- * and several host threads may do so at once. Multi-chunk launches from
- * several host threads are serialised by `launch_mu`, because the workers
- * (and the launcher's context, slot 0) are shared.
+ * inline on the caller: no wake-up, and several host threads may do so at
+ * once. Such a launch takes the launcher's context (slot 0) when
+ * `launch_mu` is free (trylock), so that its arena's first blocks serve
+ * the next launch too; when another thread holds it, a context on its own
+ * stack, whose arena it frees. Multi-chunk launches from several host
+ * threads are serialised by `launch_mu`, because the workers (and the
+ * launcher's context) are shared.
  *
  * Threads: nthreads 0 means all online cores (sysconf), or the environment
  * variable ARRAYC_NUM_THREADS when it holds a positive number; an explicit
@@ -258,8 +261,18 @@ int64_t rt_pool_chunks(const rt_pool *p, int64_t n, int64_t grain) {
   return want < 1 ? 1 : want < most ? want : most;
 }
 
-/* One chunk, or no workers: everything on the caller, with its own context. */
+/* One chunk, or no workers: everything on the caller. With the pool's
+ * launcher context when no other thread is launching, whose arena keeps
+ * its first blocks between launches (a plan that launches a kernel per
+ * wavefront on one thread would otherwise allocate and fault in its
+ * temporary memory every time); else with a context of its own. */
 static void rt_launch_inline(rt_pool *p, rt_job *j, ac_context *ctx) {
+  if (p && pthread_mutex_trylock(&p->launch_mu) == 0) {
+    rt_claim_chunks(j, &p->launcher);
+    rt_arena_reset(&p->launcher.arena);
+    pthread_mutex_unlock(&p->launch_mu);
+    return;
+  }
   rt_tctx t;
   rt_tctx_init(&t, p ? p->ctx : ctx, 0);
   rt_claim_chunks(j, &t);
