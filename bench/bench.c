@@ -1007,34 +1007,50 @@ static double peak_growth(void (*run)(void *), void *ud) {
   return hwm < 0 ? -1 : 1024.0 * (double)(hwm - rss0);
 }
 
+typedef int32_t (*rec_ref_fn)(int64_t, const uint8_t *, int64_t, const uint8_t *, int32_t *,
+                              int32_t *);
+/* A reference that also gives the best cell (ref_smith_waterman_at). */
+typedef int32_t (*rec_ref_at_fn)(int64_t, const uint8_t *, int64_t, const uint8_t *, int32_t *,
+                                 int32_t *, int64_t *);
+
 typedef struct rec_state {
   int64_t n;
   uint8_t *s, *t;
   int32_t *prev, *cur, result, ref_result;
-  int32_t (*ref)(int64_t, const uint8_t *, int64_t, const uint8_t *, int32_t *, int32_t *);
+  int64_t at[2], ref_at[2]; /* with ref_at_fn: the cell of the result */
+  rec_ref_fn ref;
+  rec_ref_at_fn ref_at_fn;
   ac_function *f;
   ac_datum args[2];
 } rec_state;
 
 static void rec_ref(void *ud) {
   rec_state *s = ud;
-  s->ref_result = s->ref(s->n, s->s, s->n, s->t, s->prev, s->cur);
+  if (s->ref_at_fn)
+    s->ref_result = s->ref_at_fn(s->n, s->s, s->n, s->t, s->prev, s->cur, s->ref_at);
+  else
+    s->ref_result = s->ref(s->n, s->s, s->n, s->t, s->prev, s->cur);
 }
 
 static void rec_ac(void *ud) {
   rec_state *s = ud;
-  ac_datum res;
-  call(s->f, s->args, 2, &res, 1);
-  s->result = (int32_t)res.s.i;
-  ac_datum_release(&res);
+  ac_datum res[3];
+  size_t nres = s->ref_at_fn ? 3 : 1;
+  call(s->f, s->args, 2, res, nres);
+  s->result = (int32_t)res[0].s.i;
+  for (size_t i = 1; i < nres; i++)
+    s->at[i - 1] = res[i].s.i;
+  release_all(res, nres);
 }
 
-typedef int32_t (*rec_ref_fn)(int64_t, const uint8_t *, int64_t, const uint8_t *, int32_t *,
-                              int32_t *);
+static bool rec_same(const rec_state *s) {
+  return s->result == s->ref_result &&
+         (!s->ref_at_fn || (s->at[0] == s->ref_at[0] && s->at[1] == s->ref_at[1]));
+}
 
 /* Two random DNA sequences of n and the reference's two rows. */
-static void rec_setup(rec_state *s, int64_t n, rec_ref_fn ref) {
-  *s = (rec_state){.n = n, .ref = ref};
+static void rec_setup(rec_state *s, int64_t n, rec_ref_fn ref, rec_ref_at_fn ref_at) {
+  *s = (rec_state){.n = n, .ref = ref, .ref_at_fn = ref_at};
   s->s = xmalloc((size_t)n);
   s->t = xmalloc((size_t)n);
   for (int64_t i = 0; i < n; i++) {
@@ -1052,9 +1068,10 @@ static void rec_teardown(rec_state *s, ac_module *m) {
   free(s->s), free(s->t), free(s->prev), free(s->cur);
 }
 
-static void bench_rec(bench_ctx *B, const char *name, int64_t n, rec_ref_fn ref) {
+static void bench_rec(bench_ctx *B, const char *name, int64_t n, rec_ref_fn ref,
+                      rec_ref_at_fn ref_at) {
   rec_state s;
-  rec_setup(&s, n, ref);
+  rec_setup(&s, n, ref, ref_at);
   int64_t ext[1] = {n};
   /* the memory: the first call on a context and runtime of their own
    * (whose caches hold no blocks freed by earlier benchmarks) */
@@ -1095,8 +1112,11 @@ static void bench_rec(bench_ctx *B, const char *name, int64_t n, rec_ref_fn ref)
     snprintf(mem, sizeof mem, "?");
   else
     snprintf(mem, sizeof mem, "%.1f (table %.0f)", peak / 1e6, 4.0 * cells / 1e6);
-  snprintf(check, sizeof check, "%s (%d)", s.result == s.ref_result ? "exact" : "DIFFERS",
-           (int)s.result);
+  if (ref_at)
+    snprintf(check, sizeof check, "%s (%d at %lld, %lld)", rec_same(&s) ? "exact" : "DIFFERS",
+             (int)s.result, (long long)s.at[0], (long long)s.at[1]);
+  else
+    snprintf(check, sizeof check, "%s (%d)", rec_same(&s) ? "exact" : "DIFFERS", (int)s.result);
   printf("| %-14s | %-11s | %9.1f | %9.1f | %5.2f | %8.2f | %6.3f | %6.3f | %-18s | %s |\n", name,
          size, 1e3 * t.ref, 1e3 * t.ac, t.ref / t.ac, t.ref / t.ac / (double)threads,
          cells / t.ref / 1e9, cells / t.ac / 1e9, mem, check);
@@ -1109,7 +1129,7 @@ static void bench_rec(bench_ctx *B, const char *name, int64_t n, rec_ref_fn ref)
 static void bench_rec_model(bench_ctx *B, const char *name, int64_t size, rec_ref_fn ref) {
   int64_t n = 2 * (int64_t)sqrt((double)size);
   rec_state s;
-  rec_setup(&s, n, ref);
+  rec_setup(&s, n, ref, NULL);
   int64_t ext[1] = {n};
   ac_module *m;
   s.f = compile(B, name, &m);
@@ -1119,7 +1139,7 @@ static void bench_rec_model(bench_ctx *B, const char *name, int64_t size, rec_re
   rec_ref(&s);
   char sz[64], check[96];
   snprintf(sz, sizeof sz, "%lldx%lld", (long long)n, (long long)n);
-  snprintf(check, sizeof check, "%s", s.result == s.ref_result ? "exact" : "DIFFERS");
+  snprintf(check, sizeof check, "%s", rec_same(&s) ? "exact" : "DIFFERS");
   profile_rows(name, sz, s.f, check, 0);
   rec_teardown(&s, m);
 }
@@ -1216,9 +1236,9 @@ static void bench_protein(bench_ctx *B, int64_t npairs) {
 /* Edit distance and Smith-Waterman at 4096^2 and 16384^2 (their own table:
  * cells, not bytes, are what they move), and the protein batch. */
 static void bench_recurrences(bench_ctx *B, const char *only) {
-  static const char *const names[2] = {"edit_distance", "smith_waterman"};
+  static const char *const names[3] = {"edit_distance", "smith_waterman", "smith_waterman_at"};
   bool any = selected(only, "protein_batch");
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 3; i++)
     any = any || selected(only, names[i]);
   if (!any)
     return;
@@ -1232,11 +1252,12 @@ static void bench_recurrences(bench_ctx *B, const char *only) {
          ac_runtime_num_threads(B->rt));
   printf("| benchmark      | size        |  ref ms   | arrayc ms | ratio | per core | ref GCUPS | ac GCUPS | ac peak MB | check |\n");
   printf("|----------------|-------------|-----------|-----------|-------|----------|--------|--------|------------|-------|\n");
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < 3; i++) {
     if (!selected(only, names[i]))
       continue;
     for (int64_t n = 4096; n <= 16384; n *= 4)
-      bench_rec(B, names[i], n, i == 0 ? ref_edit_distance : ref_smith_waterman);
+      bench_rec(B, names[i], n, i == 0 ? ref_edit_distance : ref_smith_waterman,
+                i == 2 ? ref_smith_waterman_at : NULL);
   }
   if (selected(only, "protein_batch"))
     bench_protein(B, 10000);

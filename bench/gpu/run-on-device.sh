@@ -139,7 +139,7 @@ main() {
     if [ $t -ge 30 ]; then
       say "arrayc-bench --backend=cuda recurrences (at most ${t} s)"
       timeout -k 5 "$t" "$B/arrayc-bench" --backend=cuda --repeat 3 \
-        --only edit_distance,smith_waterman,protein_batch > "$OUT/rec-gpu.log" 2>&1
+        --only edit_distance,smith_waterman,smith_waterman_at,protein_batch > "$OUT/rec-gpu.log" 2>&1
       say "arrayc-bench exit status $?"
       cat "$OUT/rec-gpu.log"
       if [ -f "$results" ] && grep -q '^| ' "$OUT/rec-gpu.log"; then

@@ -53,6 +53,36 @@ int32_t ref_smith_waterman(int64_t n, const uint8_t *s, int64_t m, const uint8_t
   return best;
 }
 
+int32_t ref_smith_waterman_at(int64_t n, const uint8_t *s, int64_t m, const uint8_t *t,
+                              int32_t *prev, int32_t *cur, int64_t *at) {
+  int32_t best = 0;
+  int64_t bi = 0, bj = 0;
+  for (int64_t j = 0; j <= m; j++)
+    prev[j] = 0;
+  for (int64_t i = 1; i <= n; i++) {
+    cur[0] = 0;
+    for (int64_t j = 1; j <= m; j++) {
+      int32_t d = prev[j - 1] + (s[i - 1] == t[j - 1] ? 3 : -3);
+      int32_t up = prev[j] - 2, left = cur[j - 1] - 2;
+      int32_t g = up > left ? up : left;
+      int32_t h = d > g ? d : g;
+      h = h > 0 ? h : 0;
+      cur[j] = h;
+      if (h > best) {
+        best = h;
+        bi = i;
+        bj = j;
+      }
+    }
+    int32_t *x = prev;
+    prev = cur;
+    cur = x;
+  }
+  at[0] = bi;
+  at[1] = bj;
+  return best;
+}
+
 /* The residue index of an ASCII letter (ref.h). */
 static uint8_t ref_residue(uint8_t c) {
   static const char amino[] = "ARNDCQEGHILKMFPSTWYV";

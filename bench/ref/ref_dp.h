@@ -13,6 +13,11 @@ int32_t ref_edit_distance(int64_t n, const uint8_t *s, int64_t m, const uint8_t 
                           int32_t *cur);
 int32_t ref_smith_waterman(int64_t n, const uint8_t *s, int64_t m, const uint8_t *t, int32_t *prev,
                            int32_t *cur);
+/* The Smith-Waterman score and the first cell in row-major order that
+ * reaches it (*at: i, j; (0, 0) when every cell is 0), as
+ * bench/programs/smith_waterman_at.ac. */
+int32_t ref_smith_waterman_at(int64_t n, const uint8_t *s, int64_t m, const uint8_t *t,
+                              int32_t *prev, int32_t *cur, int64_t *at);
 /* Smith-Waterman scores of a batch of protein pairs with a 21 x 21
  * substitution matrix (row-major, residues ARNDCQEGHILKMFPSTWYV then X for
  * any other letter) and affine gaps (Gotoh: a gap of length k costs
