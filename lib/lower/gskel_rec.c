@@ -984,38 +984,47 @@ static void gr_tile_lanes(cg_fn *f, gr_kernel *k, const cg_val *self, gr_win *wk
     }
     val[j] = uval[u];
   }
-  LLVMValueRef p = tid;
+  /* the tile's own coordinates in 32 bits (a tile is 32 x at most 128
+   * points): the step, the lane's column, the halo tests, the shared
+   * tile's indices */
+  LLVMTypeRef i32 = M->t_i32;
+  LLVMValueRef p = LLVMBuildTrunc(M->b, tid, i32, "p");
+  LLVMValueRef n0 = LLVMBuildTrunc(M->b, len[0], i32, ""),
+               n1 = LLVMBuildTrunc(M->b, len[1], i32, "");
+  LLVMValueRef sw = LLVMBuildTrunc(M->b, k->r.wsw, i32, ""), z32 = LLVMConstInt(i32, 0, 0);
   LLVMValueRef steps = LLVMBuildSub(M->b, LLVMBuildAdd(M->b, len[0], len[1], ""), one, "");
   cg_loop sl;
-  LLVMValueRef s = cg_loop_begin(f, &sl, zero, steps);
-  LLVMValueRef q = LLVMBuildSub(M->b, s, p, "");
-  LLVMValueRef valid = LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntULT, p, len[0], ""),
-                                    LLVMBuildICmp(M->b, LLVMIntULT, q, len[1], ""), "");
+  LLVMValueRef s = LLVMBuildTrunc(M->b, cg_loop_begin(f, &sl, zero, steps), i32, "s");
+  LLVMValueRef q = LLVMBuildSub(M->b, s, p, "q");
+  LLVMValueRef valid = LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntULT, p, n0, ""),
+                                    LLVMBuildICmp(M->b, LLVMIntULT, q, n1, ""), "");
   for (uint32_t u = 0; u < nu; u++) {
     /* every lane shuffles; a halo cell comes from the shared tile */
     cg_val h;
     cg_var_load(f, &hist[-(uo[u][0] + uo[u][1]) - 1], &h);
     for (uint32_t l = 0; l < h.n && uo[u][0] < 0; l++)
-      h.l[l].v = simt_shfl(f, SIMT_SHFL_UP, h.l[l].v, LLVMConstInt(M->t_i32, -uo[u][0], 0));
+      h.l[l].v = simt_shfl(f, SIMT_SHFL_UP, h.l[l].v, LLVMConstInt(i32, (uint64_t)-uo[u][0], 0));
     cg_var_store(f, &uval[u], &h);
-    LLVMValueRef y0 = LLVMBuildAdd(M->b, p, cg_i64(M, uo[u][0]), "");
-    LLVMValueRef y1 = LLVMBuildAdd(M->b, q, cg_i64(M, uo[u][1]), "");
-    LLVMValueRef halo = LLVMBuildOr(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, y0, zero, ""),
-                                    LLVMBuildICmp(M->b, LLVMIntSLT, y1, zero, ""), "");
+    LLVMValueRef y0 = LLVMBuildAdd(M->b, p, LLVMConstInt(i32, (uint64_t)uo[u][0], 1), "");
+    LLVMValueRef y1 = LLVMBuildAdd(M->b, q, LLVMConstInt(i32, (uint64_t)uo[u][1], 1), "");
+    LLVMValueRef halo = LLVMBuildOr(M->b, LLVMBuildICmp(M->b, LLVMIntSLT, y0, z32, ""),
+                                    LLVMBuildICmp(M->b, LLVMIntSLT, y1, z32, ""), "");
     LLVMBasicBlockRef join = sk_if(f, LLVMBuildAnd(M->b, valid, halo, ""));
     LLVMValueRef at = LLVMBuildAdd(
-        M->b, LLVMBuildMul(M->b, LLVMBuildAdd(M->b, y0, cg_i64(M, r0), ""), k->r.wsw, ""),
-        LLVMBuildAdd(M->b, y1, cg_i64(M, r1), ""), "");
+        M->b,
+        LLVMBuildMul(M->b, LLVMBuildAdd(M->b, y0, LLVMConstInt(i32, (uint64_t)r0, 0), ""), sw, ""),
+        LLVMBuildAdd(M->b, y1, LLVMConstInt(i32, (uint64_t)r1, 0), ""), "");
     cg_val hv;
-    sk_load(f, &k->r.out, elem, at, &hv);
+    sk_load(f, &k->r.out, elem, LLVMBuildZExt(M->b, at, M->t_i64, ""), &hv);
     cg_var_store(f, &uval[u], &hv);
     sk_endif(f, join);
   }
   LLVMBasicBlockRef join = sk_if(f, valid);
   LLVMValueRef xg[2], t = tbase, y[2] = {p, q};
   for (uint32_t d = 0; d < 2; d++) {
+    LLVMValueRef yl = LLVMBuildZExt(M->b, y[d], M->t_i64, "");
     LLVMValueRef xl =
-        sigma[d] > 0 ? y[d] : LLVMBuildSub(M->b, LLVMBuildSub(M->b, len[d], one, ""), y[d], "");
+        sigma[d] > 0 ? yl : LLVMBuildSub(M->b, LLVMBuildSub(M->b, len[d], one, ""), yl, "");
     xg[d] = LLVMBuildAdd(M->b, X[d], xl, "");
     t = LLVMBuildAdd(M->b, t, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), xl, ""), "");
   }
@@ -1024,11 +1033,11 @@ static void gr_tile_lanes(cg_fn *f, gr_kernel *k, const cg_val *self, gr_win *wk
   lw_rec_point_begin(f, &k->r, self, xg, t, &mark);
   cg_val v;
   cg_expr(f, c->body, &v);
-  sk_store(f, &k->r.out,
-           LLVMBuildAdd(M->b,
-                        LLVMBuildMul(M->b, LLVMBuildAdd(M->b, p, cg_i64(M, r0), ""), k->r.wsw, ""),
-                        LLVMBuildAdd(M->b, q, cg_i64(M, r1), ""), ""),
-           &v);
+  LLVMValueRef here = LLVMBuildAdd(
+      M->b,
+      LLVMBuildMul(M->b, LLVMBuildAdd(M->b, p, LLVMConstInt(i32, (uint64_t)r0, 0), ""), sw, ""),
+      LLVMBuildAdd(M->b, q, LLVMConstInt(i32, (uint64_t)r1, 0), ""), "");
+  sk_store(f, &k->r.out, LLVMBuildZExt(M->b, here, M->t_i64, ""), &v);
   lw_rec_point_end(f, &k->r, mark);
   k->r.lane_val = NULL;
   cg_var_store(f, &cur, &v);
