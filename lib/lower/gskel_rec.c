@@ -939,8 +939,10 @@ static void gr_tile_fronts(cg_fn *f, gr_kernel *k, const cg_val *self, LLVMValue
  * schedule inside it), lane p computes row p of the tile (walking order),
  * column s - p at step s, as ADEPT and CUDASW++ do: a read at walking
  * offsets o (o_0, o_1 <= 0) of the point of lane p at step s is the point
- * lane p + o_0 computed -(o_0 + o_1) steps before. Each lane keeps its
- * last K points in registers (K = cg_rec_diag_depth), and a read takes
+ * lane p + o_0 computed -(o_0 + o_1) steps before. With b_0 = 0 (every
+ * read moves left: all rows at once, column s at step s) the same holds
+ * with -o_1 steps. Each lane keeps its last K points in registers (K the
+ * most steps a read goes back), and a read takes
  * its slot from the lane o_0 rows up by a shuffle (its own for o_0 = 0);
  * only reads of the halo (above the tile or left of it) load the shared
  * tile. All lanes run every step (the shuffles need the whole warp), the
@@ -950,9 +952,10 @@ static void gr_tile_fronts(cg_fn *f, gr_kernel *k, const cg_val *self, LLVMValue
  * window's rows and the next tile's halo; a window's fold of the rows is
  * taken in the walk, lane p folding its row in column order. */
 
-/* Whether c's tiles in schedule b are walked by lanes. */
+/* Whether c's tiles in schedule b are walked by lanes: b_1 = +-1, b_0 in
+ * -1..1 (by anti-diagonals, or column by column with every row at once). */
 static bool gr_lanes_ok(const lw_rec *c, const int64_t *b) {
-  return (b[0] == 1 || b[0] == -1) && (b[1] == 1 || b[1] == -1) && c->rd.uniform;
+  return b[0] >= -1 && b[0] <= 1 && (b[1] == 1 || b[1] == -1) && c->rd.uniform;
 }
 
 static void gr_tile_lanes(cg_fn *f, gr_kernel *k, const cg_val *self, gr_win *wk, LLVMValueRef tid,
@@ -961,7 +964,12 @@ static void gr_tile_lanes(cg_fn *f, gr_kernel *k, const cg_val *self, gr_win *wk
   const lw_rec *c = k->r.c;
   ir_type elem = ir_node_get(c->L->m, c->body)->type;
   int sigma[2] = {lw_rec_sigma(c, 0), lw_rec_sigma(c, 1)};
-  int64_t K = cg_rec_diag_depth(&c->rd, sigma), r0 = k->r.wdr, r1 = k->r.wdc;
+  int64_t b0 = c->a[0] != 0, r0 = k->r.wdr, r1 = k->r.wdc, K = 1;
+  for (uint32_t j = 0; j < c->rd.noffs; j++) {
+    int64_t back =
+        -(b0 * sigma[0] * c->rd.offs[2 * (size_t)j] + sigma[1] * c->rd.offs[2 * (size_t)j + 1]);
+    K = back > K ? back : K;
+  }
   LLVMValueRef zero = cg_i64(M, 0), one = cg_i64(M, 1);
   /* hist[d]: this lane's point d + 1 steps ago */
   cg_var *hist = cg_new(M, (size_t)K * sizeof *hist), cur;
@@ -992,16 +1000,17 @@ static void gr_tile_lanes(cg_fn *f, gr_kernel *k, const cg_val *self, gr_win *wk
   LLVMValueRef n0 = LLVMBuildTrunc(M->b, len[0], i32, ""),
                n1 = LLVMBuildTrunc(M->b, len[1], i32, "");
   LLVMValueRef sw = LLVMBuildTrunc(M->b, k->r.wsw, i32, ""), z32 = LLVMConstInt(i32, 0, 0);
-  LLVMValueRef steps = LLVMBuildSub(M->b, LLVMBuildAdd(M->b, len[0], len[1], ""), one, "");
+  LLVMValueRef steps =
+      b0 ? LLVMBuildSub(M->b, LLVMBuildAdd(M->b, len[0], len[1], ""), one, "") : len[1];
   cg_loop sl;
   LLVMValueRef s = LLVMBuildTrunc(M->b, cg_loop_begin(f, &sl, zero, steps), i32, "s");
-  LLVMValueRef q = LLVMBuildSub(M->b, s, p, "q");
+  LLVMValueRef q = b0 ? LLVMBuildSub(M->b, s, p, "q") : s;
   LLVMValueRef valid = LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntULT, p, n0, ""),
                                     LLVMBuildICmp(M->b, LLVMIntULT, q, n1, ""), "");
   for (uint32_t u = 0; u < nu; u++) {
     /* every lane shuffles; a halo cell comes from the shared tile */
     cg_val h;
-    cg_var_load(f, &hist[-(uo[u][0] + uo[u][1]) - 1], &h);
+    cg_var_load(f, &hist[-(b0 * uo[u][0] + uo[u][1]) - 1], &h);
     for (uint32_t l = 0; l < h.n && uo[u][0] < 0; l++)
       h.l[l].v = simt_shfl(f, SIMT_SHFL_UP, h.l[l].v, LLVMConstInt(i32, (uint64_t)-uo[u][0], 0));
     cg_var_store(f, &uval[u], &h);
