@@ -215,6 +215,7 @@ typedef struct seq_rec {
   cg_leaf *dring;
   LLVMValueRef *dslot, drow;
   int dsigma[2];
+  uint64_t ddead; /* leaves (bit l) no read uses, which the ring leaves out */
 } seq_rec;
 
 typedef struct seq_rfield {
@@ -281,6 +282,8 @@ static LLVMValueRef rec_read(cg_fn *f, const cg_leaf *leaf, LLVMValueRef *idx, i
     LLVMValueRef ok = w == 0 ? inside : LLVMBuildOr(B, LLVMBuildNot(B, inside, ""), before, "");
     cg_seq_check_buf(f, at, ok, &b, n, idx);
   }
+  if (s->dring && rf->field < 64 && ((s->ddead >> rf->field) & 1)) /* projected away */
+    return LLVMConstNull(cg_scalar_type(M, (ac_scalar)leaf->sc));
   if (s->dring) { /* the anti-diagonals' ring */
     int64_t o[2];
     cg_rec_read_offsets(&s->rd, at, 2, o);
@@ -587,7 +590,8 @@ static void rec_diag_points(cg_fn *f, seq_rec *s, ir_ref body, const cg_val *sel
   cg_expr(f, body, &v);
   LLVMValueRef slot = LLVMBuildAdd(B, s->dslot[0], r, "");
   for (uint32_t i = 0; i < v.n; i++)
-    cg_store_elem(f, &s->dring[i], slot, v.l[i].v);
+    if (i >= 64 || !((s->ddead >> i) & 1))
+      cg_store_elem(f, &s->dring[i], slot, v.l[i].v);
   cg_seq_load(f, acc, NULL, r, s->fold_z->type, &cur);
   cg_var_store(f, s->fold_acc, &cur);
   rec_fold_step(f, s, &v, &res);
@@ -613,8 +617,11 @@ static void rec_diag(cg_fn *f, seq_rec *s, ir_ref r, ir_ref body, const cg_val *
   LLVMValueRef kk = cg_i64(M, depth + 1);
   s->dsigma[0] = sigma[0];
   s->dsigma[1] = sigma[1];
-  /* the ring (a slot of `rows` points per anti-diagonal), the rows' folds */
+  /* the ring (a slot of `rows` points per anti-diagonal), the rows' folds;
+   * the leaves no read uses (a fused cell's fields for the fold alone,
+   * docs/passes.md §5.1) are not stored in it */
   LLVMValueRef size = LLVMBuildMul(B, rows, kk, "");
+  s->ddead = ~cg_rec_live_leaves(M->m, &s->rd, body, ir_node_get(M->m, body)->type);
   uint8_t group = f->coop, mode;
   s->dring = cg_new(M, (self->n + 1) * sizeof *s->dring);
   for (uint32_t i = 0; i < self->n; i++) {
@@ -666,6 +673,7 @@ static void rec_diag(cg_fn *f, seq_rec *s, ir_ref r, ir_ref body, const cg_val *
   cg_coop_sync(f, group); /* the anti-diagonal, before the next reads it */
   cg_loop_end(f, &dl);
   s->dring = NULL;
+  s->ddead = 0;
   /* the rows' folds, in the rows' 0-based order */
   i = rec_group_begin(f, &il, zero, rows, &mode);
   cg_val done;
