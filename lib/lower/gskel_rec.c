@@ -115,6 +115,7 @@ typedef struct gr_kernel {
   cg_val sm;
   LLVMValueRef fits;
   uint64_t pmask;
+  uint64_t dead; /* "rec.tiles": leaves the shared tile leaves out (gr_tile_dead) */
 } gr_kernel;
 
 /* Dimension masks: bit d for dimension d (ranks are at most 64). */
@@ -626,25 +627,32 @@ static int64_t gr_tile_stride(int64_t cols, int64_t r1) {
   return (cols + r1 + 1) / 2 * 2;
 }
 
-/* Bytes of one cell, all leaves. */
-static uint64_t gr_cell_bytes(const lw_rec *c) {
+/* Leaf l is one of `dead`, which the shared tile leaves out. */
+static bool gr_dead(uint64_t dead, uint32_t l) {
+  return l < 64 && ((dead >> l) & 1);
+}
+
+/* Bytes of one cell in the shared tile: its leaves but the dead ones. */
+static uint64_t gr_cell_bytes(const lw_rec *c, uint64_t dead) {
   cg_val v;
   cg_val_alloc(c->L->M, ir_node_get(c->L->m, c->body)->type, &v);
   uint64_t bytes = 0;
   for (uint32_t i = 0; i < v.n; i++)
-    bytes += ac_scalar_size((ac_scalar)v.l[i].sc);
+    if (!gr_dead(dead, i))
+      bytes += ac_scalar_size((ac_scalar)v.l[i].sc);
   return bytes;
 }
 
 /* The columns of a tile: the most of 128, 64 and 32 whose tile and halo
- * fit in GR_SMEM bytes of shared memory; 0 when none does, or when the
- * recurrence cannot be tiled (a two-dimensional problem, reads of one sign
- * per dimension reaching at most GR_TILE_REACH back). */
-static int64_t gr_tile_cols(const lw_rec *c) {
+ * (the leaves but `dead`) fit in GR_SMEM bytes of shared memory; 0 when
+ * none does, or when the recurrence cannot be tiled (a two-dimensional
+ * problem, reads of one sign per dimension reaching at most GR_TILE_REACH
+ * back). */
+static int64_t gr_tile_cols(const lw_rec *c, uint64_t dead) {
   if (c->n != 2 || !lw_rec_tileable(c))
     return 0;
   int64_t r0 = lw_rec_reach(c, 0), r1 = lw_rec_reach(c, 1);
-  uint64_t bytes = gr_cell_bytes(c);
+  uint64_t bytes = gr_cell_bytes(c, dead);
   if (r0 > GR_TILE_REACH || r1 > GR_TILE_REACH || bytes == 0)
     return 0;
   for (int64_t cols = 128; cols >= 32; cols /= 2)
@@ -680,13 +688,15 @@ static LLVMValueRef gr_box_start(cg_fn *f, const lw_rec *c, uint32_t d, LLVMValu
   return LLVMBuildSub(M->b, LLVMBuildSub(M->b, ext, y, ""), len, "");
 }
 
-/* dst[di] = src[si], every leaf; `vol`: volatile loads (memory another
- * block wrote). */
+/* dst[di] = src[si], every leaf but `dead`; `vol`: volatile loads (memory
+ * another block wrote). */
 static void gr_copy_cell(cg_fn *f, const cg_val *dst, LLVMValueRef di, const cg_val *src,
-                         LLVMValueRef si, bool vol) {
+                         LLVMValueRef si, bool vol, uint64_t dead) {
   for (uint32_t i = 0; i < dst->n; i++)
-    cg_store_elem(f, &dst->l[i], di,
-                  vol ? cg_load_elem_volatile(f, &src->l[i], si) : cg_load_elem(f, &src->l[i], si));
+    if (!gr_dead(dead, i))
+      cg_store_elem(f, &dst->l[i], di,
+                    vol ? cg_load_elem_volatile(f, &src->l[i], si)
+                        : cg_load_elem(f, &src->l[i], si));
 }
 
 /* Copies cell (x0, x1) (0-based) of the table into the tile's shared
@@ -700,7 +710,7 @@ static void gr_halo_cell(cg_fn *f, gr_kernel *k, const cg_val *table, LLVMValueR
   LLVMBasicBlockRef join = sk_if(f, in);
   LLVMValueRef x0 = lw_rec_walking(f, &k->r, 0, y0), x1 = lw_rec_walking(f, &k->r, 1, y1);
   LLVMValueRef lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, x0, k->r.ext[1], ""), x1, "");
-  gr_copy_cell(f, &k->r.out, lw_rec_local_at(f, &k->r, x0, x1), table, lin, true);
+  gr_copy_cell(f, &k->r.out, lw_rec_local_at(f, &k->r, x0, x1), table, lin, true, 0);
   sk_endif(f, join);
 }
 
@@ -758,7 +768,7 @@ static void gr_table_out(cg_fn *f, gr_kernel *k, const cg_val *table, LLVMValueR
   LLVMValueRef q = lw_gloop_begin(f, &cl, tid, len[1], cg_i64(M, GR_TILE_ROWS));
   LLVMValueRef x0 = LLVMBuildAdd(M->b, X[0], p, ""), x1 = LLVMBuildAdd(M->b, X[1], q, "");
   LLVMValueRef lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, x0, k->r.ext[1], ""), x1, "");
-  gr_copy_cell(f, table, lin, &k->r.out, lw_rec_local_at(f, &k->r, x0, x1), false);
+  gr_copy_cell(f, table, lin, &k->r.out, lw_rec_local_at(f, &k->r, x0, x1), false, 0);
   lw_gloop_end(f, &cl);
   cg_loop_end(f, &rl);
 }
@@ -814,7 +824,7 @@ static void gr_win_halo(cg_fn *f, gr_kernel *k, const gr_win *wk, LLVMValueRef t
     LLVMValueRef row = LLVMBuildUDiv(M->b, idx, cg_i64(M, r1), "");
     LLVMValueRef col = LLVMBuildURem(M->b, idx, cg_i64(M, r1), "");
     gr_copy_cell(f, &k->r.out, gr_loc(f, k, row, col), &k->r.out,
-                 gr_loc(f, k, row, LLVMBuildAdd(M->b, col, cg_i64(M, TW), "")), false);
+                 gr_loc(f, k, row, LLVMBuildAdd(M->b, col, cg_i64(M, TW), "")), false, k->dead);
     lw_gloop_end(f, &sl);
     sk_endif(f, join);
     simt_barrier(f); /* before the rows above overwrite what was read */
@@ -828,7 +838,7 @@ static void gr_win_halo(cg_fn *f, gr_kernel *k, const gr_win *wk, LLVMValueRef t
     for (int64_t r = 0; r < r0; r++)
       gr_copy_cell(f, &k->r.out, gr_loc(f, k, cg_i64(M, r), col), &wk->hv,
                    LLVMBuildAdd(M->b, LLVMBuildMul(M->b, cg_i64(M, r), k->r.ext[1], ""), y1, ""),
-                   true);
+                   true, k->dead);
     lw_gloop_end(f, &ql);
     sk_endif(f, join);
   }
@@ -850,7 +860,7 @@ static void gr_win_out(cg_fn *f, gr_kernel *k, gr_win *wk, uint32_t kern, LLVMVa
     for (int64_t r = 0; r < r0; r++)
       gr_copy_cell(f, &wk->hv,
                    LLVMBuildAdd(M->b, LLVMBuildMul(M->b, cg_i64(M, r), k->r.ext[1], ""), y1, ""),
-                   &k->r.out, gr_loc(f, k, cg_i64(M, GR_TILE_ROWS + r), col), false);
+                   &k->r.out, gr_loc(f, k, cg_i64(M, GR_TILE_ROWS + r), col), false, k->dead);
     lw_gloop_end(f, &ql);
     sk_endif(f, join);
   }
@@ -958,6 +968,15 @@ static bool gr_lanes_ok(const lw_rec *c, const int64_t *b) {
   return b[0] >= -1 && b[0] <= 1 && (b[1] == 1 || b[1] == -1) && c->rd.uniform;
 }
 
+/* The leaves the shared tile of a window folding its rows by lanes leaves
+ * out: those no read uses (a fused cell's fields for the fold alone,
+ * docs/passes.md §5.1), which the lanes fold as they compute them. */
+static uint64_t gr_tile_dead(const lw_rec *c, const lw_rec_window *win) {
+  if (!win || !win->fold)
+    return 0;
+  return ~cg_rec_live_leaves(c->L->m, &c->rd, c->body, ir_node_get(c->L->m, c->body)->type);
+}
+
 static void gr_tile_lanes(cg_fn *f, gr_kernel *k, const cg_val *self, gr_win *wk, LLVMValueRef tid,
                           LLVMValueRef *X, LLVMValueRef *len, LLVMValueRef tbase) {
   cg_module *M = f->M;
@@ -1024,7 +1043,11 @@ static void gr_tile_lanes(cg_fn *f, gr_kernel *k, const cg_val *self, gr_win *wk
         LLVMBuildMul(M->b, LLVMBuildAdd(M->b, y0, LLVMConstInt(i32, (uint64_t)r0, 0), ""), sw, ""),
         LLVMBuildAdd(M->b, y1, LLVMConstInt(i32, (uint64_t)r1, 0), ""), "");
     cg_val hv;
-    sk_load(f, &k->r.out, elem, LLVMBuildZExt(M->b, at, M->t_i64, ""), &hv);
+    cg_val_alloc(M, elem, &hv);
+    for (uint32_t l = 0; l < hv.n; l++)
+      hv.l[l].v = gr_dead(k->dead, l)
+                      ? LLVMConstNull(cg_scalar_type(M, (ac_scalar)hv.l[l].sc))
+                      : cg_load_elem(f, &k->r.out.l[l], LLVMBuildZExt(M->b, at, M->t_i64, ""));
     cg_var_store(f, &uval[u], &hv);
     sk_endif(f, join);
   }
@@ -1046,7 +1069,9 @@ static void gr_tile_lanes(cg_fn *f, gr_kernel *k, const cg_val *self, gr_win *wk
       M->b,
       LLVMBuildMul(M->b, LLVMBuildAdd(M->b, p, LLVMConstInt(i32, (uint64_t)r0, 0), ""), sw, ""),
       LLVMBuildAdd(M->b, q, LLVMConstInt(i32, (uint64_t)r1, 0), ""), "");
-  sk_store(f, &k->r.out, LLVMBuildZExt(M->b, here, M->t_i64, ""), &v);
+  for (uint32_t l = 0; l < v.n; l++)
+    if (!gr_dead(k->dead, l))
+      cg_store_elem(f, &k->r.out.l[l], LLVMBuildZExt(M->b, here, M->t_i64, ""), v.l[l].v);
   lw_rec_point_end(f, &k->r, mark);
   k->r.lane_val = NULL;
   cg_var_store(f, &cur, &v);
@@ -1100,13 +1125,18 @@ static uint32_t gr_tiles_kernel(const lw_rec *c, const gr_tiles *g, const lw_rec
   cg_val fv;
   lw_load(L, f, kern, &g->flags, &fv);
   LLVMValueRef F = fv.l[0].v;
-  /* the table stays in `table`; the kernel's `out` becomes the tile */
+  /* the table stays in `table`; the kernel's `out` becomes the tile (the
+   * leaves a window's fold alone reads, when the lanes fold in the walk,
+   * are left out of it: gr_tile_dead) */
+  bool lanes = gr_lanes_ok(c, c->a);
+  k.dead = lanes ? gr_tile_dead(c, win) : 0;
   cg_val table = k.r.out;
   k.r.out.l = cg_new(M, table.n * sizeof *k.r.out.l);
   for (uint32_t i = 0; i < table.n; i++) {
     k.r.out.l[i] = table.l[i];
-    k.r.out.l[i].v = simt_shared(f, cg_mem_type(M, (ac_scalar)table.l[i].sc),
-                                 (uint32_t)((TH + r0) * gr_tile_stride(TW, r1)), "rec.tile");
+    if (!gr_dead(k.dead, i))
+      k.r.out.l[i].v = simt_shared(f, cg_mem_type(M, (ac_scalar)table.l[i].sc),
+                                   (uint32_t)((TH + r0) * gr_tile_stride(TW, r1)), "rec.tile");
   }
   k.r.window = true;
   k.r.wdr = r0;
@@ -1120,7 +1150,6 @@ static uint32_t gr_tiles_kernel(const lw_rec *c, const gr_tiles *g, const lw_rec
   LLVMValueRef *ext = k.r.ext, bands, ntc;
   bands = LLVMBuildUDiv(M->b, LLVMBuildAdd(M->b, ext[0], cg_i64(M, TH - 1), ""), cg_i64(M, TH), "");
   ntc = LLVMBuildUDiv(M->b, LLVMBuildAdd(M->b, ext[1], cg_i64(M, TW - 1), ""), cg_i64(M, TW), "");
-  bool lanes = gr_lanes_ok(c, c->a);
   wk.folded = lanes && win && win->fold;
 
   /* the band loop: a ticket per band */
@@ -1266,12 +1295,18 @@ static void gr_tiles_plan(lw_rec *c, int64_t cols, const lw_rec_window *win) {
 }
 
 int64_t lw_gskel_rec_tile_cols(const lw_rec *c) {
-  return gr_tile_cols(c);
+  return gr_tile_cols(c, 0);
 }
 
 void lw_gskel_rec_window(lw_rec *c, const lw_rec_window *win) {
-  int64_t cols = gr_tile_cols(c);
+  int64_t cols = gr_tile_cols(c, 0);
   c->a = gr_tile_schedule(c, cols);
+  /* wider tiles when the fields the fold alone reads stay out of them */
+  int64_t wide = gr_tile_cols(c, gr_tile_dead(c, win));
+  if (wide > cols && gr_lanes_ok(c, gr_tile_schedule(c, wide))) {
+    cols = wide;
+    c->a = gr_tile_schedule(c, cols);
+  }
   gr_tiles_plan(c, cols, win);
 }
 
@@ -1386,7 +1421,7 @@ static void gr_by_schedule(lw_rec *c, void *ud) {
  * the candidate schedule with the fewest wavefronts (lw_rec_by_schedule). */
 static void gr_dependent(lw_rec *c) {
   lw *L = c->L;
-  int64_t cols = c->n == 2 && gr_batch(c) == 0 ? gr_tile_cols(c) : 0;
+  int64_t cols = c->n == 2 && gr_batch(c) == 0 ? gr_tile_cols(c, 0) : 0;
   if (cols) {
     const int64_t *cand;
     uint32_t k = lw_rec_candidates(c, &cand);
