@@ -436,6 +436,10 @@ bool cg_rec_body_plain(const ac_module *m, const cg_rec_reads *r, ir_ref body, b
  * bits are set for more than 64 leaves). The fused cells of docs/passes.md
  * §5.1 carry leaves that only the fold uses. */
 uint64_t cg_rec_live_leaves(const ac_module *m, const cg_rec_reads *r, ir_ref body, ir_type elem);
+/* Whether leaf l is in such a set of leaves (bit l; leaves past 64 never). */
+static inline bool cg_leaf_in(uint64_t leaves, uint32_t l) {
+  return l < 64 && ((leaves >> l) & 1);
+}
 /* True if evaluating e can fail at run time: reads, array operations,
  * calls (a syntactic test, expr.c). */
 bool cg_may_fail(const ac_module *m, ir_ref e);

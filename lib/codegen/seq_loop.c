@@ -205,7 +205,7 @@ typedef struct seq_rec {
    * each row, its function and accumulator */
   int64_t ring;
   ir_ref fold_lam;
-  uint32_t fold_leaf, fold_nleaves;
+  uint32_t fold_field; /* the field of each point folded (cg_val_field), UINT32_MAX: all */
   cg_var *fold_acc;
   const cg_val *fold_z;
   const seq_arr *fold_out;
@@ -282,7 +282,7 @@ static LLVMValueRef rec_read(cg_fn *f, const cg_leaf *leaf, LLVMValueRef *idx, i
     LLVMValueRef ok = w == 0 ? inside : LLVMBuildOr(B, LLVMBuildNot(B, inside, ""), before, "");
     cg_seq_check_buf(f, at, ok, &b, n, idx);
   }
-  if (s->dring && rf->field < 64 && ((s->ddead >> rf->field) & 1)) /* projected away */
+  if (s->dring && cg_leaf_in(s->ddead, rf->field)) /* projected away */
     return LLVMConstNull(cg_scalar_type(M, (ac_scalar)leaf->sc));
   if (s->dring) { /* the anti-diagonals' ring */
     int64_t o[2];
@@ -392,8 +392,9 @@ static void rec_proven_end(cg_fn *f, seq_rec *s, rec_unchecked was) {
 /* s->fold_acc = the fold's function applied to it and the fields of
  * point value v it folds (res: the new value). */
 static void rec_fold_step(cg_fn *f, const seq_rec *s, const cg_val *v, cg_val *res) {
-  cg_val x = {
-      .type = cg_seq_param(f->M, s->fold_lam, 1), .n = s->fold_nleaves, .l = v->l + s->fold_leaf};
+  cg_val x = *v;
+  if (s->fold_field != UINT32_MAX)
+    cg_val_field(f->M, v, s->fold_field, &x);
   cg_seq_step(f, s->fold_lam, s->fold_acc, &x, false, res);
 }
 
@@ -590,7 +591,7 @@ static void rec_diag_points(cg_fn *f, seq_rec *s, ir_ref body, const cg_val *sel
   cg_expr(f, body, &v);
   LLVMValueRef slot = LLVMBuildAdd(B, s->dslot[0], r, "");
   for (uint32_t i = 0; i < v.n; i++)
-    if (i >= 64 || !((s->ddead >> i) & 1))
+    if (!cg_leaf_in(s->ddead, i))
       cg_store_elem(f, &s->dring[i], slot, v.l[i].v);
   cg_seq_load(f, acc, NULL, r, s->fold_z->type, &cur);
   cg_var_store(f, s->fold_acc, &cur);
@@ -919,20 +920,14 @@ bool cg_seq_rec_fold(cg_fn *f, ir_ref e, cg_val *out) {
   const ir_node *rn = ir_node_get(m, r);
   if (rn->op != IR_REC || rn->attr != 2 || rn->nkids != 5 || rn->aux == 0 || rn->aux + 2 > m->nints)
     return false;
-  /* the element's leaves the fold sees */
+  /* the element's field the fold sees, if not all of it */
   ir_type elem;
-  uint32_t rank, first = 0, nleaves;
+  uint32_t rank;
   if (!ir_ty_array_view(M->ctx, rn->type, &elem, &rank))
     return false;
-  nleaves = ir_ty_num_leaves(M->ctx, elem);
-  if (field != UINT32_MAX) {
-    ir_typeinfo ti = ir_ty_info(M->ctx, elem);
-    if (ti.kind != TK_TUPLE || field >= ti.n)
-      return false;
-    for (uint32_t i = 0; i < field; i++)
-      first += ir_ty_num_leaves(M->ctx, ti.fields[i]);
-    nleaves = ir_ty_num_leaves(M->ctx, ti.fields[field]);
-  }
+  ir_typeinfo ti = ir_ty_info(M->ctx, elem);
+  if (field != UINT32_MAX && (ti.kind != TK_TUPLE || field >= ti.n))
+    return false;
   /* the reads: uniform, rows upwards, a reach of a few rows */
   cg_rec_reads rd;
   const int64_t *a = &m->ints[rn->aux];
@@ -973,8 +968,7 @@ bool cg_seq_rec_fold(cg_fn *f, ir_ref e, cg_val *out) {
     cg_val self;
     rec_self(f, s, rn->type, &self);
     s->fold_lam = lam;
-    s->fold_leaf = first;
-    s->fold_nleaves = nleaves;
+    s->fold_field = field;
     s->fold_z = &z;
     s->fold_out = &o;
     s->fold_acc = cg_new(M, sizeof *s->fold_acc);

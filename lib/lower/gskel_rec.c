@@ -627,18 +627,13 @@ static int64_t gr_tile_stride(int64_t cols, int64_t r1) {
   return (cols + r1 + 1) / 2 * 2;
 }
 
-/* Leaf l is one of `dead`, which the shared tile leaves out. */
-static bool gr_dead(uint64_t dead, uint32_t l) {
-  return l < 64 && ((dead >> l) & 1);
-}
-
 /* Bytes of one cell in the shared tile: its leaves but the dead ones. */
 static uint64_t gr_cell_bytes(const lw_rec *c, uint64_t dead) {
   cg_val v;
   cg_val_alloc(c->L->M, ir_node_get(c->L->m, c->body)->type, &v);
   uint64_t bytes = 0;
   for (uint32_t i = 0; i < v.n; i++)
-    if (!gr_dead(dead, i))
+    if (!cg_leaf_in(dead, i))
       bytes += ac_scalar_size((ac_scalar)v.l[i].sc);
   return bytes;
 }
@@ -693,7 +688,7 @@ static LLVMValueRef gr_box_start(cg_fn *f, const lw_rec *c, uint32_t d, LLVMValu
 static void gr_copy_cell(cg_fn *f, const cg_val *dst, LLVMValueRef di, const cg_val *src,
                          LLVMValueRef si, bool vol, uint64_t dead) {
   for (uint32_t i = 0; i < dst->n; i++)
-    if (!gr_dead(dead, i))
+    if (!cg_leaf_in(dead, i))
       cg_store_elem(f, &dst->l[i], di,
                     vol ? cg_load_elem_volatile(f, &src->l[i], si)
                         : cg_load_elem(f, &src->l[i], si));
@@ -889,7 +884,7 @@ static void gr_win_out(cg_fn *f, gr_kernel *k, gr_win *wk, uint32_t kern, LLVMVa
     cg_val a, v, part, next;
     cg_var_load(f, &wk->acc, &a);
     sk_load(f, &k->r.out, elem, gr_loc(f, k, row, LLVMBuildAdd(M->b, q, cg_i64(M, r1), "")), &v);
-    lw_rec_fold_part(w, &v, &part);
+    lw_rec_fold_part(f, w, &v, &part);
     sk_apply2(f, w->fn, &a, &part, false, w->tmp, &next);
     cg_var_store(f, &wk->acc, &next);
     cg_loop_end(f, &ql);
@@ -1045,7 +1040,7 @@ static void gr_tile_lanes(cg_fn *f, gr_kernel *k, const cg_val *self, gr_win *wk
     cg_val hv;
     cg_val_alloc(M, elem, &hv);
     for (uint32_t l = 0; l < hv.n; l++)
-      hv.l[l].v = gr_dead(k->dead, l)
+      hv.l[l].v = cg_leaf_in(k->dead, l)
                       ? LLVMConstNull(cg_scalar_type(M, (ac_scalar)hv.l[l].sc))
                       : cg_load_elem(f, &k->r.out.l[l], LLVMBuildZExt(M->b, at, M->t_i64, ""));
     cg_var_store(f, &uval[u], &hv);
@@ -1070,7 +1065,7 @@ static void gr_tile_lanes(cg_fn *f, gr_kernel *k, const cg_val *self, gr_win *wk
       LLVMBuildMul(M->b, LLVMBuildAdd(M->b, p, LLVMConstInt(i32, (uint64_t)r0, 0), ""), sw, ""),
       LLVMBuildAdd(M->b, q, LLVMConstInt(i32, (uint64_t)r1, 0), ""), "");
   for (uint32_t l = 0; l < v.n; l++)
-    if (!gr_dead(k->dead, l))
+    if (!cg_leaf_in(k->dead, l))
       cg_store_elem(f, &k->r.out.l[l], LLVMBuildZExt(M->b, here, M->t_i64, ""), v.l[l].v);
   lw_rec_point_end(f, &k->r, mark);
   k->r.lane_val = NULL;
@@ -1078,7 +1073,7 @@ static void gr_tile_lanes(cg_fn *f, gr_kernel *k, const cg_val *self, gr_win *wk
   if (wk && wk->w && wk->w->fold) { /* lane p folds row p, in column order */
     cg_val a, part, next;
     cg_var_load(f, &wk->acc, &a);
-    lw_rec_fold_part(wk->w, &v, &part);
+    lw_rec_fold_part(f, wk->w, &v, &part);
     sk_apply2(f, wk->w->fn, &a, &part, false, wk->w->tmp, &next);
     cg_var_store(f, &wk->acc, &next);
   }
@@ -1134,7 +1129,7 @@ static uint32_t gr_tiles_kernel(const lw_rec *c, const gr_tiles *g, const lw_rec
   k.r.out.l = cg_new(M, table.n * sizeof *k.r.out.l);
   for (uint32_t i = 0; i < table.n; i++) {
     k.r.out.l[i] = table.l[i];
-    if (!gr_dead(k.dead, i))
+    if (!cg_leaf_in(k.dead, i))
       k.r.out.l[i].v = simt_shared(f, cg_mem_type(M, (ac_scalar)table.l[i].sc),
                                    (uint32_t)((TH + r0) * gr_tile_stride(TW, r1)), "rec.tile");
   }

@@ -406,14 +406,13 @@ typedef struct lw_rec_window {
   ir_ref fn;
   bool tmp; /* fn allocates temporary memory */
   lw_val z, rows;
-  /* what fn folds of each cell: the cell, or field k of it for
-   * fold(fn, z, (rec ...).k): its fnleaves leaves from fleaf, its type */
-  uint32_t fleaf, fnleaves;
-  ir_type fty;
+  /* what fn folds of each cell: field k of it for fold(fn, z, (rec
+   * ...).k), UINT32_MAX for the cell */
+  uint32_t field;
 } lw_rec_window;
 /* The part of cell value v (the recurrence's element) that window w's fold
- * takes: a view sharing v's leaves. */
-void lw_rec_fold_part(const lw_rec_window *w, const cg_val *v, cg_val *out);
+ * takes: a view sharing v's leaves (cg_val_field). */
+void lw_rec_fold_part(cg_fn *f, const lw_rec_window *w, const cg_val *v, cg_val *out);
 /* One element of a recurrence, (rec ...)[p, q]: when the recurrence is
  * tiled (rank 2; on the GPU, when its tiles can hold its cells) and p and
  * q are size expressions, only a window of it is kept (skel_rec.c).

@@ -153,16 +153,12 @@ static void rc_walk_offsets(const lw_rec *c, ir_ref at, int64_t *o) {
     o[d] *= lw_rec_sigma(c, d);
 }
 
-/* Anti-diagonal tiles: leaf l of the cells is left out of the ring. */
-static bool rc_dead(const rc_kernel *k, uint32_t l) {
-  return l < 64 && ((k->dead >> l) & 1);
-}
 
 /* Anti-diagonal tiles: dst[dlin] = x, the leaves of the ring only. */
 static void rc_ring_store(cg_fn *f, const rc_kernel *k, const cg_val *dst, LLVMValueRef dlin,
                           const cg_val *x) {
   for (uint32_t l = 0; l < dst->n && l < x->n; l++)
-    if (!rc_dead(k, l))
+    if (!cg_leaf_in(k->dead, l))
       cg_store_elem(f, &dst->l[l], dlin, x->l[l].v);
 }
 
@@ -193,7 +189,7 @@ LLVMValueRef lw_rec_kern_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_
       cg_var_load(f, &k->lane_val[j], &v);
       return v.l[le->leaf].v;
     }
-  if (k->diag && rc_dead(k, le->leaf)) /* never used: the body projects it away */
+  if (k->diag && cg_leaf_in(k->dead, le->leaf)) /* never used: the body projects it away */
     return LLVMConstNull(cg_scalar_type(M, (ac_scalar)l->sc));
   if (k->diag)
     return cg_load_elem(f, &k->ring.l[le->leaf], rc_diag_at(f, k, at));
@@ -441,12 +437,12 @@ static void rc_tile_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValue
   ir_type elem = ir_node_get(c->L->m, c->body)->type;
   cg_var acc;
   if (k->fold)
-    cg_var_new(f, k->fold->fty, &acc);
+    cg_var_new(f, k->fold_z->type, &acc);
   for (uint32_t d = 0; d < c->n; d++) {
     if (d == last && k->fold) {
       /* the row's fold so far: z in its first tile */
       cg_val prev, start;
-      sk_load(f, k->fold_rows, k->fold->fty, x[0], &prev);
+      sk_load(f, k->fold_rows, k->fold_z->type, x[0], &prev);
       cg_val_select(f, k->fold_first, k->fold_z, &prev, &start);
       cg_var_store(f, &acc, &start);
     }
@@ -477,7 +473,7 @@ static void rc_tile_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValue
   if (k->fold) { /* in the fold's scope: the point's binders are gone */
     cg_val a, part, next;
     cg_var_load(f, &acc, &a);
-    lw_rec_fold_part(k->fold, &v, &part);
+    lw_rec_fold_part(f, k->fold, &v, &part);
     sk_apply2(f, k->fold->fn, &a, &part, false, k->fold->tmp, &next);
     cg_var_store(f, &acc, &next);
   }
@@ -687,8 +683,8 @@ static void rc_diag_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValue
   lw_rec_point_end(f, k, pmark);
   if (k->fold) {
     cg_val a, part, next;
-    sk_load(f, acc, k->fold->fty, r, &a);
-    lw_rec_fold_part(k->fold, &v, &part);
+    sk_load(f, acc, k->fold_z->type, r, &a);
+    lw_rec_fold_part(f, k->fold, &v, &part);
     sk_apply2(f, k->fold->fn, &a, &part, false, k->fold->tmp, &next);
     sk_store(f, acc, r, &next);
   }
@@ -720,19 +716,19 @@ static void rc_tile_diag(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRe
                 : 0;
   for (uint32_t l = 0; l < k->out.n; l++) {
     k->ring.l[l] = k->out.l[l];
-    if (!rc_dead(k, l))
+    if (!cg_leaf_in(k->dead, l))
       cg_new_array(f, k->out.l[l].sc, 1, &size, c->e, &k->ring.l[l]);
   }
   cg_val acc = {0};
   if (k->fold) {
-    cg_val_alloc(M, k->fold->fty, &acc);
+    cg_val_alloc(M, k->fold_z->type, &acc);
     for (uint32_t l = 0; l < acc.n; l++)
       cg_new_array(f, acc.l[l].sc, 1, &rows, c->e, &acc.l[l]);
     cg_loop il;
     LLVMValueRef r = cg_loop_begin(f, &il, zero, rows);
     cg_val prev, start;
     LLVMValueRef x0 = lw_rec_walking(f, k, 0, LLVMBuildAdd(M->b, b[0], r, ""));
-    sk_load(f, k->fold_rows, k->fold->fty, x0, &prev);
+    sk_load(f, k->fold_rows, k->fold_z->type, x0, &prev);
     cg_val_select(f, k->fold_first, k->fold_z, &prev, &start);
     sk_store(f, &acc, r, &start);
     cg_loop_end(f, &il);
@@ -795,7 +791,7 @@ static void rc_tile_diag(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRe
     cg_loop il;
     LLVMValueRef r2 = cg_loop_begin(f, &il, zero, rows);
     cg_val done;
-    sk_load(f, &acc, k->fold->fty, r2, &done);
+    sk_load(f, &acc, k->fold_z->type, r2, &done);
     sk_store(f, k->fold_rows, lw_rec_walking(f, k, 0, LLVMBuildAdd(M->b, b[0], r2, "")), &done);
     cg_loop_end(f, &il);
   }
@@ -1411,11 +1407,11 @@ bool lw_skel_rec_at(lw *L, ir_ref e, lw_rec *rec, lw_val *out) {
   return L->M->st == AC_OK;
 }
 
-void lw_rec_fold_part(const lw_rec_window *w, const cg_val *v, cg_val *out) {
-  *out = *v;
-  out->type = w->fty;
-  out->l = v->l + w->fleaf;
-  out->n = w->fnleaves;
+void lw_rec_fold_part(cg_fn *f, const lw_rec_window *w, const cg_val *v, cg_val *out) {
+  if (w->field == UINT32_MAX)
+    *out = *v;
+  else
+    cg_val_field(f->M, v, w->field, out);
 }
 
 /* The recurrence fold e folds, through a field ((rec ...).k), and that
@@ -1474,16 +1470,7 @@ bool lw_skel_rec_fold(lw *L, ir_ref e, lw_rec *rec, lw_val *out) {
   win.fold = true;
   win.fn = ir_kid(m, e, 0);
   win.tmp = cg_needs_tmp(m, win.fn);
-  /* the part of each cell folded: its leaves from fleaf */
-  uint32_t field;
-  rc_fold_rec(m, e, &field);
-  win.fty = ir_node_get(m, ir_kid(m, e, 1))->type;
-  win.fnleaves = ir_ty_num_leaves(L->ctx, win.fty);
-  if (field != UINT32_MAX) {
-    ir_typeinfo ti = ir_ty_info(L->ctx, ir_node_get(m, c.body)->type);
-    for (uint32_t i = 0; i < field && i < ti.n; i++)
-      win.fleaf += ir_ty_num_leaves(L->ctx, ti.fields[i]);
-  }
+  rc_fold_rec(m, e, &win.field); /* the part of each cell folded */
   lw_fresh(L, ir_node_get(m, e)->type, &win.rows);
   lw_alloc_arrays(L, &win.rows, &ext[0], e);
   rc_window_run(&c, &win);
