@@ -45,6 +45,14 @@ static bool rf_var_is(const ac_module *m, ir_ref r, uint32_t idx) {
   return n->op == IR_VAR && (uint64_t)n->attr == idx;
 }
 
+/* Whether a walk goes on at `depth`: nothing failed, not too deep (else
+ * it fails). */
+static bool rf_go(rf *F, unsigned depth) {
+  if (depth > RF_MAX_DEPTH)
+    F->ok = false;
+  return F->ok;
+}
+
 /* Rebuilds r with kids[i] = walk(kid i, d + binders of kid i). */
 static ir_ref rf_kids(rf *F, ir_ref r, uint32_t d, unsigned depth,
                       ir_ref (*walk)(rf *, ir_ref, uint32_t, unsigned)) {
@@ -72,10 +80,8 @@ static ir_ref rf_kids(rf *F, ir_ref r, uint32_t d, unsigned depth,
  * outer scope: h[i, j] becomes c. */
 static ir_ref rf_gen(rf *F, ir_ref r, uint32_t d, unsigned depth) {
   ac_module *m = F->m;
-  if (!F->ok || depth > RF_MAX_DEPTH) {
-    F->ok = false;
+  if (!rf_go(F, depth))
     return IR_NONE;
-  }
   const ir_node *n = ir_node_get(m, r);
   uint32_t h = d + 2 + F->nb;
   if (n->op == IR_INDEX && n->nkids == 3 && rf_var_is(m, ir_kid(m, r, 0), h)) {
@@ -108,10 +114,8 @@ static ir_ref rf_gen(rf *F, ir_ref r, uint32_t d, unsigned depth) {
  * self becomes field 0 of the read. Self is only ever indexed. */
 static ir_ref rf_body(rf *F, ir_ref r, uint32_t d, unsigned depth) {
   ac_module *m = F->m;
-  if (!F->ok || depth > RF_MAX_DEPTH) {
-    F->ok = false;
+  if (!rf_go(F, depth))
     return IR_NONE;
-  }
   const ir_node *n = ir_node_get(m, r);
   if (n->op == IR_VAR) {
     if ((uint64_t)n->attr == d + 2)
