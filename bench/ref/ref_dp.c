@@ -30,31 +30,15 @@ int32_t ref_edit_distance(int64_t n, const uint8_t *s, int64_t m, const uint8_t 
   return prev[m];
 }
 
-int32_t ref_smith_waterman(int64_t n, const uint8_t *s, int64_t m, const uint8_t *t, int32_t *prev,
-                           int32_t *cur) {
-  int32_t best = 0;
-  for (int64_t j = 0; j <= m; j++)
-    prev[j] = 0;
-  for (int64_t i = 1; i <= n; i++) {
-    cur[0] = 0;
-    for (int64_t j = 1; j <= m; j++) {
-      int32_t d = prev[j - 1] + (s[i - 1] == t[j - 1] ? 3 : -3);
-      int32_t up = prev[j] - 2, left = cur[j - 1] - 2;
-      int32_t g = up > left ? up : left;
-      int32_t h = d > g ? d : g;
-      h = h > 0 ? h : 0;
-      cur[j] = h;
-      best = h > best ? h : best;
-    }
-    int32_t *x = prev;
-    prev = cur;
-    cur = x;
-  }
-  return best;
-}
-
-int32_t ref_smith_waterman_at(int64_t n, const uint8_t *s, int64_t m, const uint8_t *t,
-                              int32_t *prev, int32_t *cur, int64_t *at) {
+/* Both Smith-Waterman references: with `track`, the first best cell in
+ * row-major order too, in at[0..1]. Inlined into each with `track` a
+ * constant, so that each compiles to its own loop (the score's keeps its
+ * max; the other its branch). */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline int32_t ref_sw_rows(int64_t n, const uint8_t *s, int64_t m, const uint8_t *t,
+                                  int32_t *prev, int32_t *cur, bool track, int64_t *at) {
   int32_t best = 0;
   int64_t bi = 0, bj = 0;
   for (int64_t j = 0; j <= m; j++)
@@ -68,7 +52,9 @@ int32_t ref_smith_waterman_at(int64_t n, const uint8_t *s, int64_t m, const uint
       int32_t h = d > g ? d : g;
       h = h > 0 ? h : 0;
       cur[j] = h;
-      if (h > best) {
+      if (!track) {
+        best = h > best ? h : best;
+      } else if (h > best) {
         best = h;
         bi = i;
         bj = j;
@@ -78,9 +64,21 @@ int32_t ref_smith_waterman_at(int64_t n, const uint8_t *s, int64_t m, const uint
     prev = cur;
     cur = x;
   }
-  at[0] = bi;
-  at[1] = bj;
+  if (track) {
+    at[0] = bi;
+    at[1] = bj;
+  }
   return best;
+}
+
+int32_t ref_smith_waterman(int64_t n, const uint8_t *s, int64_t m, const uint8_t *t, int32_t *prev,
+                           int32_t *cur) {
+  return ref_sw_rows(n, s, m, t, prev, cur, false, NULL);
+}
+
+int32_t ref_smith_waterman_at(int64_t n, const uint8_t *s, int64_t m, const uint8_t *t,
+                              int32_t *prev, int32_t *cur, int64_t *at) {
+  return ref_sw_rows(n, s, m, t, prev, cur, true, at);
 }
 
 /* The residue index of an ASCII letter (ref.h). */
