@@ -783,7 +783,7 @@ static void gr_table_out(cg_fn *f, gr_kernel *k, const cg_val *table, LLVMValueR
 typedef struct gr_win {
   const lw_rec_window *w;
   cg_val hv, z, rows;
-  LLVMValueRef at[2];
+  LLVMValueRef *at; /* the points wanted (lw_rec_window.at) */
   cg_var acc;
   bool folded; /* the lanes fold the rows as they go (gr_tile_lanes) */
 } gr_win;
@@ -791,8 +791,9 @@ typedef struct gr_win {
 static void gr_win_load(lw *L, cg_fn *f, uint32_t kern, gr_win *wk) {
   const lw_rec_window *w = wk->w;
   lw_load(L, f, kern, &w->h, &wk->hv);
-  for (uint32_t d = 0; d < 2 && w->point; d++)
-    wk->at[d] = sk_ld(L, f, kern, &w->at[d]);
+  wk->at = cg_new(L->M, (2 * w->npoints + 1) * sizeof *wk->at);
+  for (uint32_t p = 0; p < 2 * w->npoints; p++)
+    wk->at[p] = sk_ld(L, f, kern, &w->at[p]);
   if (w->fold) {
     lw_load(L, f, kern, &w->z, &wk->z);
     lw_load(L, f, kern, &w->rows, &wk->rows);
@@ -860,20 +861,20 @@ static void gr_win_out(cg_fn *f, gr_kernel *k, gr_win *wk, uint32_t kern, LLVMVa
     sk_endif(f, join);
   }
   ir_type elem = ir_node_get(c->L->m, c->body)->type;
-  if (w->point) {
+  for (uint32_t p = 0; p < w->npoints; p++) {
     LLVMValueRef in = LLVMBuildICmp(M->b, LLVMIntEQ, tid, cg_i64(M, 0), "");
     for (uint32_t d = 0; d < 2; d++) {
-      LLVMValueRef off = LLVMBuildSub(M->b, wk->at[d], Y[d], "");
+      LLVMValueRef off = LLVMBuildSub(M->b, wk->at[2 * p + d], Y[d], "");
       in = LLVMBuildAnd(M->b, in, LLVMBuildICmp(M->b, LLVMIntULT, off, len[d], ""), "");
     }
     LLVMBasicBlockRef join = sk_if(f, in);
     LLVMValueRef row =
-        LLVMBuildAdd(M->b, LLVMBuildSub(M->b, wk->at[0], Y[0], ""), cg_i64(M, r0), "");
+        LLVMBuildAdd(M->b, LLVMBuildSub(M->b, wk->at[2 * p], Y[0], ""), cg_i64(M, r0), "");
     LLVMValueRef col =
-        LLVMBuildAdd(M->b, LLVMBuildSub(M->b, wk->at[1], Y[1], ""), cg_i64(M, r1), "");
+        LLVMBuildAdd(M->b, LLVMBuildSub(M->b, wk->at[2 * p + 1], Y[1], ""), cg_i64(M, r1), "");
     cg_val v;
     sk_load(f, &k->r.out, elem, gr_loc(f, k, row, col), &v);
-    lw_store(c->L, f, kern, &w->out, &v);
+    lw_store(c->L, f, kern, &w->out[p], &v);
     sk_endif(f, join);
   }
   if (w->fold && !wk->folded) { /* lane p folds row p of the tile, in walking order */

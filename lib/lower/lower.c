@@ -155,7 +155,7 @@ static void lw_assign_state(lw *L, const lw_val *dst, const lw_val *src) {
 
 /* ---- the environment ---- */
 
-static void env_push(lw *L, const lw_val *v) {
+void lw_env_push(lw *L, const lw_val *v) {
   size_t cap = L->capenv;
   if (!ac_grow(L->ctx, (void **)&L->env, &cap, (size_t)L->nenv + 1, sizeof *L->env)) {
     cg_error(L->M, AC_ERR_NOMEM, 0, "out of memory");
@@ -165,7 +165,7 @@ static void env_push(lw *L, const lw_val *v) {
   L->env[L->nenv++] = *v;
 }
 
-static void env_pop(lw *L, uint32_t n) {
+void lw_env_pop(lw *L, uint32_t n) {
   L->nenv = n > L->nenv ? 0 : L->nenv - n;
 }
 
@@ -287,7 +287,7 @@ static void note_uses(lw *L, uint32_t kernel, const lw_val *v) {
 }
 
 void lw_load(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, cg_val *out) {
-  if (lw_load_delayed(L, f, kernel, v, out))
+  if (lw_load_delayed(L, f, kernel, v, out) || lw_load_points(L, f, kernel, v, out))
     return;
   cg_load_frame(f, v->type, v->words, out);
   note_uses(L, kernel, v);
@@ -307,7 +307,7 @@ bool lw_closed_expr(lw *L, uint32_t nargs, const lw_val *args, ir_ref e, lw_val 
   L->env = NULL;
   L->nenv = L->capenv = 0;
   for (uint32_t i = 0; i < nargs; i++)
-    env_push(L, &args[i]);
+    lw_env_push(L, &args[i]);
   bool ok = L->M->st == AC_OK && lw_expr(L, e, out);
   ac_free(L->ctx, L->env);
   L->env = env;
@@ -341,9 +341,9 @@ static bool lw_apply(lw *L, ir_ref fn, uint32_t nargs, const lw_val *args, lw_va
     return false;
   }
   for (uint32_t i = 0; i < nargs; i++)
-    env_push(L, &args[i]);
+    lw_env_push(L, &args[i]);
   bool ok = L->M->st == AC_OK && lw_expr(L, ir_kid(L->m, fn, 0), out);
-  env_pop(L, nargs);
+  lw_env_pop(L, nargs);
   return ok;
 }
 
@@ -521,17 +521,20 @@ static bool lower_len_shape(lw *L, ir_ref e, lw_val *out) {
 static bool lower_let(lw *L, ir_ref e, lw_val *out) {
   const ir_node *n = ir_node_get(L->m, e);
   lw_val v;
-  if (!lw_expr(L, ir_kid(L->m, e, 0), &v))
+  lw_rec c;
+  /* a recurrence read only at a few points: a window of it (skel_rec.c) */
+  if (n->op == IR_LET && lw_rec_let_ok(L, e, &c) ? !lw_skel_rec_let(L, e, &c, &v)
+                                                 : !lw_expr(L, ir_kid(L->m, e, 0), &v))
     return false;
   uint32_t nb = n->op == IR_LET ? 1 : (uint32_t)n->attr;
   for (uint32_t i = 0; i < nb; i++) {
     lw_val f = v;
     if (n->op == IR_LETTUP)
       lw_field(L, &v, i, &f);
-    env_push(L, &f);
+    lw_env_push(L, &f);
   }
   bool ok = L->M->st == AC_OK && lw_expr(L, ir_kid(L->m, e, 1), out);
-  env_pop(L, nb);
+  lw_env_pop(L, nb);
   return ok;
 }
 
@@ -692,7 +695,7 @@ ac_status lw_function(cg_module *M, uint32_t fn, ac_error **err) {
       lw_fresh(&L, ir_func_param(m, f, i), &v);
       leaf_decl d = {&L, v.words, 0, false, NULL, 0};
       ir_ty_leaves(L.ctx, v.type, declare_leaf, &d);
-      env_push(&L, &v);
+      lw_env_push(&L, &v);
     }
     lw_val r;
     if (M->st == AC_OK && lw_expr(&L, f->body, &r)) {
@@ -709,6 +712,7 @@ ac_status lw_function(cg_module *M, uint32_t fn, ac_error **err) {
   ac_free(L.ctx, L.xdepth);
   ac_free(L.ctx, L.adapt);
   ac_free(L.ctx, L.dwords);
+  ac_free(L.ctx, L.pwords);
   ac_free(L.ctx, L.early);
   if (M->st == AC_OK && L.p->oom)
     cg_error(M, AC_ERR_NOMEM, 0, "out of memory");

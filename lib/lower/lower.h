@@ -98,6 +98,11 @@ typedef struct lw {
    * its producer. Owned by lw_function. */
   struct lw_dword *dwords;
   uint32_t ndwords, capdwords;
+  /* skel_rec.c: the data word of leaf 0 of every let-bound recurrence kept
+   * as a few points (lw_skel_rec_let), a word never set: lw_load gives
+   * readers of those points instead. Owned by lw_function. */
+  struct lw_pword *pwords;
+  uint32_t npwords, cappwords;
   /* tiled(e) (the smem-stencil pass): the e being lowered that asked for
    * shared-memory tiles, until its skeleton takes the request
    * (lw_tile_wanted, gskel_tile.c). */
@@ -129,6 +134,9 @@ bool lw_closed_expr(lw *L, uint32_t nargs, const lw_val *args, ir_ref e, lw_val 
 /* A call (node at) of extern kernel fi on args (skel_extern.c): allocates
  * its results into fresh words *out and launches it. */
 bool lw_extern_kernel(lw *L, ir_ref at, uint32_t fi, const lw_val *args, lw_val *out);
+/* Pushes v as the innermost variable of L->env / pops the n innermost. */
+void lw_env_push(lw *L, const lw_val *v);
+void lw_env_pop(lw *L, uint32_t n);
 /* Fresh words for a value of type t. */
 void lw_fresh(lw *L, ir_type t, lw_val *out);
 /* Words of leaf `leaf` of v start at v->words[lw_leaf_word(..)]. */

@@ -301,10 +301,12 @@ typedef struct lw_rec_kern {
   uint32_t ncarried;
   /* CPU windows and the GPU's tiles (gskel_rec.c): `out` is the tile's
    * scratch (shared memory on the GPU), where the point of walking
-   * coordinates (y0, y1) of the tile starting at wb is element
-   * (y0 - wb[0] + wdr) * wsw + y1 - wb[1] + wdc */
+   * coordinates (y0, y1) of the tile starting at wb is cell
+   * (y0 - wb[0] + wdr) * wsw + y1 - wb[1] + wdc; on the CPU, of rank > 2,
+   * each cell holds the inner dimensions whole, `winner` elements (their
+   * 0-based coordinates in row-major order), else winner is NULL */
   bool window;
-  LLVMValueRef wb[2], wsw;
+  LLVMValueRef wb[2], wsw, winner;
   int64_t wdr, wdc;
   /* CPU windows that fold the rows: the function, z, the rows' results
    * and whether the tile is its rows' first (i1) */
@@ -388,17 +390,21 @@ uint32_t lw_rec_xwaves(const lw_rec *c, const int64_t *b);
  * schedule, under plan `if`s that run the first one with the fewest
  * wavefronts for the extents of the call. */
 void lw_rec_by_schedule(lw_rec *c, void (*emit)(lw_rec *c, void *ud), void *ud);
-/* A window of a rank-2 tiled recurrence: what lw_skel_rec_at and
+/* A window of a tiled recurrence: what lw_skel_rec_at and
  * lw_skel_rec_fold keep instead of the table (skel_rec.c on the CPU,
- * lw_gskel_rec_window on the GPU). */
+ * rank 2 or more, the tiles holding the inner dimensions whole;
+ * lw_gskel_rec_window on the GPU, rank 2). */
 typedef struct lw_rec_window {
   lw_val v, h;    /* CPU: the tiles' last columns; both: the last dr rows of the width */
   int64_t dr, dc; /* the reaches in dimensions 0 and 1 (lw_rec_reach) */
-  /* (rec ...)[p, q]: the point wanted, in walking coordinates (words), and
-   * its value (words written by the tile holding it) */
-  bool point;
-  lw_val at[2];
-  lw_val out;
+  /* (rec ...)[p, q], or the reads of a let-bound recurrence
+   * (lw_skel_rec_let): the points wanted, coordinate d of point p at
+   * at[p * rank + d] (words; walking coordinates in dimensions 0 and 1,
+   * 0-based in the others), and their values (words written by the tile
+   * holding each) */
+  uint32_t npoints;
+  lw_val *at;
+  lw_val *out;
   /* fold(fn, z, rec ...): the rows' folds, each tile folding its part of
    * its rows into them in the walking order (fn commutative when that is
    * not the rows' order) */
@@ -413,19 +419,35 @@ typedef struct lw_rec_window {
 /* The part of cell value v (the recurrence's element) that window w's fold
  * takes: a view sharing v's leaves (cg_val_field). */
 void lw_rec_fold_part(cg_fn *f, const lw_rec_window *w, const cg_val *v, cg_val *out);
-/* One element of a recurrence, (rec ...)[p, q]: when the recurrence is
- * tiled (rank 2; on the GPU, when its tiles can hold its cells) and p and
- * q are size expressions, only a window of it is kept (skel_rec.c).
+/* One element of a recurrence, (rec ...)[p, q, ..]: when the recurrence
+ * is tiled (on the GPU, of rank 2 with tiles that can hold its cells) and
+ * the indices are size expressions, only a window of it is kept
+ * (skel_rec.c).
  * lw_rec_at_ok says whether e is such a read, emitting nothing, and fills
  * *c for lw_skel_rec_at. */
 bool lw_rec_at_ok(lw *L, ir_ref e, lw_rec *c);
 bool lw_skel_rec_at(lw *L, ir_ref e, lw_rec *c, lw_val *out);
-/* The rows' folds of a recurrence, fold(f, z, rec ...) or fold(f, z,
+/* The rows' folds of a rank-2 recurrence, fold(f, z, rec ...) or fold(f, z,
  * (rec ...).k), on the CPU and the GPU: the tiles fold their rows as they
  * go, with a window of the table, when f cannot fail (and is commutative
  * if the rows are walked backwards).
  * lw_rec_fold_ok fills *c for lw_skel_rec_fold. */
 bool lw_rec_fold_ok(lw *L, ir_ref e, lw_rec *c);
+/* let d = rec ... in body, where every use of d in body is a read d[p, q,
+ * ..] whose indices are size expressions of the let's scope (no variable
+ * the body binds but its lets of such expressions), at most LW_REC_POINTS
+ * different ones: the recurrence keeps a window and those points instead
+ * of its table (tiled, as above).
+ * lw_rec_let_ok fills *c; lw_skel_rec_let runs the recurrence and gives d's
+ * value, which has the table's extents but no data: lw_load hands kernels
+ * readers that pick the point read (after cg_read's checks, at the read's
+ * own position, as for a table). */
+#define LW_REC_POINTS 8
+bool lw_rec_let_ok(lw *L, ir_ref e, lw_rec *c);
+bool lw_skel_rec_let(lw *L, ir_ref e, lw_rec *c, lw_val *d);
+/* For lw_load: false if v is not such a value (lw_skel_rec_let); otherwise
+ * *out is v in kernel f, its leaves readers. */
+bool lw_load_points(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, cg_val *out);
 bool lw_skel_rec_fold(lw *L, ir_ref e, lw_rec *c, lw_val *out);
 /* gskel_rec.c: the GPU skeleton. */
 bool lw_gskel_rec(lw *L, ir_ref e, lw_val *out);

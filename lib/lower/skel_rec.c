@@ -1,8 +1,9 @@
 /* lib/lower/skel_rec.c: recurrences, rec (i1 in lo1..=hi1, ..) -> T { body },
  * on the CPU, by wavefronts (Cartey et al., "Recursion equations to GPU":
  * per-wavefront parallel code under an affine schedule) or by tiles, and
- * with a window instead of the table when only one element or the rows'
- * folds are used (the sections "tiles" and "windows" below).
+ * with a window instead of the table when only a few elements (a let's
+ * reads at size expressions) or the rows' folds are used (the sections
+ * "tiles" and "windows" below).
  *
  * The verifier stores a schedule a (n coefficients at m->ints[node->aux],
  * lib/ir/rec.h) such that every element only reads elements of a strictly
@@ -136,6 +137,19 @@ LLVMValueRef lw_rec_local_at(cg_fn *f, const lw_rec_kern *k, LLVMValueRef x0, LL
   return rc_local(f, k, lw_rec_walking(f, k, 0, x0), lw_rec_walking(f, k, 1, x1));
 }
 
+/* Windows of rank > 2: the scratch element of walking coordinates (y0,
+ * y1) and 0-based coordinates x[2..n) in the inner dimensions. */
+static LLVMValueRef rc_local_n(cg_fn *f, const rc_kernel *k, LLVMValueRef y0, LLVMValueRef y1,
+                               const LLVMValueRef *x) {
+  cg_module *M = f->M;
+  LLVMValueRef lin = rc_local(f, k, y0, y1);
+  if (!k->winner)
+    return lin;
+  for (uint32_t d = 2; d < k->c->n; d++)
+    lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, k->ext[d], ""), x[d], "");
+  return lin;
+}
+
 /* The element of k->out holding the point of walking coordinates (y0,
  * y1): the table's, or with a window the scratch's. */
 static LLVMValueRef rc_cell(cg_fn *f, const rc_kernel *k, LLVMValueRef y0, LLVMValueRef y1) {
@@ -194,7 +208,7 @@ LLVMValueRef lw_rec_kern_read(cg_fn *f, const cg_leaf *l, LLVMValueRef *idx, ir_
   if (k->diag)
     return cg_load_elem(f, &k->ring.l[le->leaf], rc_diag_at(f, k, at));
   if (k->window) {
-    lin = lw_rec_local_at(f, k, kd[0], kd[1]);
+    lin = rc_local_n(f, k, lw_rec_walking(f, k, 0, kd[0]), lw_rec_walking(f, k, 1, kd[1]), kd);
     lin = LLVMBuildSelect(M->b, ok, lin, cg_i64(M, 0), "");
     return cg_load_elem(f, &k->out.l[le->leaf], lin);
   }
@@ -463,7 +477,7 @@ static void rc_tile_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValue
   LLVMValueRef mark;
   LLVMValueRef lin = lw_rec_point_begin(f, k, self, x, t, &mark);
   if (k->window)
-    lin = rc_local(f, k, y[0], y[1]);
+    lin = rc_local_n(f, k, y[0], y[1], x);
   cg_val v;
   cg_expr(f, c->body, &v);
   sk_store(f, &k->out, lin, &v);
@@ -501,11 +515,19 @@ static void rc_tile_points(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValue
 typedef lw_rec_window rc_window;
 
 /* dst[dbase + r * dstride + q] = src[sbase + r * sstride + q] for the rows
- * r in [0, nr) and the columns q in [0, nq). */
-static void rc_copy(cg_fn *f, ir_type elem, const cg_val *dst, LLVMValueRef dbase,
+ * r in [0, nr) and the columns q in [0, nq), in cells of W elements each
+ * (NULL: one). */
+static void rc_copy(cg_fn *f, ir_type elem, LLVMValueRef W, const cg_val *dst, LLVMValueRef dbase,
                     LLVMValueRef dstride, const cg_val *src, LLVMValueRef sbase,
                     LLVMValueRef sstride, LLVMValueRef nr, LLVMValueRef nq) {
   cg_module *M = f->M;
+  if (W) {
+    dbase = LLVMBuildMul(M->b, dbase, W, "");
+    dstride = LLVMBuildMul(M->b, dstride, W, "");
+    sbase = LLVMBuildMul(M->b, sbase, W, "");
+    sstride = LLVMBuildMul(M->b, sstride, W, "");
+    nq = LLVMBuildMul(M->b, nq, W, "");
+  }
   cg_loop rl, ql;
   LLVMValueRef r = cg_loop_begin(f, &rl, cg_i64(M, 0), nr);
   LLVMValueRef q = cg_loop_begin(f, &ql, cg_i64(M, 0), nq);
@@ -539,19 +561,25 @@ static LLVMValueRef rc_window_in(cg_fn *f, rc_kernel *k, const rc_window *win, c
   k->wsw = LLVMBuildAdd(M->b, T[1], dc, "");
   k->wb[0] = b[0];
   k->wb[1] = b[1];
+  /* rank > 2: cells of the inner dimensions' elements */
+  k->winner = NULL;
+  for (uint32_t d = 2; d < c->n; d++)
+    k->winner = k->winner ? LLVMBuildMul(M->b, k->winner, k->ext[d], "") : k->ext[d];
   LLVMValueRef mark = cg_tmp_mark(f);
   LLVMValueRef n = LLVMBuildMul(M->b, LLVMBuildAdd(M->b, T[0], cg_i64(M, win->dr), ""), k->wsw, "");
+  if (k->winner)
+    n = LLVMBuildMul(M->b, n, k->winner, "");
   for (uint32_t l = 0; l < k->out.n; l++)
     cg_new_array(f, k->out.l[l].sc, 1, &n, c->e, &k->out.l[l]);
   if (win->dc) { /* the tile before's last columns, with the corner */
     LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntSGT, tj, zero, ""));
-    rc_copy(f, elem, &k->out, zero, k->wsw, vv, LLVMBuildMul(M->b, ti, vsize, ""), dc,
+    rc_copy(f, elem, k->winner, &k->out, zero, k->wsw, vv, LLVMBuildMul(M->b, ti, vsize, ""), dc,
             LLVMBuildAdd(M->b, rows, cg_i64(M, win->dr), ""), dc);
     sk_endif(f, join);
   }
   if (win->dr) { /* the tile above's last rows */
     LLVMBasicBlockRef join = sk_if(f, LLVMBuildICmp(M->b, LLVMIntSGT, ti, zero, ""));
-    rc_copy(f, elem, &k->out, dc, k->wsw, hv, b[1], k->ext[1], cg_i64(M, win->dr), cols);
+    rc_copy(f, elem, k->winner, &k->out, dc, k->wsw, hv, b[1], k->ext[1], cg_i64(M, win->dr), cols);
     sk_endif(f, join);
   }
   return mark;
@@ -569,23 +597,27 @@ static void rc_window_out(cg_fn *f, rc_kernel *k, const rc_window *win, uint32_t
   ir_type elem = ir_node_get(L->m, c->body)->type;
   LLVMValueRef dc = cg_i64(M, win->dc);
   if (win->dr)
-    rc_copy(f, elem, hv, b[1], k->ext[1], &k->out,
+    rc_copy(f, elem, k->winner, hv, b[1], k->ext[1], &k->out,
             LLVMBuildAdd(M->b, LLVMBuildMul(M->b, rows, k->wsw, ""), dc, ""), k->wsw,
             cg_i64(M, win->dr), cols);
   if (win->dc)
-    rc_copy(f, elem, vv, LLVMBuildMul(M->b, ti, vsize, ""), dc, &k->out, cols, k->wsw,
+    rc_copy(f, elem, k->winner, vv, LLVMBuildMul(M->b, ti, vsize, ""), dc, &k->out, cols, k->wsw,
             LLVMBuildAdd(M->b, rows, cg_i64(M, win->dr), ""), dc);
-  if (win->point) {
+  for (uint32_t p = 0; p < win->npoints; p++) {
+    /* in the tile, and in range in the inner dimensions (a point out of
+     * range is never stored: its read fails) */
+    const LLVMValueRef *pt = at + (size_t)p * c->n;
     LLVMValueRef in = LLVMConstInt(M->t_i1, 1, 0);
-    for (uint32_t d = 0; d < 2; d++)
+    for (uint32_t d = 0; d < c->n; d++)
       in = LLVMBuildAnd(M->b, in,
-                        LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, at[d], b[d], ""),
-                                     LLVMBuildICmp(M->b, LLVMIntSLT, at[d], e[d], ""), ""),
+                        d < 2 ? LLVMBuildAnd(M->b, LLVMBuildICmp(M->b, LLVMIntSGE, pt[d], b[d], ""),
+                                             LLVMBuildICmp(M->b, LLVMIntSLT, pt[d], e[d], ""), "")
+                              : LLVMBuildICmp(M->b, LLVMIntULT, pt[d], k->ext[d], ""),
                         "");
     LLVMBasicBlockRef join = sk_if(f, in);
     cg_val v;
-    sk_load(f, &k->out, elem, rc_local(f, k, at[0], at[1]), &v);
-    lw_store(L, f, kern, &win->out, &v);
+    sk_load(f, &k->out, elem, rc_local_n(f, k, pt[0], pt[1], pt), &v);
+    lw_store(L, f, kern, &win->out[p], &v);
     sk_endif(f, join);
   }
   cg_tmp_release(f, mark);
@@ -776,9 +808,9 @@ static void rc_tile_diag(cg_fn *f, rc_kernel *k, const cg_val *self, LLVMValueRe
     LLVMValueRef chi =
         LLVMBuildAdd(M->b, LLVMBuildSub(M->b, s, cols, ""), cg_i64(M, win->dc + 1), "");
     rc_diag_copy(f, k, b, s, k->dslot[0], rlo, cg_smin(M, rhi, chi), win->dc, false);
-    if (win->point) {
-      LLVMValueRef pr = LLVMBuildSub(M->b, at[0], b[0], "");
-      LLVMValueRef ps = LLVMBuildAdd(M->b, pr, LLVMBuildSub(M->b, at[1], b[1], ""), "");
+    for (uint32_t p = 0; p < win->npoints; p++) {
+      LLVMValueRef pr = LLVMBuildSub(M->b, at[2 * p], b[0], "");
+      LLVMValueRef ps = LLVMBuildAdd(M->b, pr, LLVMBuildSub(M->b, at[2 * p + 1], b[1], ""), "");
       LLVMValueRef here = LLVMBuildICmp(M->b, LLVMIntEQ, ps, s, "");
       LLVMValueRef phi = LLVMBuildSelect(M->b, here, LLVMBuildAdd(M->b, pr, one, ""), pr, "");
       rc_diag_copy(f, k, b, s, k->dslot[0], cg_smax(M, rlo, pr), cg_smin(M, rhi, phi), 1, false);
@@ -841,12 +873,13 @@ static uint32_t rc_tile_kernel(const rc_ctx *c, const rc_window *win) {
     T[d] = sk_ld(L, f, kern, &c->tile[d]);
   ir_type elem = ir_node_get(L->m, c->body)->type;
   cg_val hv, vv, zv, rv;
-  LLVMValueRef at[2] = {NULL, NULL}, vsize = NULL;
+  LLVMValueRef *at = NULL, vsize = NULL;
   if (win) {
     lw_load(L, f, kern, &win->h, &hv);
     lw_load(L, f, kern, &win->v, &vv);
-    for (uint32_t d = 0; d < 2 && win->point; d++)
-      at[d] = sk_ld(L, f, kern, &win->at[d]);
+    at = cg_new(M, ((size_t)win->npoints * c->n + 1) * sizeof *at);
+    for (uint32_t p = 0; p < win->npoints * c->n; p++)
+      at[p] = sk_ld(L, f, kern, &win->at[p]);
     if (win->fold) {
       lw_load(L, f, kern, &win->z, &zv);
       lw_load(L, f, kern, &win->rows, &rv);
@@ -1306,14 +1339,15 @@ bool lw_skel_rec(lw *L, ir_ref e, lw_val *out) {
  * read 2^62 back would make h's size overflow). */
 #define RC_WINDOW_REACH 64
 
-/* Whether r is a recurrence whose window the target can keep (rank 2,
- * tiled, reads within RC_WINDOW_REACH; on the GPU, cells that its tiles
- * hold); *c gets it. */
+/* Whether r is a recurrence whose window the target can keep (tiled,
+ * reads within RC_WINDOW_REACH in the tiles' dimensions; on the GPU, rank
+ * 2 with cells that its tiles hold); *c gets it. */
 static bool rc_window_ok(lw *L, ir_ref r, lw_rec *c) {
   ac_module *m = L->m;
   const ir_node *rn = ir_node_get(m, r);
-  return rn->op == IR_REC && rn->attr == 2 && rn->nkids == 5 && rn->aux != 0 &&
-         rn->aux + 2 <= m->nints && rc_init(L, r, c) && lw_rec_tileable(c) &&
+  return rn->op == IR_REC && rn->attr >= 2 && rn->attr <= 64 &&
+         (uint64_t)rn->nkids == 2 * (uint64_t)rn->attr + 1 && rn->aux != 0 &&
+         rn->aux + (uint64_t)rn->attr <= m->nints && rc_init(L, r, c) && lw_rec_tileable(c) &&
          lw_rec_reach(c, 0) <= RC_WINDOW_REACH && lw_rec_reach(c, 1) <= RC_WINDOW_REACH &&
          (!L->gpu || lw_gskel_rec_tile_cols(c) > 0);
 }
@@ -1331,7 +1365,14 @@ static bool rc_window_begin(lw *L, rc_ctx *c, rc_window *win, uint32_t **ext) {
   win->dr = lw_rec_reach(c, 0);
   win->dc = lw_rec_reach(c, 1);
   ir_type elem = ir_node_get(L->m, c->body)->type, row = ir_ty_array(L->ctx, elem, 1);
-  uint32_t n = lw_x_bin(L, PX_MUL, lw_x_const(L, win->dr), (*ext)[1]);
+  /* rank > 2: cells of the inner dimensions' elements; none when the
+   * domain is empty (the other extents may then be as large as one extent
+   * alone may be) */
+  uint32_t W = lw_x_const(L, 1);
+  for (uint32_t d = 0; d < c->n; d++)
+    W = d >= 2 ? lw_x_bin(L, PX_MUL, W, (*ext)[d])
+               : lw_x_bin(L, PX_MIN, W, lw_x_bin(L, PX_LT, lw_x_const(L, 0), (*ext)[d]));
+  uint32_t n = lw_x_bin(L, PX_MUL, lw_x_bin(L, PX_MUL, lw_x_const(L, win->dr), (*ext)[1]), W);
   lw_fresh(L, row, &win->h);
   lw_alloc_arrays(L, &win->h, &n, r);
   /* the kernel's `out` becomes each tile's scratch (the GPU's needs only
@@ -1342,7 +1383,7 @@ static bool rc_window_begin(lw *L, rc_ctx *c, rc_window *win, uint32_t **ext) {
     n = lw_x_bin(L, PX_MUL, rc_tiles_of(c, 0),
                  lw_x_bin(L, PX_MUL,
                           lw_x_bin(L, PX_ADD, sk_xw(L, &c->tile[0]), lw_x_const(L, win->dr)),
-                          lw_x_const(L, win->dc)));
+                          lw_x_bin(L, PX_MUL, lw_x_const(L, win->dc), W)));
     lw_fresh(L, row, &win->v);
     lw_alloc_arrays(L, &win->v, &n, r);
     c->out = win->v;
@@ -1360,13 +1401,41 @@ static void rc_window_run(rc_ctx *c, const rc_window *win) {
     rc_tile_loop(c, rc_tile_kernel(c, win));
 }
 
+/* Room for n points wanted in win. */
+static void rc_points_init(const rc_ctx *c, rc_window *win, uint32_t n) {
+  win->npoints = n;
+  win->at = cg_new(c->L->M, ((size_t)n * c->n + 1) * sizeof *win->at);
+  win->out = cg_new(c->L->M, (n + 1) * sizeof *win->out);
+}
+
+/* Point k of win: p[0..rank) its 0-based indices (plan expressions), ext
+ * the extents; its value gets fresh words. */
+static void rc_point_set(const rc_ctx *c, rc_window *win, uint32_t k, const uint32_t *p,
+                         const uint32_t *ext) {
+  lw *L = c->L;
+  uint32_t one = lw_x_const(L, 1);
+  for (uint32_t d = 0; d < c->n; d++) {
+    uint32_t y = d >= 2 || lw_rec_sigma(c, d) > 0
+                     ? p[d]
+                     : lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_SUB, ext[d], one), p[d]);
+    sk_word(L, y, &win->at[(size_t)k * c->n + d]);
+  }
+  lw_fresh(L, ir_node_get(L->m, c->body)->type, &win->out[k]);
+}
+
+/* True if e is a read of a recurrence: index kids as many as its rank. */
+static bool rc_read_of(const ac_module *m, ir_ref e, ir_ref rec) {
+  const ir_node *nd = ir_node_get(m, e), *rn = ir_node_get(m, rec);
+  return nd->op == IR_INDEX && rn->op == IR_REC && nd->nkids == rn->attr + 1;
+}
+
 bool lw_rec_at_ok(lw *L, ir_ref e, lw_rec *c) {
   ac_module *m = L->m;
   const ir_node *nd = ir_node_get(m, e);
-  if (nd->op != IR_INDEX || nd->nkids != 3)
+  if (nd->op != IR_INDEX || nd->nkids < 2 || !rc_read_of(m, e, ir_kid(m, e, 0)))
     return false;
-  for (uint32_t d = 0; d < 2; d++)
-    if (!lw_is_size(L, ir_kid(m, e, 1 + d)))
+  for (uint32_t d = 1; d < nd->nkids; d++)
+    if (!lw_is_size(L, ir_kid(m, e, d)))
       return false;
   return rc_window_ok(L, ir_kid(m, e, 0), c);
 }
@@ -1381,21 +1450,16 @@ bool lw_skel_rec_at(lw *L, ir_ref e, lw_rec *rec, lw_val *out) {
     return false;
   /* the indices: size expressions, which cannot fail, so evaluating them
    * before the recurrence rather than after is not observable */
-  uint32_t p[2], one = lw_x_const(L, 1);
-  win.point = true;
-  for (uint32_t d = 0; d < 2; d++) {
+  uint32_t *p = cg_new(L->M, c.n * sizeof *p);
+  rc_points_init(&c, &win, 1);
+  for (uint32_t d = 0; d < c.n; d++)
     p[d] = lw_x_hoist(L, lw_int(L, ir_kid(m, e, 1 + d)));
-    uint32_t y = lw_rec_sigma(&c, d) > 0
-                     ? p[d]
-                     : lw_x_bin(L, PX_SUB, lw_x_bin(L, PX_SUB, ext[d], one), p[d]);
-    sk_word(L, y, &win.at[d]);
-  }
-  lw_fresh(L, ir_node_get(m, c.body)->type, &win.out);
+  rc_point_set(&c, &win, 0, p, ext);
   rc_window_run(&c, &win);
   /* the read's checks, as cg_read makes them (the first dimension out of
    * range is the one reported) */
   uint32_t zero = lw_x_const(L, 0);
-  for (uint32_t d = 0; d < 2; d++) {
+  for (uint32_t d = 0; d < c.n; d++) {
     char text[64];
     snprintf(text, sizeof text, " out of bounds for dimension %u of extent ", d);
     lw_piece pc[4] = {LW_TEXT("index "), LW_VAL(p[d]), LW_TEXT(text), LW_VAL(ext[d])};
@@ -1403,8 +1467,260 @@ bool lw_skel_rec_at(lw *L, ir_ref e, lw_rec *rec, lw_val *out) {
         lw_x_bin(L, PX_MIN, lw_x_bin(L, PX_LE, zero, p[d]), lw_x_bin(L, PX_LT, p[d], ext[d]));
     lw_check(L, in, e, 4, pc, 0, NULL);
   }
-  *out = win.out;
+  *out = win.out[0];
   return L->M->st == AC_OK;
+}
+
+/* ---- a let-bound recurrence read at a few points (lw_skel_rec_let) ---- */
+
+/* The reads d[p, q] of a let's body (d its variable) whose indices are
+ * size expressions of the let's scope: their variables are bound outside
+ * the let, or by lets of the body whose values are themselves such
+ * expressions (cse's `let cse = m - 1; d[n - 1, cse]`). The walk keeps
+ * the body's binders from the let's inwards: binder s is such a let
+ * (let[s] its node) or not (let[s] = 0: d itself, a lambda's parameter, a
+ * tuple's fields). Each point keeps its indices and a copy of the binders
+ * they are under. ok stays true while every use of d is such a read, of at
+ * most LW_REC_POINTS different points. */
+#define RC_READS_STEPS 100000u /* nodes visited: a body shared as a DAG is walked as a tree */
+#define RC_READS_BINDERS 256u
+
+typedef struct rc_reads {
+  lw *L;
+  uint32_t rank, n;
+  ir_ref read[LW_REC_POINTS]; /* the INDEX nodes */
+  uint32_t under[LW_REC_POINTS];
+  ir_ref *lets[LW_REC_POINTS];
+  ir_ref let[RC_READS_BINDERS];
+  uint32_t steps;
+  bool ok;
+} rc_reads;
+
+/* True if size expression e, under binders 0..j of the body (e's
+ * variable v < j + 1 is binder j - v), uses only variables of the let's
+ * scope and the body's size lets. */
+static bool rc_reads_closed(const rc_reads *R, ir_ref e, uint32_t j, unsigned depth) {
+  const ac_module *m = R->L->m;
+  const ir_node *n = ir_node_get(m, e);
+  if (depth > LW_MAX_DEPTH)
+    return false;
+  if (n->op == IR_VAR)
+    return n->attr > j || R->let[j - n->attr] != IR_NONE;
+  for (uint32_t i = 0; i < n->nkids; i++) {
+    ir_ref kid = ir_kid(m, e, i);
+    if (kid && !rc_reads_closed(R, kid, j, depth + 1))
+      return false;
+  }
+  return true;
+}
+
+static bool rc_reads_size(const rc_reads *R, ir_ref e, uint32_t j) {
+  return lw_is_size(R->L, e) && rc_reads_closed(R, e, j, 0);
+}
+
+static void rc_reads_walk(rc_reads *R, ir_ref e, uint32_t j, unsigned depth) {
+  const ac_module *m = R->L->m;
+  const ir_node *n = ir_node_get(m, e);
+  if (!R->ok || depth > LW_MAX_DEPTH || ++R->steps > RC_READS_STEPS) {
+    R->ok = false;
+    return;
+  }
+  if (n->op == IR_VAR) { /* d anywhere but as the array of a read */
+    R->ok = n->attr != j;
+    return;
+  }
+  ir_ref a = n->op == IR_INDEX ? ir_kid(m, e, 0) : IR_NONE;
+  if (a && ir_node_get(m, a)->op == IR_VAR && ir_node_get(m, a)->attr == j) {
+    R->ok = n->nkids == R->rank + 1;
+    for (uint32_t d = 1; d < n->nkids && R->ok; d++)
+      R->ok = rc_reads_size(R, ir_kid(m, e, d), j);
+    uint32_t k = 0;
+    while (k < R->n && !(R->read[k] == e && R->under[k] == j + 1 &&
+                         !memcmp(R->lets[k], R->let, (j + 1) * sizeof *R->let)))
+      k++;
+    if (R->ok && k == R->n) {
+      R->ok = k < LW_REC_POINTS;
+      if (!R->ok)
+        return;
+      R->read[k] = e;
+      R->under[k] = j + 1;
+      R->lets[k] = cg_new(R->L->M, (j + 1) * sizeof *R->lets[k]);
+      memcpy(R->lets[k], R->let, (j + 1) * sizeof *R->let);
+      R->n++;
+    }
+    return;
+  }
+  for (uint32_t i = 0; i < n->nkids && R->ok; i++) {
+    ir_ref kid = ir_kid(m, e, i);
+    uint32_t nb = kid ? ir_binders(m, e, i) : 0;
+    if (j + nb >= RC_READS_BINDERS) {
+      R->ok = false;
+      return;
+    }
+    for (uint32_t b = 1; b <= nb; b++)
+      R->let[j + b] = IR_NONE;
+    if (n->op == IR_LET && i == 1 && rc_reads_size(R, ir_kid(m, e, 0), j))
+      R->let[j + 1] = e;
+    if (kid)
+      rc_reads_walk(R, kid, j + nb, depth + 1);
+  }
+}
+
+/* The reads of the let e's variable, a recurrence of rank `rank`, in its
+ * body (R->ok: all are points). */
+static void rc_reads_of(lw *L, ir_ref e, uint32_t rank, rc_reads *R) {
+  memset(R, 0, sizeof *R);
+  R->L = L;
+  R->rank = rank;
+  R->ok = true;
+  rc_reads_walk(R, ir_kid(L->m, e, 1), 0, 0);
+}
+
+/* Index expression x of point k as a plan expression: the body's size
+ * lets it is under are evaluated on the way (they cannot fail), its other
+ * binders pushed as placeholders that x does not read. */
+static uint32_t rc_reads_emit(const rc_reads *R, uint32_t k, ir_ref x) {
+  lw *L = R->L;
+  for (uint32_t s = 0; s < R->under[k]; s++) {
+    lw_val v;
+    ir_ref let = R->lets[k][s];
+    if (let) /* a size expression: words, no kernel */
+      lw_expr(L, ir_kid(L->m, let, 0), &v);
+    else
+      lw_fresh(L, ir_ty_unit(L->ctx), &v);
+    lw_env_push(L, &v);
+  }
+  uint32_t out = lw_x_hoist(L, lw_int(L, x));
+  lw_env_pop(L, R->under[k]);
+  return out;
+}
+
+bool lw_rec_let_ok(lw *L, ir_ref e, lw_rec *c) {
+  const ir_node *nd = ir_node_get(L->m, e);
+  /* (rc_reads_emit pushes the body's binders onto L->env: not under
+   * binders that env leaves out, lw_int_under's) */
+  if (nd->op != IR_LET || nd->nkids != 2 || L->vshift || !rc_window_ok(L, ir_kid(L->m, e, 0), c))
+    return false;
+  rc_reads R;
+  rc_reads_of(L, e, c->n, &R);
+  return R.ok && R.n > 0;
+}
+
+/* The readers' data (lw_load_points): one per leaf of d. */
+typedef struct rc_pleaf {
+  uint32_t n;
+  const LLVMValueRef *at; /* the points' 0-based indices, rank per point */
+  LLVMValueRef *v;        /* the leaf of each point's value */
+} rc_pleaf;
+
+/* d[i, j, ..]: the value of the last point kept at (i, j, ..), checked in
+ * range by cg_read (every read of d is at one of them). */
+static LLVMValueRef rc_points_read(cg_fn *f, const cg_leaf *a, LLVMValueRef *idx, ir_ref at) {
+  (void)at;
+  LLVMBuilderRef b = f->M->b;
+  const rc_pleaf *pl = a->env;
+  LLVMValueRef v = pl->v[0];
+  for (uint32_t k = 1; k < pl->n; k++) {
+    LLVMValueRef here = NULL;
+    for (uint32_t d = 0; d < a->rank; d++) {
+      LLVMValueRef eq = LLVMBuildICmp(b, LLVMIntEQ, idx[d], pl->at[(size_t)k * a->rank + d], "");
+      here = here ? LLVMBuildAnd(b, here, eq, "") : eq;
+    }
+    v = LLVMBuildSelect(b, here, pl->v[k], v, "");
+  }
+  return v;
+}
+
+/* The points of one let-bound recurrence: d's data word (leaf 0), the
+ * points' 0-based indices (rank per point) and values. */
+struct lw_pword {
+  uint32_t word;
+  uint32_t n, rank;
+  const lw_val *at;
+  const lw_val *out;
+};
+
+bool lw_skel_rec_let(lw *L, ir_ref e, lw_rec *rec, lw_val *dv) {
+  ac_module *m = L->m;
+  rc_ctx c = *rec;
+  rc_window win;
+  memset(&win, 0, sizeof win);
+  uint32_t *ext;
+  if (!rc_window_begin(L, &c, &win, &ext))
+    return false;
+  /* the points' indices: size expressions, which cannot fail, so
+   * evaluating them before the recurrence rather than where the body reads
+   * them is not observable */
+  rc_reads R;
+  rc_reads_of(L, e, c.n, &R);
+  rc_points_init(&c, &win, R.n);
+  lw_val *at = cg_new(L->M, ((size_t)R.n * c.n + 1) * sizeof *at);
+  uint32_t *p = cg_new(L->M, c.n * sizeof *p);
+  for (uint32_t k = 0; k < R.n; k++) {
+    for (uint32_t d = 0; d < c.n; d++) {
+      p[d] = rc_reads_emit(&R, k, ir_kid(m, R.read[k], 1 + d));
+      sk_word(L, p[d], &at[(size_t)k * c.n + d]);
+    }
+    rc_point_set(&c, &win, k, p, ext);
+  }
+  rc_window_run(&c, &win);
+  /* d: the table's extents, and a data word never set */
+  ir_type t = ir_node_get(m, c.e)->type;
+  lw_fresh(L, t, dv);
+  const lw_leaf *lv;
+  uint32_t nl = lw_leaves(L, t, &lv);
+  for (uint32_t l = 0; l < nl; l++)
+    for (uint32_t d = 0; d < c.n && lv[l].rank == c.n; d++)
+      dv->words[lv[l].word + 1 + d] = c.ext[d].words[0];
+  size_t cap = L->cappwords;
+  if (!nl ||
+      !ac_grow(L->ctx, (void **)&L->pwords, &cap, (size_t)L->npwords + 1, sizeof *L->pwords)) {
+    cg_error(L->M, AC_ERR_NOMEM, e, "out of memory");
+    return false;
+  }
+  L->cappwords = (uint32_t)cap;
+  L->pwords[L->npwords++] = (struct lw_pword){dv->words[lv[0].word], R.n, c.n, at, win.out};
+  return L->M->st == AC_OK;
+}
+
+bool lw_load_points(lw *L, cg_fn *f, uint32_t kernel, const lw_val *v, cg_val *out) {
+  if (!L->npwords || !lw_has_array(L, v->type))
+    return false;
+  const lw_leaf *lv;
+  uint32_t nl = lw_leaves(L, v->type, &lv);
+  const struct lw_pword *pw = NULL;
+  for (uint32_t i = 0; i < L->npwords && nl && !pw; i++)
+    if (lv[0].rank && L->pwords[i].word == v->words[lv[0].word])
+      pw = &L->pwords[i];
+  if (!pw)
+    return false;
+  cg_module *M = L->M;
+  LLVMValueRef *at = cg_new(M, ((size_t)pw->n * pw->rank + 1) * sizeof *at);
+  cg_val *vals = cg_new(M, (pw->n + 1) * sizeof *vals);
+  for (uint32_t k = 0; k < pw->n; k++) {
+    for (uint32_t d = 0; d < pw->rank; d++)
+      at[(size_t)k * pw->rank + d] = sk_ld(L, f, kernel, &pw->at[(size_t)k * pw->rank + d]);
+    lw_load(L, f, kernel, &pw->out[k], &vals[k]);
+  }
+  cg_val_alloc(M, v->type, out);
+  ir_type i64 = ir_ty_scalar(L->ctx, AC_I64);
+  for (uint32_t l = 0; l < nl && l < out->n; l++) {
+    cg_leaf *a = &out->l[l];
+    rc_pleaf *pl = cg_new(M, sizeof *pl);
+    pl->n = pw->n;
+    pl->at = at;
+    pl->v = cg_new(M, pw->n * sizeof *pl->v);
+    for (uint32_t k = 0; k < pw->n; k++)
+      pl->v[k] = l < vals[k].n ? vals[k].l[l].v : NULL;
+    a->kind = CL_FUNC;
+    a->read = rc_points_read;
+    a->env = pl;
+    for (uint32_t d = 0; d < a->rank; d++) {
+      lw_val w = {i64, 1, &v->words[lv[l].word + 1 + d]};
+      a->ext[d] = sk_ld(L, f, kernel, &w);
+    }
+  }
+  return M->st == AC_OK;
 }
 
 void lw_rec_fold_part(cg_fn *f, const lw_rec_window *w, const cg_val *v, cg_val *out) {
@@ -1430,7 +1746,8 @@ bool lw_rec_fold_ok(lw *L, ir_ref e, lw_rec *rec) {
   ac_module *m = L->m;
   const ir_node *nd = ir_node_get(m, e);
   uint32_t field;
-  if (nd->op != IR_FOLD || nd->nkids != 3 || !rc_window_ok(L, rc_fold_rec(m, e, &field), rec))
+  if (nd->op != IR_FOLD || nd->nkids != 3 || !rc_window_ok(L, rc_fold_rec(m, e, &field), rec) ||
+      rec->n != 2)
     return false;
   const lw_rec c = *rec;
   /* fn cannot fail (a recurrence that fails leaves values that the
