@@ -36,6 +36,10 @@ config.substitutions.append(("FileCheck", config.filecheck))
 if config.not_tool:
     config.substitutions.append((r"\bnot\b", config.not_tool))
 config.environment["ARRAYC_SOURCE_DIR"] = config.arrayc_src_root
+# arrayc-run's backend when no --backend is given (docs/tools.md): the
+# interpreter, the reference the expected outputs come from, rather than the
+# users' default (auto). A test of that default says `env ARRAYC_BACKEND=`.
+config.environment["ARRAYC_BACKEND"] = "interp"
 
 # ptxas (from a CUDA toolkit: PATH, $CUDA_HOME/bin or /usr/local/cuda/bin)
 # assembles the PTX the GPU backend writes; tests that need it say
@@ -50,6 +54,11 @@ if _ptxas:
     config.substitutions.append(("%ptxas", _ptxas))
 else:
     lit_config.note("ptxas not found (no CUDA toolkit): PTX assembly tests are unsupported")
+    # for ctest's list of skips (test/skips.sh)
+    if os.environ.get("ARRAYC_SKIP_LOG"):
+        with open(os.environ["ARRAYC_SKIP_LOG"], "a") as _log:
+            _log.write("lit tests that need ptxas (REQUIRES: ptxas): ptxas not found "
+                       "(no CUDA toolkit)\n")
 
 # A C compiler ($CC, else cc) for the ahead-of-time tests, which compile C
 # programs against generated headers: `REQUIRES: cc`.

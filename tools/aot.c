@@ -580,10 +580,8 @@ static bool pick_functions(aot_run *R) {
     }
     R->fns[R->nfns++] = (uint32_t)i;
   }
-  if (R->o->fn && !found) {
-    fprintf(stderr, "arrayc: no function '%s' in the module\n", R->o->fn);
-    return false;
-  }
+  if (R->o->fn && !found)
+    return tool_has_function("arrayc", R->m, R->o->fn);
   return true;
 }
 

@@ -18,8 +18,11 @@
  * status: 0 on success, 1 on a program error (diagnostic on stderr), 2 on a
  * usage error.
  */
-#include "toolutil.h"
+#include "opts.h"
 #include "passes/pass.h"
+#include "toolutil.h"
+
+#define PROG "arrayc-opt"
 
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +47,8 @@ static void usage(FILE *f) {
              "  --print-plan       print the kernel plan of each function instead of the IR\n"
              "  --print-plan=FN    only the plan of function FN\n"
              "  -o OUT             write the output to OUT (default or -: standard output)\n"
-             "  -h, --help         show this help\n");
+             "  -h, --help         show this help\n"
+             "  --version          arrayc's and LLVM's versions, CUDA driver and libdevice\n");
 }
 
 static void list_passes(void) {
@@ -82,63 +86,98 @@ int main(int argc, char **argv) {
   o.print_fn = print_after;
   o.warn = ps_warn_context; /* to the context's handler: tool_warnings */
   bool quiet = false;
-  int po;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+  enum {
+    OPT_LIST,
+    OPT_PRINT_ALL,
+    OPT_PRINT_AFTER,
+    OPT_VERIFY,
+    OPT_STATS,
+    OPT_TARGET,
+    OPT_PLAN,
+    OPT_OUT
+  };
+  static const tool_opt opts[] = {
+      {"--list-passes", OPT_LIST, TOOL_FLAG},
+      {"--print-after-all", OPT_PRINT_ALL, TOOL_FLAG},
+      {"--print-after", OPT_PRINT_AFTER, TOOL_VALUE},
+      {"--verify-each", OPT_VERIFY, TOOL_FLAG},
+      {"--stats", OPT_STATS, TOOL_FLAG},
+      {"--target", OPT_TARGET, TOOL_VALUE},
+      {"--print-plan", OPT_PLAN, TOOL_OPTIONAL},
+      {"-o", OPT_OUT, TOOL_VALUE},
+      TOOL_COMPILE_OPTS,
+  };
+  tool_opts P;
+  tool_opts_init(&P, PROG, opts, sizeof opts / sizeof opts[0], argc, argv);
+  const char *val;
+  int id;
+  while ((id = tool_opts_next(&P, &val)) != TOOL_END) {
+    switch (id) {
+    case TOOL_ERROR:
+      return 2;
+    case TOOL_HELP:
       usage(stdout);
       return 0;
-    } else if (strcmp(a, "--list-passes") == 0) {
+    case TOOL_VERSION:
+      tool_print_version(PROG);
+      return 0;
+    case TOOL_WORD:
+      if (file) {
+        tool_usage_error(PROG, "more than one input file ('%s' and '%s')", file, val);
+        return 2;
+      }
+      file = val;
+      break;
+    case OPT_LIST:
       list_passes();
       return 0;
-    } else if ((po = tool_compile_option("arrayc-opt", a, &passes, &quiet)) != 0) {
-      if (po < 0)
-        return 2;
-    } else if (strcmp(a, "--print-after-all") == 0) {
+    case OPT_PRINT_ALL:
       o.print = PS_PRINT_AFTER_ALL;
-    } else if (strncmp(a, "--print-after=", 14) == 0) {
-      if (!ps_find(a + 14, strlen(a + 14))) {
-        fprintf(stderr, "arrayc-opt: --print-after: unknown pass '%s'\n", a + 14);
+      break;
+    case OPT_PRINT_AFTER:
+      if (!ps_find(val, strlen(val))) {
+        tool_usage_error(PROG,
+                         "--print-after: unknown pass '%s' (arrayc-opt --list-passes "
+                         "lists them)",
+                         val);
         return 2;
       }
       o.print = PS_PRINT_AFTER_ONE;
-      o.print_pass = a + 14;
-    } else if (strcmp(a, "--verify-each") == 0) {
+      o.print_pass = val;
+      break;
+    case OPT_VERIFY:
       o.verify_each = true;
-    } else if (strcmp(a, "--stats") == 0) {
+      break;
+    case OPT_STATS:
       stats = true;
-    } else if (strncmp(a, "--target=", 9) == 0) {
-      const char *t = a + 9;
-      if (strcmp(t, "cpu") == 0)
+      break;
+    case OPT_TARGET:
+      if (strcmp(val, "cpu") == 0)
         o.target = PS_TARGET_CPU;
-      else if (strcmp(t, "gpu") == 0)
+      else if (strcmp(val, "gpu") == 0)
         o.target = PS_TARGET_GPU;
-      else if (strcmp(t, "any") == 0)
+      else if (strcmp(val, "any") == 0)
         o.target = PS_TARGET_ANY;
       else {
-        fprintf(stderr, "arrayc-opt: unknown --target '%s' (cpu, gpu or any)\n", t);
+        tool_usage_error(PROG, "unknown --target '%s' (cpu, gpu or any)", val);
         return 2;
       }
-    } else if (strcmp(a, "--print-plan") == 0) {
+      break;
+    case OPT_PLAN:
       print_plan = true;
-    } else if (strncmp(a, "--print-plan=", 13) == 0) {
-      print_plan = true;
-      plan_fn = a + 13;
-    } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
-      out = argv[++i];
-    } else if (a[0] == '-' && a[1] != 0) {
-      fprintf(stderr, "arrayc-opt: unknown option '%s'\n", a);
-      usage(stderr);
-      return 2;
-    } else if (!file) {
-      file = a;
-    } else {
-      fprintf(stderr, "arrayc-opt: more than one input file\n");
-      return 2;
+      plan_fn = val;
+      break;
+    case OPT_OUT:
+      out = val;
+      break;
+    default: /* the compile options */
+      if (!tool_compile_opt(PROG, id, val, &passes, &quiet))
+        return 2;
+      break;
     }
   }
   if (!file) {
-    usage(stderr);
+    tool_usage_error(PROG, "no input file");
     return 2;
   }
   ac_context *ctx = ac_context_create();

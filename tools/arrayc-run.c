@@ -1,6 +1,6 @@
 /* tools/arrayc-run: call one function of a program from the command line.
  *
- *   arrayc-run [--backend=interp|cpu|gpu|simt-emu|auto] FILE.ac --fn NAME [ARG ...]
+ *   arrayc-run [--backend=auto|interp|cpu|gpu|simt-emu] FILE.ac --fn NAME [ARG ...]
  *              [-o OUT.npy ...] [--repeat N] [--stats] [--profile]
  *              [-O0..-O3 | --passes=LIST] [--load LIB.so ...]
  *
@@ -10,6 +10,11 @@
  * leaves (one ARG per leaf, in order), the call is made and each result leaf
  * is printed on its own line in the language's literal syntax (or written to
  * a .npy file with -o).
+ *
+ * The backend is `auto` unless --backend (or $ARRAYC_BACKEND, the test
+ * suite's way of making the interpreter the default) says otherwise: the
+ * GPU when one is present, else the CPU; --backend=interp runs the
+ * reference interpreter. Options are read by tools/opts.c, as the other tools'.
  *
  * Optimisation: the compiled backends apply the runtime's default pipeline
  * (-O2) and the interpreter runs the program as written, unless -O0..-O3 or
@@ -36,6 +41,7 @@
 
 #include "args.h"
 #include "npy.h"
+#include "opts.h"
 #include "toolutil.h"
 
 #include <dlfcn.h>
@@ -46,37 +52,40 @@
 #define PROG "arrayc-run"
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: arrayc-run [--backend=NAME] FILE.ac --fn NAME [ARG ...] [-o OUT.npy ...]\n"
-          "                  [--repeat N] [--stats] [--profile] [--load LIB.so ...]\n"
-          "  Calls function NAME of FILE (\"-\" for standard input) with one ARG per\n"
-          "  flattened parameter leaf and prints each result leaf on its own line.\n"
-          "arguments:\n"
-          "  ARG             a literal typed by its parameter: 2.5, -3, 7u32, true, inf,\n"
-          "                  [1, 2, 3], [[1, 2], [3, 4]], [] ; or @PATH.npy\n"
-          "options:\n"
-          "  --backend=NAME  interp, cpu, gpu, simt-emu or auto (default: interp)\n"
-          "  --fn NAME       the function to call (required)\n"
-          "  -o OUT.npy      write the next result leaf to OUT.npy instead of printing;\n"
-          "                  give one -o per result leaf\n"
-          "  --repeat N      call N times and print 'time: median X ms, min Y ms' to stderr\n"
-          "  --stats         print to stderr 'kernels: N' (kernels in the compiled plan),\n"
-          "                  'launches: M per call' and a 'launched: KERNEL (KIND) ...' line\n"
-          "                  per kernel that ran (which of the plan's alternatives ran)\n"
-          "  --profile       with --backend=simt-emu: count each kernel's memory requests,\n"
-          "                  sectors, bytes, bank conflicts and active lanes, and print a\n"
-          "                  'profile: KERNEL ...' line per kernel to stderr after the results\n"
-          "  --load LIB.so   load a shared library first (RTLD_GLOBAL), so that its\n"
-          "                  functions implement the program's extern fn and extern\n"
-          "                  kernel declarations (may be repeated)\n"
-          "  -O0 .. -O3      optimise at this level (compiled backends default to -O2;\n"
-          "                  the interpreter to none)\n"
-          "  --passes=LIST   run these passes (docs/passes.md) on every backend\n"
-          "  -w              no warnings (nested operations that each GPU thread runs\n"
-          "                  sequentially, on the gpu and simt-emu backends)\n"
-          "  --              everything after is a positional argument\n"
-          "  -h, --help      show this help\n"
-          "exit status: 0 success, 1 program/argument/runtime error, 2 usage error\n");
+  fprintf(f, "usage: arrayc-run [--backend=NAME] FILE.ac --fn NAME [ARG ...] [-o OUT.npy ...]\n"
+             "                  [--repeat N] [--stats] [--profile] [--load LIB.so ...]\n"
+             "  Calls function NAME of FILE (\"-\" for standard input) with one ARG per\n"
+             "  flattened parameter leaf and prints each result leaf on its own line.\n"
+             "arguments:\n"
+             "  ARG             a literal typed by its parameter: 2.5, -3, 7u32, true, inf,\n"
+             "                  [1, 2, 3], [[1, 2], [3, 4]], [] ; or @PATH.npy\n"
+             "options:\n"
+             "  --backend=NAME  interp (the reference), cpu, gpu, simt-emu or auto (the\n"
+             "                  GPU when one is present, else the CPU); the default is\n"
+             "                  $ARRAYC_BACKEND, else auto\n"
+             "  --fn NAME       the function to call (required)\n"
+             "  -o OUT.npy      write the next result leaf to OUT.npy instead of printing;\n"
+             "                  give one -o per result leaf\n"
+             "  --repeat N      call N times and print 'time: median X ms, min Y ms' to stderr\n"
+             "  --stats         print to stderr 'kernels: N' (kernels in the compiled plan),\n"
+             "                  'launches: M per call', a 'launched: KERNEL (KIND) ...' line\n"
+             "                  per kernel that ran (which of the plan's alternatives ran),\n"
+             "                  the backend that ran, and compile and run times\n"
+             "  --profile       with --backend=simt-emu: count each kernel's memory requests,\n"
+             "                  sectors, bytes, bank conflicts and active lanes, and print a\n"
+             "                  'profile: KERNEL ...' line per kernel to stderr after the results\n"
+             "  --load LIB.so   load a shared library first (RTLD_GLOBAL), so that its\n"
+             "                  functions implement the program's extern fn and extern\n"
+             "                  kernel declarations (may be repeated)\n"
+             "  -O0 .. -O3      optimise at this level (compiled backends default to -O2;\n"
+             "                  the interpreter to none)\n"
+             "  --passes=LIST   run these passes (docs/passes.md) on every backend\n"
+             "  -w              no warnings (nested operations that each GPU thread runs\n"
+             "                  sequentially, on the gpu and simt-emu backends)\n"
+             "  --              everything after is a positional argument\n"
+             "  -h, --help      show this help\n"
+             "  --version       arrayc's and LLVM's versions, CUDA driver and libdevice found\n"
+             "exit status: 0 success, 1 program/argument/runtime error, 2 usage error\n");
 }
 
 typedef struct options {
@@ -100,96 +109,96 @@ static bool is_negative_literal(const char *a) {
                          strncmp(a + 1, "nan", 3) == 0);
 }
 
-enum { OPT_NONE, OPT_BACKEND, OPT_FN, OPT_REPEAT, OPT_OUT, OPT_LOAD };
+enum { OPT_BACKEND, OPT_FN, OPT_REPEAT, OPT_OUT, OPT_LOAD, OPT_STATS, OPT_PROFILE };
 
-/* Which option that takes a value `a` is ("--fn", "--fn=NAME", "-o"). */
-static int valued_option(const char *a, const char **eq) {
-  static const struct {
-    const char *name;
-    int id;
-  } opts[] = {{"--backend", OPT_BACKEND}, {"--fn", OPT_FN}, {"--repeat", OPT_REPEAT},
-              {"-o", OPT_OUT}, {"--load", OPT_LOAD}};
-  *eq = strchr(a, '=');
-  size_t n = *eq ? (size_t)(*eq - a) : strlen(a);
-  for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
-    if (strlen(opts[i].name) == n && strncmp(a, opts[i].name, n) == 0)
-      return opts[i].id;
-  return OPT_NONE;
-}
+static const tool_opt run_opts[] = {
+    {"--backend", OPT_BACKEND, TOOL_VALUE}, {"--fn", OPT_FN, TOOL_VALUE},
+    {"--repeat", OPT_REPEAT, TOOL_VALUE},   {"-o", OPT_OUT, TOOL_VALUE},
+    {"--load", OPT_LOAD, TOOL_VALUE},       {"--stats", OPT_STATS, TOOL_FLAG},
+    {"--profile", OPT_PROFILE, TOOL_FLAG},  TOOL_COMPILE_OPTS,
+};
 
-/* Returns 0 to go on, otherwise the exit status (-1: --help, exit 0). */
+/* Returns 0 to go on, otherwise the exit status (-1: --help or
+ * --version, exit 0). */
 static int parse_options(int argc, char **argv, options *o) {
-  bool only_positional = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (only_positional || a[0] != '-' || a[1] == 0 || is_negative_literal(a)) {
-      if (!o->file)
-        o->file = a;
-      else
-        o->args[o->nargs++] = a;
-      continue;
-    }
-    const char *eq, *val = NULL;
-    int id = valued_option(a, &eq), po;
-    if (id != OPT_NONE) {
-      if (eq) {
-        val = eq + 1;
-      } else if (i + 1 < argc) {
-        val = argv[++i];
-      } else {
-        fprintf(stderr, PROG ": option '%s' needs a value\n", a);
-        return 2;
-      }
-    }
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+  /* the default: $ARRAYC_BACKEND, else auto */
+  const char *env = getenv("ARRAYC_BACKEND");
+  if (env && *env && !ac_backend_from_name(env, &o->backend)) {
+    tool_usage_error(PROG,
+                     "ARRAYC_BACKEND names no backend: '%s' (interp, cpu, gpu, simt-emu or "
+                     "auto)",
+                     env);
+    return 2;
+  }
+  tool_opts P;
+  tool_opts_init(&P, PROG, run_opts, sizeof run_opts / sizeof run_opts[0], argc, argv);
+  P.is_word = is_negative_literal;
+  const char *val;
+  int id;
+  while ((id = tool_opts_next(&P, &val)) != TOOL_END) {
+    switch (id) {
+    case TOOL_ERROR:
+      return 2;
+    case TOOL_HELP:
       usage(stdout);
       return -1;
-    } else if (strcmp(a, "--") == 0) {
-      only_positional = true;
-    } else if (strcmp(a, "--stats") == 0) {
+    case TOOL_VERSION:
+      tool_print_version(PROG);
+      return -1;
+    case TOOL_WORD:
+      if (!o->file)
+        o->file = val;
+      else
+        o->args[o->nargs++] = val;
+      break;
+    case OPT_STATS:
       o->stats = true;
-    } else if (strcmp(a, "--profile") == 0) {
+      break;
+    case OPT_PROFILE:
       o->profile = true;
-    } else if ((po = tool_compile_option(PROG, a, &o->passes, &o->quiet)) != 0) {
-      if (po < 0)
-        return 2;
-    } else if (id == OPT_OUT) {
+      break;
+    case OPT_OUT:
       o->outs[o->nouts++] = val;
-    } else if (id == OPT_FN) {
+      break;
+    case OPT_FN:
       o->fn = val;
-    } else if (id == OPT_LOAD) {
+      break;
+    case OPT_LOAD:
       /* global scope: dlsym(RTLD_DEFAULT) finds the externs it defines */
       if (!dlopen(val, RTLD_NOW | RTLD_GLOBAL)) {
         const char *why = dlerror();
         fprintf(stderr, PROG ": cannot load '%s': %s\n", val, why ? why : "unknown error");
         return 1;
       }
-    } else if (id == OPT_BACKEND) {
+      break;
+    case OPT_BACKEND:
       if (!ac_backend_from_name(val, &o->backend)) {
-        fprintf(stderr, PROG ": unknown backend '%s' (interp, cpu, gpu, simt-emu, auto)\n", val);
+        tool_usage_error(PROG, "unknown backend '%s' (interp, cpu, gpu, simt-emu or auto)", val);
         return 2;
       }
-    } else if (id == OPT_REPEAT) {
+      break;
+    case OPT_REPEAT: {
       char *end;
       o->repeat = strtol(val, &end, 10);
       if (*val == 0 || *end != 0 || o->repeat < 1 || o->repeat > 1000000) {
-        fprintf(stderr, PROG ": --repeat needs a count from 1 to 1000000, got '%s'\n", val);
+        tool_usage_error(PROG, "--repeat needs a count from 1 to 1000000, not '%s'", val);
         return 2;
       }
-    } else {
-      fprintf(stderr, PROG ": unknown option '%s'\n", a);
-      usage(stderr);
-      return 2;
+      break;
+    }
+    default: /* the compile options */
+      if (!tool_compile_opt(PROG, id, val, &o->passes, &o->quiet))
+        return 2;
+      break;
     }
   }
   if (!o->file || !o->fn) {
-    fprintf(stderr, PROG ": %s\n", !o->file ? "no input file" : "no function given (--fn NAME)");
-    usage(stderr);
+    tool_usage_error(PROG, "%s", !o->file ? "no input file" : "no function given (--fn NAME)");
     return 2;
   }
   if (o->profile && o->backend != AC_BACKEND_SIMT_EMU) {
-    fprintf(stderr, PROG ": --profile needs --backend=simt-emu (the SIMT emulator counts what "
-                    "the GPU kernels do)\n");
+    tool_usage_error(PROG, "--profile needs --backend=simt-emu (the SIMT emulator counts what "
+                           "the GPU kernels do)");
     return 2;
   }
   return 0;
@@ -454,7 +463,8 @@ static void print_per_call(uint64_t n, long calls) {
     fprintf(stderr, "%.2f per call\n", (double)n / (double)calls);
 }
 
-static void print_stats(const ac_function *f, long calls, const uint64_t *before) {
+static void print_stats(const ac_function *f, long calls, const uint64_t *before, double compile_ms,
+                        double first_ms) {
   size_t nk = ac_function_num_kernels(f);
   uint64_t total = 0;
   for (size_t k = 0; k < nk; k++)
@@ -469,11 +479,13 @@ static void print_stats(const ac_function *f, long calls, const uint64_t *before
       print_per_call(n, calls);
     }
   }
+  fprintf(stderr, "backend: %s\ncompile: %.3f ms\nrun: %.3f ms (the first call)\n",
+          ac_backend_name(ac_function_backend(f)), compile_ms, first_ms);
 }
 
 /* Makes the call(s) and reports results; returns the exit status. */
 static int call_and_report(ac_context *ctx, ac_function *f, const options *o, const ac_datum *args,
-                           size_t nargs) {
+                           size_t nargs, double compile_ms) {
   size_t nres = ac_function_num_results(f);
   ac_datum *res = calloc(nres ? nres : 1, sizeof *res);
   ac_datum *extra = calloc(nres ? nres : 1, sizeof *extra);
@@ -514,6 +526,7 @@ static int call_and_report(ac_context *ctx, ac_function *f, const options *o, co
       release_all(extra, nres);
     }
   }
+  double first_ms = times[0];
   if (rc == 0 && o->repeat > 1) {
     qsort(times, (size_t)o->repeat, sizeof *times, cmp_double);
     long n = o->repeat;
@@ -533,7 +546,7 @@ static int call_and_report(ac_context *ctx, ac_function *f, const options *o, co
     rc = 1;
   }
   if (rc == 0 && o->stats) /* after the results, as the profile */
-    print_stats(f, o->repeat, before);
+    print_stats(f, o->repeat, before, compile_ms, first_ms);
   free(before);
   if (rc == 0 && o->profile) {
     ac_error *err = NULL;
@@ -582,7 +595,11 @@ static ac_function *prepare(ac_module *m, const options *o) {
 }
 
 static int run_function(ac_context *ctx, ac_module *m, const options *o) {
+  if (!tool_has_function(PROG, m, o->fn))
+    return 1;
+  double t0 = now_ms();
   ac_function *f = prepare(m, o);
+  double compile_ms = now_ms() - t0;
   if (!f)
     return 1;
   size_t nargs = ac_function_num_args(f), nres = ac_function_num_results(f);
@@ -609,7 +626,7 @@ static int run_function(ac_context *ctx, ac_module *m, const options *o) {
     if (!convert_arg(ctx, f, &g, made, o->args[made], &args[made]))
       rc = 1;
   if (rc == 0)
-    rc = call_and_report(ctx, f, o, args, nargs);
+    rc = call_and_report(ctx, f, o, args, nargs, compile_ms);
   if (args)
     release_all(args, made);
   free(args);
@@ -621,7 +638,7 @@ static int run_function(ac_context *ctx, ac_module *m, const options *o) {
 int main(int argc, char **argv) {
   options o;
   memset(&o, 0, sizeof o);
-  o.backend = AC_BACKEND_INTERP;
+  o.backend = AC_BACKEND_AUTO;
   o.repeat = 1;
   /* At most argc words of each kind. */
   o.args = calloc((size_t)argc, sizeof *o.args);

@@ -35,14 +35,17 @@
  * 1 on a program error (diagnostic on stderr), 2 on a usage error.
  */
 #include "aot.h"
-#include "toolutil.h"
 #include "api/function_impl.h"
+#include "opts.h"
 #include "runtime/plan.h"
 #include "target/nvptx.h"
 #include "target/ptxstats.h"
+#include "toolutil.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#define PROG "arrayc"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: arrayc [options] FILE.ac            ahead of time: code file + C header\n"
@@ -73,7 +76,8 @@ static void usage(FILE *f) {
              "                 --list-passes)\n"
              "  -w             no warnings (nested operations that each GPU thread runs\n"
              "                 sequentially, when compiling for the GPU)\n"
-             "  -h, --help     show this help\n");
+             "  -h, --help     show this help\n"
+             "  --version      arrayc's and LLVM's versions, CUDA driver and libdevice found\n");
 }
 
 typedef struct gpu_emit {
@@ -81,7 +85,6 @@ typedef struct gpu_emit {
   unsigned sm;
   bool llvm;
   FILE *out;
-  bool first;
   bool stats;        /* --ptx-stats */
   const char *ptxas; /* its ptxas, or NULL: estimates */
   char ptxas_buf[4096];
@@ -117,24 +120,58 @@ static bool ptx_stats_one(gpu_emit *G, ac_context *ctx, const char *name, const 
   return ok;
 }
 
-/* --emit=ptx, and --emit=llvm --target=gpu: NVPTX code needs no device. */
+/* --emit=ptx --ptx-stats: one function at a time, its lines labelled by
+ * its name. */
 static bool emit_gpu_one(ac_module *m, size_t index, const char *name, void *ud) {
   gpu_emit *G = ud;
   ac_error *err = NULL;
   char *text = NULL;
+  uint32_t fn = (uint32_t)index;
   if (ac_module_verify(m, &err) != AC_OK ||
-      api_emit_ptx(m, (uint32_t)index, G->passes, G->sm, G->llvm, &text, &err) != AC_OK) {
+      api_emit_ptx(m, &fn, 1, G->passes, G->sm, G->llvm, &text, &err) != AC_OK) {
     tool_print_error(err);
     ac_error_destroy(err);
     return false;
   }
-  bool ok = true;
-  if (G->stats)
-    ok = ptx_stats_one(G, ac_module_context(m), name, text);
-  else
-    fprintf(G->out, "%s%s", G->first ? "" : "\n", text);
-  G->first = false;
+  bool ok = ptx_stats_one(G, ac_module_context(m), name, text);
   ac_free(ac_module_context(m), text);
+  return ok;
+}
+
+/* The functions --emit=ptx (or --emit=llvm --target=gpu) prints. */
+typedef struct fn_list {
+  uint32_t *fns;
+  size_t n;
+} fn_list;
+
+static bool collect_fn(ac_module *m, size_t index, const char *name, void *ud) {
+  (void)m;
+  (void)name;
+  fn_list *l = ud;
+  l->fns[l->n++] = (uint32_t)index;
+  return true;
+}
+
+/* --emit=ptx, and --emit=llvm --target=gpu: NVPTX code needs no device.
+ * The functions' kernels in one module, which ptxas assembles whole. */
+static bool emit_gpu(ac_module *m, const char *fn, const gpu_emit *G) {
+  fn_list l = {malloc((ac_module_num_functions(m) + 1) * sizeof *l.fns), 0};
+  ac_error *err = NULL;
+  char *text = NULL;
+  bool ok = l.fns && tool_each_function(PROG, m, fn, collect_fn, &l);
+  if (!l.fns)
+    fprintf(stderr, PROG ": out of memory\n");
+  if (ok && l.n &&
+      (ac_module_verify(m, &err) != AC_OK ||
+       api_emit_ptx(m, l.fns, l.n, G->passes, G->sm, G->llvm, &text, &err) != AC_OK)) {
+    tool_print_error(err);
+    ac_error_destroy(err);
+    ok = false;
+  }
+  if (ok && text)
+    fputs(text, G->out);
+  ac_free(ac_module_context(m), text);
+  free(l.fns);
   return ok;
 }
 
@@ -192,8 +229,8 @@ static bool aot_emit_list(const char *list, aot_opts *o, bool *gpu) {
     } else if (n == 4 && strncmp(p, "llvm", 4) == 0) {
       o->emit_llvm = true;
     } else {
-      fprintf(stderr, "arrayc: unknown --emit kind '%.*s' (header, obj, so, ptx, plan, llvm)\n",
-              (int)n, p);
+      tool_usage_error(PROG, "unknown --emit kind '%.*s' (header, obj, so, ptx, plan, llvm)",
+                       (int)n, p);
       return false;
     }
     p += n;
@@ -201,12 +238,12 @@ static bool aot_emit_list(const char *list, aot_opts *o, bool *gpu) {
       p++;
   }
   if ((obj || so) && (ptx || *gpu)) {
-    fprintf(stderr, "arrayc: --emit=%s is CPU output; the GPU's code file is ptx\n",
-            obj ? "obj" : "so");
+    tool_usage_error(PROG, "--emit=%s is CPU output; the GPU's code file is ptx",
+                     obj ? "obj" : "so");
     return false;
   }
   if (obj && so) {
-    fprintf(stderr, "arrayc: --emit takes obj or so, not both\n");
+    tool_usage_error(PROG, "--emit takes obj or so, not both");
     return false;
   }
   if (ptx)
@@ -239,67 +276,112 @@ int main(int argc, char **argv) {
   bool quiet = false;
   unsigned sm = NV_SM_DEFAULT;
   bool read_plan = false, shared = false, ptx_stats = false;
-  int po;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+  enum {
+    OPT_EMIT,
+    OPT_TARGET,
+    OPT_GPU,
+    OPT_CPU,
+    OPT_SHARED,
+    OPT_READ_PLAN,
+    OPT_PTX_STATS,
+    OPT_FN,
+    OPT_OUT
+  };
+  static const tool_opt opts[] = {
+      {"--emit", OPT_EMIT, TOOL_VALUE},
+      {"--target", OPT_TARGET, TOOL_VALUE},
+      {"--gpu", OPT_GPU, TOOL_VALUE},
+      {"--cpu", OPT_CPU, TOOL_VALUE},
+      {"--shared", OPT_SHARED, TOOL_FLAG},
+      {"--read-plan", OPT_READ_PLAN, TOOL_FLAG},
+      {"--ptx-stats", OPT_PTX_STATS, TOOL_FLAG},
+      {"--fn", OPT_FN, TOOL_VALUE},
+      {"-o", OPT_OUT, TOOL_VALUE},
+      TOOL_COMPILE_OPTS,
+  };
+  tool_opts P;
+  tool_opts_init(&P, PROG, opts, sizeof opts / sizeof opts[0], argc, argv);
+  const char *val;
+  int id;
+  while ((id = tool_opts_next(&P, &val)) != TOOL_END) {
+    switch (id) {
+    case TOOL_ERROR:
+      return 2;
+    case TOOL_HELP:
       usage(stdout);
       return 0;
-    } else if ((po = tool_compile_option("arrayc", a, &passes, &quiet)) != 0) {
-      if (po < 0)
-        return 2;
-    } else if (strncmp(a, "--emit=", 7) == 0) {
-      emit = a + 7;
-    } else if (strncmp(a, "--target=", 9) == 0) {
-      target = a + 9;
-      if (strcmp(target, "cpu") != 0 && strcmp(target, "gpu") != 0) {
-        fprintf(stderr, "arrayc: unknown --target '%s' (cpu or gpu)\n", target);
+    case TOOL_VERSION:
+      tool_print_version(PROG);
+      return 0;
+    case TOOL_WORD:
+      if (file) {
+        tool_usage_error(PROG, "more than one input file ('%s' and '%s')", file, val);
         return 2;
       }
-    } else if (strncmp(a, "--gpu=", 6) == 0) {
-      char *end;
-      unsigned long v = strncmp(a + 6, "sm_", 3) == 0 ? strtoul(a + 9, &end, 10) : 0;
+      file = val;
+      break;
+    case OPT_EMIT:
+      emit = val;
+      break;
+    case OPT_TARGET:
+      target = val;
+      if (strcmp(target, "cpu") != 0 && strcmp(target, "gpu") != 0) {
+        tool_usage_error(PROG, "unknown --target '%s' (cpu or gpu)", target);
+        return 2;
+      }
+      break;
+    case OPT_GPU: {
+      char *end = NULL;
+      unsigned long v = strncmp(val, "sm_", 3) == 0 ? strtoul(val + 3, &end, 10) : 0;
       if (v == 0 || *end || v > 1000 || !nv_sm_valid((unsigned)v) || v < NV_SM_MIN) {
-        fprintf(stderr, "arrayc: --gpu wants an architecture sm_XY of sm_%u or newer that LLVM "
-                        "knows (sm_75, sm_80, sm_86, sm_89, sm_90, ...), not '%s'\n",
-                NV_SM_MIN, a + 6);
+        tool_usage_error(PROG,
+                         "--gpu wants an architecture sm_XY of sm_%u or newer that LLVM knows "
+                         "(sm_75, sm_80, sm_86, sm_89, sm_90, ...), not '%s'",
+                         NV_SM_MIN, val);
         return 2;
       }
       sm = (unsigned)v;
-    } else if (strncmp(a, "--cpu=", 6) == 0 && a[6]) {
-      cpu = a + 6;
-    } else if (strcmp(a, "--shared") == 0) {
+      break;
+    }
+    case OPT_CPU:
+      if (!*val) {
+        tool_usage_error(PROG, "--cpu needs a CPU name (LLVM's: znver3, skylake, ..., generic)");
+        return 2;
+      }
+      cpu = val;
+      break;
+    case OPT_SHARED:
       shared = true;
-    } else if (strcmp(a, "--read-plan") == 0) {
+      break;
+    case OPT_READ_PLAN:
       read_plan = true;
-    } else if (strcmp(a, "--ptx-stats") == 0) {
+      break;
+    case OPT_PTX_STATS:
       ptx_stats = true;
-    } else if (strcmp(a, "--fn") == 0 && i + 1 < argc) {
-      fn = argv[++i];
-    } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
-      out = argv[++i];
-    } else if (a[0] == '-' && a[1] != 0) {
-      fprintf(stderr, "arrayc: unknown option '%s'\n", a);
-      usage(stderr);
-      return 2;
-    } else if (!file) {
-      file = a;
-    } else {
-      fprintf(stderr, "arrayc: more than one input file\n");
-      return 2;
+      break;
+    case OPT_FN:
+      fn = val;
+      break;
+    case OPT_OUT:
+      out = val;
+      break;
+    default: /* the compile options */
+      if (!tool_compile_opt(PROG, id, val, &passes, &quiet))
+        return 2;
+      break;
     }
   }
   if (!file) {
-    usage(stderr);
+    tool_usage_error(PROG, "no input file");
     return 2;
   }
   if (ptx_stats && (read_plan || !emit || strcmp(emit, "ptx") != 0)) {
-    fprintf(stderr, "arrayc: --ptx-stats summarises the PTX that --emit=ptx prints: use it with "
-                    "--emit=ptx\n");
+    tool_usage_error(PROG, "--ptx-stats summarises the PTX that --emit=ptx prints: use it with "
+                           "--emit=ptx");
     return 2;
   }
   if (read_plan)
-    return emit || fn ? (fprintf(stderr, "arrayc: --read-plan takes no --emit or --fn\n"), 2)
+    return emit || fn ? (tool_usage_error(PROG, "--read-plan takes no --emit or --fn"), 2)
                       : read_plan_file(file, out && strcmp(out, "-") == 0 ? NULL : out);
   bool print = emit && (strcmp(emit, "plan") == 0 || strcmp(emit, "llvm") == 0 ||
                         strcmp(emit, "ptx") == 0);
@@ -321,16 +403,16 @@ int main(int argc, char **argv) {
       return 2;
     }
     if (shared && gpu) {
-      fprintf(stderr, "arrayc: --shared is for the CPU target\n");
+      tool_usage_error(PROG, "--shared is for the CPU target");
       return 2;
     }
     if (cpu && gpu) {
-      fprintf(stderr, "arrayc: --cpu is for the CPU target (the GPU's is --gpu=sm_XY)\n");
+      tool_usage_error(PROG, "--cpu is for the CPU target (the GPU's is --gpu=sm_XY)");
       return 2;
     }
     ao.shared = ao.shared || shared;
     if (!out && strcmp(file, "-") == 0) {
-      fprintf(stderr, "arrayc: ahead-of-time output from standard input needs -o PREFIX\n");
+      tool_usage_error(PROG, "ahead-of-time output from standard input needs -o PREFIX");
       return 2;
     }
     if (!out && !(prefix = default_prefix(file))) {
@@ -344,7 +426,7 @@ int main(int argc, char **argv) {
     ao.cpu = cpu;
     ao.passes = passes;
   } else if (cpu || shared) {
-    fprintf(stderr, "arrayc: --cpu and --shared are for ahead-of-time output\n");
+    tool_usage_error(PROG, "--cpu and --shared are for ahead-of-time output");
     return 2;
   }
   tool_emit_kind kind = emit && strcmp(emit, "llvm") == 0 ? TOOL_EMIT_LLVM : TOOL_EMIT_PLAN;
@@ -367,7 +449,7 @@ int main(int argc, char **argv) {
     if (!f) {
       fprintf(stderr, "arrayc: cannot write %s\n", out);
     } else {
-      gpu_emit G = {passes, sm, kind == TOOL_EMIT_LLVM, f, true, ptx_stats, NULL, {0}};
+      gpu_emit G = {passes, sm, kind == TOOL_EMIT_LLVM, f, ptx_stats, NULL, {0}};
       const char *want = getenv("ARRAYC_PTXAS");
       if (ptx_stats && !(G.ptxas = px_ptxas_find(G.ptxas_buf, sizeof G.ptxas_buf)))
         fprintf(stderr,
@@ -378,8 +460,9 @@ int main(int argc, char **argv) {
                 want && *want ? want : "");
       /* a GPU plan is the same for the GPU and the SIMT emulator, which
        * needs no device */
-      bool ok = gpu && (ptx || kind == TOOL_EMIT_LLVM)
-                    ? tool_each_function("arrayc", m, fn, emit_gpu_one, &G)
+      bool ok = gpu && ptx && ptx_stats ? tool_each_function(PROG, m, fn, emit_gpu_one, &G)
+                : gpu && (ptx || kind == TOOL_EMIT_LLVM)
+                    ? emit_gpu(m, fn, &G)
                     : tool_emit("arrayc", m, fn, kind, gpu ? AC_BACKEND_SIMT_EMU : AC_BACKEND_CPU,
                                 passes, f);
       int closed = f != stdout ? fclose(f) : fflush(f);

@@ -1,6 +1,8 @@
 /* tools/toolutil.c: file reading and diagnostics for the tools. */
 #include "toolutil.h"
 
+#include "ir.h" /* ir_closest */
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -90,11 +92,32 @@ bool tool_each_function(const char *prog, ac_module *m, const char *name,
     if (!fn(m, i, fname, ud))
       return false;
   }
-  if (name && !found) {
-    fprintf(stderr, "%s: no function '%s' in the module\n", prog, name);
-    return false;
+  return name && !found ? tool_has_function(prog, m, name) : true;
+}
+
+bool tool_has_function(const char *prog, const ac_module *m, const char *name) {
+  size_t nfn = ac_module_num_functions(m), n = 0;
+  for (size_t i = 0; i < nfn; i++)
+    if (strcmp(ac_module_function_name(m, i), name) == 0)
+      return true;
+  const char **names = malloc((nfn ? nfn : 1) * sizeof *names);
+  for (size_t i = 0; names && i < nfn; i++)
+    if (!ac_module_function_is_extern(m, i))
+      names[n++] = ac_module_function_name(m, i);
+  const char *near = names ? ir_closest(name, strlen(name), names, n) : NULL;
+  fprintf(stderr, "%s: no function '%s' in the module", prog, name);
+  if (near)
+    fprintf(stderr, " (did you mean '%s'?)", near);
+  if (names && n) {
+    fprintf(stderr, "; it defines ");
+    for (size_t i = 0; i < n; i++)
+      fprintf(stderr, "%s%s", i ? ", " : "", names[i]);
+  } else if (names) {
+    fprintf(stderr, "; it defines no function with a body");
   }
-  return true;
+  fputc('\n', stderr);
+  free(names);
+  return false;
 }
 
 typedef struct tool_emit_state {
@@ -153,25 +176,4 @@ static void tool_print_warning(void *ud, const char *file, unsigned line, unsign
 
 void tool_warnings(ac_context *ctx, bool quiet) {
   ac_context_set_warning_handler(ctx, quiet ? NULL : tool_print_warning, NULL);
-}
-
-int tool_compile_option(const char *prog, const char *a, const char **passes, bool *quiet) {
-  static const char *const levels[4] = {"O0", "O1", "O2", "O3"};
-  if (strcmp(a, "-w") == 0) {
-    *quiet = true;
-    return 1;
-  }
-  if (strncmp(a, "--passes=", 9) == 0) {
-    *passes = a + 9;
-    return 1;
-  }
-  if (a[0] == '-' && a[1] == 'O') {
-    if (a[2] >= '0' && a[2] <= '3' && a[3] == 0) {
-      *passes = levels[a[2] - '0'];
-      return 1;
-    }
-    fprintf(stderr, "%s: unknown optimisation level '%s' (-O0, -O1, -O2 or -O3)\n", prog, a);
-    return -1;
-  }
-  return 0;
 }

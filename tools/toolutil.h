@@ -34,18 +34,16 @@ typedef enum tool_emit_kind { TOOL_EMIT_PLAN, TOOL_EMIT_LLVM } tool_emit_kind;
  * blank line. Prints diagnostics to stderr and returns false on failure. */
 bool tool_emit(const char *prog, ac_module *m, const char *fn, tool_emit_kind kind, ac_backend be,
                const char *passes, FILE *out);
+/* True if m has a function `name`; otherwise prints "PROG: no function
+ * 'NAME' in the module (did you mean 'X'?); it defines A, B" and returns
+ * false. */
+bool tool_has_function(const char *prog, const ac_module *m, const char *name);
 /* Calls fn(m, index, name, ud) for function `name` of m, or for every
  * function with a body when name is NULL; false (with a message) when
  * there is no such function or fn returns false. */
 bool tool_each_function(const char *prog, ac_module *m, const char *name,
                         bool (*fn)(ac_module *m, size_t index, const char *name, void *ud),
                         void *ud);
-
-/* The compile options every tool takes: --passes=LIST and -O0..-O3 (which
- * mean the pipelines "O0".."O3"), and -w (no warnings). Returns 1 and sets
- * *passes or *quiet if `a` is one, 0 if it is another option, -1 (message
- * printed) for a bad level. */
-int tool_compile_option(const char *prog, const char *a, const char **passes, bool *quiet);
 
 /* Unless quiet, prints the context's warnings (core.h's
  * ac_context_set_warning_handler) to stderr as "FILE:LINE:COL: warning:

@@ -91,6 +91,9 @@ void api_aot_out_free(ac_context *ctx, api_aot_out *out);
  * on failure. */
 #define API_GEN_EXTERNS_BY_NAME 1u /* cg_module.externs_by_name: ahead of time */
 #define API_GEN_PROFILE 2u /* cg_module.profile: SIMT emulator kernels counted */
+/* the passes' warnings cover every function, not only fn and what it
+ * calls: several functions are lowered into M (api_emit_ptx) */
+#define API_GEN_ALL_WARNINGS 4u
 ac_status api_generate(nat_jit *jit, cg_target target, ac_module *m, uint32_t fn,
                        const char *passes, unsigned flags, pl_plan **plan, cg_module *M,
                        ac_module **opt, ac_error **err);

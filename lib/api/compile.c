@@ -229,6 +229,22 @@ static cg_target target_of(ac_backend be) {
  * failure). With a non-empty `passes`, the passes transform a copy of m,
  * returned in *opt (the caller destroys it after M: the kernels were
  * lowered from it), so the caller's module stays as written. */
+/* Lowers function fn of M's module into M with plan `plan` (M->plan from
+ * now on): its kernels join those already in M. */
+static ac_status api_lower(cg_module *M, uint32_t fn, pl_plan *plan, ac_error **err) {
+  M->plan = plan;
+  ac_status st = lw_function(M, fn, err);
+  if (st == AC_OK && M->st != AC_OK) {
+    /* an error recorded in the module but not returned: report it */
+    st = M->st;
+    ir_report(err, M->err, st);
+    M->err = NULL;
+  }
+  if (st == AC_OK && !plan->finished) /* lowering usually finishes it itself */
+    st = pl_finish(plan, err);
+  return st;
+}
+
 ac_status api_generate(nat_jit *jit, cg_target target, ac_module *m, uint32_t fn,
                        const char *passes, unsigned flags, pl_plan **plan, cg_module *M,
                        ac_module **opt, ac_error **err) {
@@ -247,7 +263,7 @@ ac_status api_generate(nat_jit *jit, cg_target target, ac_module *m, uint32_t fn
      * handler no one would see them) */
     if (target != CG_TARGET_CPU && ir_ctx_warns(ctx)) {
       o.warn = ps_warn_context;
-      o.entry = fn + 1;
+      o.entry = flags & API_GEN_ALL_WARNINGS ? 0 : fn + 1;
     }
     ac_status st = ps_run_pipeline(*opt, passes, &o, NULL, err);
     if (st != AC_OK)
@@ -268,16 +284,7 @@ ac_status api_generate(nat_jit *jit, cg_target target, ac_module *m, uint32_t fn
   } else {
     nat_prepare(jit, M);
   }
-  st = lw_function(M, fn, err);
-  if (st == AC_OK && M->st != AC_OK) {
-    /* an error recorded in the module but not returned: report it */
-    st = M->st;
-    ir_report(err, M->err, st);
-    M->err = NULL;
-  }
-  if (st == AC_OK && !(*plan)->finished) /* lowering usually finishes it itself */
-    st = pl_finish(*plan, err);
-  return st;
+  return api_lower(M, fn, *plan, err);
 }
 
 /* The disk cache key of a GPU module: its LLVM IR before optimisation and
@@ -524,21 +531,39 @@ ac_status api_print_llvm(ac_runtime *rt, ac_module *m, uint32_t fn, char **out, 
   return st;
 }
 
-ac_status api_emit_ptx(ac_module *m, uint32_t fn, const char *passes, unsigned sm, bool llvm,
-                       char **out, ac_error **err) {
+ac_status api_emit_ptx(ac_module *m, const uint32_t *fns, size_t nfns, const char *passes,
+                       unsigned sm, bool llvm, char **out, ac_error **err) {
   *out = NULL;
-  pl_plan *plan = NULL;
+  if (nfns == 0)
+    return ir_report(err, NULL, AC_ERR_INVALID);
+  pl_plan **plans = ac_alloc(m->ctx, nfns * sizeof *plans);
+  if (!plans)
+    return ir_report(err, NULL, AC_ERR_NOMEM);
+  memset(plans, 0, nfns * sizeof *plans);
   cg_module M;
   size_t len;
   char *ptx = NULL, *ir = NULL;
   ac_module *opt = NULL;
-  ac_status st = api_generate(NULL, CG_TARGET_NVPTX, m, fn, passes, 0, &plan, &M, &opt, err);
+  /* the first function makes the module (and runs the passes over all of
+   * them); the others' kernels join it, numbered on from its own, so every
+   * kernel has a name of its own in the one PTX module */
+  ac_status st = api_generate(NULL, CG_TARGET_NVPTX, m, fns[0], passes,
+                              nfns > 1 ? API_GEN_ALL_WARNINGS : 0, &plans[0], &M, &opt, err);
+  const ac_module *lm = opt ? opt : m;
+  for (size_t i = 1; i < nfns && st == AC_OK; i++) {
+    if (!(plans[i] = pl_create(m->ctx, ir_sym_str(m->ctx, lm->funcs[fns[i]].name), lm->name)))
+      st = ir_report(err, NULL, AC_ERR_NOMEM);
+    else
+      st = api_lower(&M, fns[i], plans[i], err);
+  }
   if (st == AC_OK)
     st = nv_emit(&M, sm, 0, &ptx, &len, llvm ? &ir : NULL, err);
   *out = llvm ? ir : ptx;
   ac_free(m->ctx, llvm ? ptx : ir);
   cg_module_dispose(&M);
   ac_module_destroy(opt);
-  pl_destroy(plan);
+  for (size_t i = 0; i < nfns; i++)
+    pl_destroy(plans[i]);
+  ac_free(m->ctx, plans);
   return st;
 }

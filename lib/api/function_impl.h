@@ -100,11 +100,11 @@ ac_status api_compile(ac_runtime *rt, ac_module *m, uint32_t fn, const api_code 
 ac_status api_print_llvm(ac_runtime *rt, ac_module *m, uint32_t fn, char **out, ac_error **err);
 /* Frees every entry of rt's cache. */
 void api_cache_free(ac_runtime *rt);
-/* PTX text (or, with `llvm`, the optimised NVPTX LLVM IR) of function fn
- * of m for architecture sm after the pipeline `passes`, without a device
- * (arrayc --emit=ptx): *out is ac_alloc'd. */
-ac_status api_emit_ptx(ac_module *m, uint32_t fn, const char *passes, unsigned sm, bool llvm,
-                       char **out, ac_error **err);
-
+/* PTX text (or, with `llvm`, the optimised NVPTX LLVM IR) of functions
+ * fns[0..nfns) of m for architecture sm after the pipeline `passes`,
+ * without a device (arrayc --emit=ptx): one module holding every
+ * function's kernels, each named once. *out is ac_alloc'd. */
+ac_status api_emit_ptx(ac_module *m, const uint32_t *fns, size_t nfns, const char *passes,
+                       unsigned sm, bool llvm, char **out, ac_error **err);
 
 #endif

@@ -173,3 +173,46 @@ ac_status ir_report(ac_error **err, ac_error *e, ac_status st) {
     ac_error_destroy(e);
   return st;
 }
+
+/* The edit distance of a[0..na) and b[0..nb), both under 64 bytes (a
+ * longer one is never close): insertions, deletions, substitutions and
+ * swaps of two neighbours ("fodl" for "fold") cost one each (Damerau's
+ * optimal string alignment). */
+static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb) {
+  unsigned char d[64][64];
+  if (na >= 64 || nb >= 64)
+    return (size_t)-1;
+  for (size_t i = 0; i <= na; i++)
+    for (size_t j = 0; j <= nb; j++) {
+      if (i == 0 || j == 0) {
+        d[i][j] = (unsigned char)(i + j);
+        continue;
+      }
+      unsigned best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      if (d[i - 1][j] + 1u < best)
+        best = d[i - 1][j] + 1u;
+      if (d[i][j - 1] + 1u < best)
+        best = d[i][j - 1] + 1u;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+          d[i - 2][j - 2] + 1u < best)
+        best = d[i - 2][j - 2] + 1u;
+      d[i][j] = (unsigned char)best;
+    }
+  return d[na][nb];
+}
+
+const char *ir_closest(const char *word, size_t len, const char *const *names, size_t n) {
+  if (len < 3) /* every short name is close to some other */
+    return NULL;
+  size_t best = (size_t)-1;
+  const char *pick = NULL;
+  for (size_t i = 0; i < n; i++) {
+    size_t d = names[i] ? edit_distance(word, len, names[i], strlen(names[i])) : (size_t)-1;
+    if (d < best && d > 0) {
+      best = d;
+      pick = names[i];
+    }
+  }
+  size_t most = len / 3 > 1 ? len / 3 : 1;
+  return pick && best <= most ? pick : NULL;
+}

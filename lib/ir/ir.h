@@ -383,6 +383,11 @@ ac_error *ir_verror(ac_context *ctx, ac_status st, const ac_module *m, ir_loc lo
                     const char *fmt, va_list ap);
 /* Stores e into *err if err is not NULL, otherwise destroys it; returns st. */
 ac_status ir_report(ac_error **err, ac_error *e, ac_status st);
+/* For "did you mean": the one of names[0..n) closest to word[0..len) by
+ * edit distance (the first of equals), when it is close enough to be what
+ * was meant (at most a third of its letters wrong, one for words of up to
+ * five), else NULL; NULL for words under three letters. */
+const char *ir_closest(const char *word, size_t len, const char *const *names, size_t n);
 
 /* ---- the front end, checker, printer, interpreter ---- */
 /* parse.c: text -> unchecked IR (names resolved to indices; literal types

@@ -529,6 +529,36 @@ static ir_ref parse_unary(parser *p);
 static ir_ref parse_block(parser *p);
 static ir_ref parse_rec(parser *p, ir_sym selfname);
 
+/* " (did you mean 'X'?)" for an unknown name s[0..len), X the closest of
+ * the variables in scope and the functions (with `calls`, also the
+ * builtin operations and conversions, which are called), or "". */
+static const char *suggest(const parser *p, const char *s, size_t len, bool calls, char *buf,
+                           size_t size) {
+  size_t n = 0, cap = p->nscope + p->capfnidx + IR_NUM_OPS + AC_PROB + 1;
+  const char **names = ac_alloc(p->ctx, cap * sizeof *names);
+  buf[0] = 0;
+  if (!names)
+    return buf;
+  for (size_t i = 0; i < p->nscope; i++) {
+    ir_sym v = p->scope[i].sym;
+    if (v != IR_SYM_NONE && p->bind[v] == (int32_t)(i + 1))
+      names[n++] = ir_sym_str(p->ctx, v);
+  }
+  for (size_t v = 0; v < p->capfnidx; v++)
+    if (p->fnidx[v] > 0)
+      names[n++] = ir_sym_str(p->ctx, (ir_sym)v);
+  for (int o = 0; calls && o < IR_NUM_OPS; o++)
+    if (ir_ops[o].syntax == SX_CALL && ir_ops[o].spelling[0])
+      names[n++] = ir_ops[o].spelling;
+  for (int i = 0; calls && i <= (int)AC_PROB; i++)
+    names[n++] = ac_scalar_name((ac_scalar)i);
+  const char *near = ir_closest(s, len, names, n);
+  if (near)
+    snprintf(buf, size, " (did you mean '%s'?)", near);
+  ac_free(p->ctx, names);
+  return buf;
+}
+
 /* A bare name: a variable, or a function where a lambda may stand. */
 static ir_ref parse_name(parser *p, bool arg) {
   lex_token t = p->tok;
@@ -555,8 +585,12 @@ static ir_ref parse_name(parser *p, bool arg) {
                 "'%s' is a function, not a value: call it, or pass it to an array "
                 "operation",
                 ir_sym_str(p->ctx, s));
-  else
-    scope_error(p, t.loc, "unknown name '%s'", ir_sym_str(p->ctx, s));
+  else {
+    char hint[96];
+    const char *name = ir_sym_str(p->ctx, s);
+    scope_error(p, t.loc, "unknown name '%s'%s", name,
+                suggest(p, name, strlen(name), false, hint, sizeof hint));
+  }
   return IR_NONE;
 }
 
@@ -705,8 +739,11 @@ static ir_ref parse_call(parser *p) {
   if (f < 0) {
     if (sym && lookup(p, sym) >= 0)
       scope_error(p, t.loc, "'%.*s' is a variable, not a function", (int)t.len, s);
-    else if (sym)
-      scope_error(p, t.loc, "unknown function '%.*s'", (int)t.len, s);
+    else if (sym) {
+      char hint[96];
+      scope_error(p, t.loc, "unknown function '%.*s'%s", (int)t.len, s,
+                  suggest(p, s, t.len, true, hint, sizeof hint));
+    }
     return IR_NONE;
   }
   parse_args(p, true, false, NULL);

@@ -753,7 +753,8 @@ UNIT_TEST(an_extern_kernel_without_ptx_cannot_be_compiled_for_the_gpu) {
     return;
   ac_error *err = NULL;
   char *ptx = NULL;
-  CHECK_EQ_INT(api_emit_ptx(m, 1, NULL, 80, false, &ptx, &err), AC_ERR_UNSUPPORTED);
+  uint32_t fn = 1;
+  CHECK_EQ_INT(api_emit_ptx(m, &fn, 1, NULL, 80, false, &ptx, &err), AC_ERR_UNSUPPORTED);
   CHECK(err && strstr(ac_error_message(err), "extern kernel kmix has no PTX"));
   ac_error_destroy(err);
   ac_free(ctx, ptx);
