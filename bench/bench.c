@@ -953,7 +953,7 @@ static void compile_latency_ptx(void) {
     while (fn < ac_module_num_functions(m) &&
            strcmp(ac_module_function_name(m, fn), "blackscholes") != 0)
       fn++;
-    if (api_emit_ptx(m, fn, "O2", 90, false, &ptx, &e) != AC_OK)
+    if (api_emit_ptx(m, &fn, 1, "O2", 90, false, &ptx, &e) != AC_OK)
       die("compile to PTX", e);
     t[i] = now() - t0;
     ac_free(ctx, ptx);
