@@ -524,7 +524,7 @@ bool val_from_npy(ac_context *ctx, const unsigned char *buf, size_t len, ac_scal
   unsigned char *host = malloc(info.nbytes ? info.nbytes : 1);
   if (!host)
     return tool_fail(msg, msgsize, "out of memory (%zu bytes)", info.nbytes);
-  npy_copy_elements(host, info.data, (size_t)info.count, esize);
+  npy_copy_row_major(&info, host);
   ac_error *err = NULL;
   ac_array *arr = ac_array_create(ctx, type, rank, info.extents, host, &err);
   free(host);

@@ -242,9 +242,8 @@ bool npy_parse(const unsigned char *buf, size_t len, npy_info *out, char *msg, s
     out->count *= e;
     nonunit += e > 1;
   }
-  /* Fortran order differs from C order only when two dimensions exceed 1. */
-  if (fortran && nonunit > 1)
-    return tool_fail(msg, msgsize, "Fortran-order .npy files are not supported (C order only)");
+  /* Fortran order differs from C order only when two dimensions exceed 1 */
+  out->fortran = fortran && nonunit > 1;
   out->known = descr_type(out->descr, &out->type);
   out->data = buf + hstart + hlen;
   size_t avail = len - hstart - hlen;
@@ -277,6 +276,34 @@ void npy_copy_elements(void *dst, const void *src, size_t n, size_t esize) {
   for (size_t i = 0; i < n; i++)
     for (size_t b = 0; b < esize; b++)
       d[i * esize + b] = s[i * esize + esize - 1 - b];
+}
+
+void npy_copy_row_major(const npy_info *in, void *dst) {
+  size_t esize = ac_scalar_size(in->type);
+  if (!in->fortran) {
+    npy_copy_elements(dst, in->data, (size_t)in->count, esize);
+    return;
+  }
+  /* element x (row-major index) is at sum_k x_k * stride_k in the file,
+   * stride_0 = 1 and stride_k = stride_{k-1} * extent_{k-1}: walk x in
+   * row-major order, keeping its file offset */
+  int64_t x[NPY_MAX_RANK] = {0}, stride[NPY_MAX_RANK];
+  int64_t s = 1, off = 0;
+  for (unsigned k = 0; k < in->rank; k++) {
+    stride[k] = s;
+    s *= in->extents[k];
+  }
+  unsigned char *d = dst;
+  for (int64_t i = 0; i < in->count; i++) {
+    npy_copy_elements(d + (size_t)i * esize, in->data + (size_t)off * esize, 1, esize);
+    for (unsigned k = in->rank; k-- > 0;) { /* the next x, last dimension fastest */
+      off += stride[k];
+      if (++x[k] < in->extents[k])
+        break;
+      off -= stride[k] * x[k];
+      x[k] = 0;
+    }
+  }
 }
 
 bool npy_write(const char *path, ac_scalar type, unsigned rank, const int64_t *extents,

@@ -7,8 +7,9 @@
  * checked against NumPy without a conversion step.
  *
  * Reading is strict because the input is untrusted: every malformed file
- * gives a message, never a crash or an out-of-bounds read. Only C-order
- * little-endian files of the eleven arrayc scalar types are accepted; a file
+ * gives a message, never a crash or an out-of-bounds read. Little-endian
+ * files of the eleven arrayc scalar types are accepted, in C or Fortran
+ * order (npy_copy_row_major gives row-major elements either way); a file
  * with another dtype still parses (descr is kept for the caller's message)
  * but has known == false.
  */
@@ -33,6 +34,7 @@ typedef struct npy_info {
   int64_t count;   /* number of elements (product of extents) */
   const unsigned char *data; /* points into the parsed buffer; little-endian elements */
   size_t nbytes;             /* count * element size when known */
+  bool fortran;              /* the elements are in column-major order (two extents above 1) */
 } npy_info;
 
 /* Parses the .npy file held in buf[0..len). On success fills *out (whose
@@ -46,6 +48,11 @@ bool npy_parse(const unsigned char *buf, size_t len, npy_info *out, char *msg, s
  * one) into host order: a plain copy on little-endian hosts, a byte swap per
  * element on big-endian ones. The conversion is its own inverse. */
 void npy_copy_elements(void *dst, const void *src, size_t n, size_t esize);
+
+/* The elements of a parsed file of known type (in->count of them) into
+ * dst in row-major order and host byte order: a copy (npy_copy_elements)
+ * for C order, a transposition for Fortran order. */
+void npy_copy_row_major(const npy_info *in, void *dst);
 
 /* The canonical descr NumPy writes for a scalar type ("<f4", "|b1"). */
 const char *npy_descr(ac_scalar type);
