@@ -108,25 +108,18 @@ int main(int argc, char **argv) {
       TOOL_COMPILE_OPTS,
   };
   tool_opts P;
-  tool_opts_init(&P, PROG, opts, sizeof opts / sizeof opts[0], argc, argv);
+  tool_opts_init(&P, PROG, usage, opts, sizeof opts / sizeof opts[0], argc, argv);
   const char *val;
   int id;
   while ((id = tool_opts_next(&P, &val)) != TOOL_END) {
     switch (id) {
     case TOOL_ERROR:
       return 2;
-    case TOOL_HELP:
-      usage(stdout);
-      return 0;
-    case TOOL_VERSION:
-      tool_print_version(PROG);
+    case TOOL_EXIT:
       return 0;
     case TOOL_WORD:
-      if (file) {
-        tool_usage_error(PROG, "more than one input file ('%s' and '%s')", file, val);
+      if (!tool_opts_file(&P, &file, val))
         return 2;
-      }
-      file = val;
       break;
     case OPT_LIST:
       list_passes();

@@ -131,7 +131,7 @@ static int parse_options(int argc, char **argv, options *o) {
     return 2;
   }
   tool_opts P;
-  tool_opts_init(&P, PROG, run_opts, sizeof run_opts / sizeof run_opts[0], argc, argv);
+  tool_opts_init(&P, PROG, usage, run_opts, sizeof run_opts / sizeof run_opts[0], argc, argv);
   P.is_word = is_negative_literal;
   const char *val;
   int id;
@@ -139,11 +139,7 @@ static int parse_options(int argc, char **argv, options *o) {
     switch (id) {
     case TOOL_ERROR:
       return 2;
-    case TOOL_HELP:
-      usage(stdout);
-      return -1;
-    case TOOL_VERSION:
-      tool_print_version(PROG);
+    case TOOL_EXIT:
       return -1;
     case TOOL_WORD:
       if (!o->file)

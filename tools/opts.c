@@ -20,10 +20,11 @@ void tool_usage_error(const char *prog, const char *fmt, ...) {
   va_end(ap);
 }
 
-void tool_opts_init(tool_opts *P, const char *prog, const tool_opt *opts, size_t nopts, int argc,
-                    char **argv) {
+void tool_opts_init(tool_opts *P, const char *prog, void (*usage)(FILE *f), const tool_opt *opts,
+                    size_t nopts, int argc, char **argv) {
   memset(P, 0, sizeof *P);
   P->prog = prog;
+  P->usage = usage;
   P->opts = opts;
   P->nopts = nopts;
   P->argc = argc;
@@ -55,6 +56,46 @@ static int unknown_option(const tool_opts *P, const char *a) {
   return TOOL_ERROR;
 }
 
+/* The CUDA driver's version (cuDriverGetVersion: 12040 = 12.4), 0 when
+ * no driver loads; *path gets the library tried. */
+static int cuda_driver_version(const char **path) {
+  const char *env = getenv("ARRAYC_LIBCUDA");
+  *path = env && *env ? env : "libcuda.so.1";
+  void *lib = dlopen(*path, RTLD_NOW | RTLD_LOCAL);
+  if (!lib)
+    return 0;
+  int version = 0;
+  int (*get)(int *);
+  void *sym = dlsym(lib, "cuDriverGetVersion");
+  memcpy(&get, &sym, sizeof get); /* a function pointer from dlsym's object pointer */
+  if (!sym || get(&version) != 0)
+    version = 0;
+  dlclose(lib);
+  return version;
+}
+
+/* --version: arrayc's version and commit, LLVM's, and whether a CUDA
+ * driver and libdevice are found (what the GPU backend and --emit=ptx
+ * use), on stdout. */
+static void tool_print_version(const char *prog) {
+  unsigned maj, min, patch;
+  LLVMGetVersion(&maj, &min, &patch);
+  /* the version and the commit it was built from (configure time) */
+  printf("%s (arrayc) %s\n", prog, rt_build_id());
+  printf("LLVM %u.%u.%u\n", maj, min, patch);
+  const char *path;
+  int v = cuda_driver_version(&path);
+  if (v)
+    printf("CUDA driver: %d.%d (%s)\n", v / 1000, v % 1000 / 10, path);
+  else
+    printf("CUDA driver: not found (%s; the gpu backend needs it, --emit=ptx does not)\n", path);
+  const char *ld = nv_libdevice_path();
+  if (ld)
+    printf("libdevice: %s\n", ld);
+  else
+    printf("libdevice: not found (GPU math uses arrayc's own functions)\n");
+}
+
 int tool_opts_next(tool_opts *P, const char **val) {
   *val = NULL;
   if (P->i >= P->argc)
@@ -68,10 +109,14 @@ int tool_opts_next(tool_opts *P, const char **val) {
     P->words_only = true;
     return tool_opts_next(P, val);
   }
-  if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
-    return TOOL_HELP;
-  if (strcmp(a, "--version") == 0)
-    return TOOL_VERSION;
+  if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+    P->usage(stdout);
+    return TOOL_EXIT;
+  }
+  if (strcmp(a, "--version") == 0) {
+    tool_print_version(P->prog);
+    return TOOL_EXIT;
+  }
   const char *eq = strchr(a, '=');
   size_t n = eq ? (size_t)(eq - a) : strlen(a);
   for (size_t i = 0; i < P->nopts; i++) {
@@ -111,6 +156,15 @@ int tool_opts_next(tool_opts *P, const char **val) {
   return unknown_option(P, a);
 }
 
+bool tool_opts_file(const tool_opts *P, const char **file, const char *word) {
+  if (*file) {
+    tool_usage_error(P->prog, "more than one input file ('%s' and '%s')", *file, word);
+    return false;
+  }
+  *file = word;
+  return true;
+}
+
 bool tool_compile_opt(const char *prog, int id, const char *val, const char **passes, bool *quiet) {
   static const char *const levels[4] = {"O0", "O1", "O2", "O3"};
   switch (id) {
@@ -128,41 +182,4 @@ bool tool_compile_opt(const char *prog, int id, const char *val, const char **pa
     tool_usage_error(prog, "unknown optimisation level '-O%s' (-O0, -O1, -O2 or -O3)", val);
     return false;
   }
-}
-
-/* The CUDA driver's version (cuDriverGetVersion: 12040 = 12.4), 0 when
- * no driver loads; *path gets the library tried. */
-static int cuda_driver_version(const char **path) {
-  const char *env = getenv("ARRAYC_LIBCUDA");
-  *path = env && *env ? env : "libcuda.so.1";
-  void *lib = dlopen(*path, RTLD_NOW | RTLD_LOCAL);
-  if (!lib)
-    return 0;
-  int version = 0;
-  int (*get)(int *);
-  void *sym = dlsym(lib, "cuDriverGetVersion");
-  memcpy(&get, &sym, sizeof get); /* a function pointer from dlsym's object pointer */
-  if (!sym || get(&version) != 0)
-    version = 0;
-  dlclose(lib);
-  return version;
-}
-
-void tool_print_version(const char *prog) {
-  unsigned maj, min, patch;
-  LLVMGetVersion(&maj, &min, &patch);
-  /* the version and the commit it was built from (configure time) */
-  printf("%s (arrayc) %s\n", prog, rt_build_id());
-  printf("LLVM %u.%u.%u\n", maj, min, patch);
-  const char *path;
-  int v = cuda_driver_version(&path);
-  if (v)
-    printf("CUDA driver: %d.%d (%s)\n", v / 1000, v % 1000 / 10, path);
-  else
-    printf("CUDA driver: not found (%s; the gpu backend needs it, --emit=ptx does not)\n", path);
-  const char *ld = nv_libdevice_path();
-  if (ld)
-    printf("libdevice: %s\n", ld);
-  else
-    printf("libdevice: not found (GPU math uses arrayc's own functions)\n");
 }

@@ -11,9 +11,10 @@
  *                       TOOL_OPTIONAL (the value only after '=')
  *   -O2                 TOOL_GLUED (the value in the same word)
  *   --                  everything after it is a word
- * Every tool also knows -h/--help and --version (TOOL_HELP and
- * TOOL_VERSION), and the compile options -O0..-O3, --passes=LIST and -w
- * when its table lists TOOL_COMPILE_OPTS (tool_compile_opt sets them).
+ * Every tool also knows -h/--help and --version, which the parser answers
+ * itself (the tool's usage, tool_print_version) before returning TOOL_EXIT,
+ * and the compile options -O0..-O3, --passes=LIST and -w when its table
+ * lists TOOL_COMPILE_OPTS (tool_compile_opt sets them).
  *
  * A mistake prints one line, worded the same in every tool, naming the
  * option meant when one is close (ir_closest), and returns TOOL_ERROR (the
@@ -27,6 +28,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 typedef enum tool_arg { TOOL_FLAG, TOOL_VALUE, TOOL_OPTIONAL, TOOL_GLUED } tool_arg;
 
@@ -38,11 +40,10 @@ typedef struct tool_opt {
 
 /* What tool_opts_next returns besides an option's id. */
 enum {
-  TOOL_END = -1,     /* no more words */
-  TOOL_ERROR = -2,   /* a mistake, reported */
-  TOOL_WORD = -3,    /* a word that is not an option, in *val */
-  TOOL_HELP = -4,    /* -h, --help */
-  TOOL_VERSION = -5, /* --version */
+  TOOL_END = -1,   /* no more words */
+  TOOL_ERROR = -2, /* a mistake, reported */
+  TOOL_WORD = -3,  /* a word that is not an option, in *val */
+  TOOL_EXIT = -4,  /* -h, --help or --version, answered: exit 0 */
 };
 
 /* The compile options' ids and table entries. */
@@ -54,6 +55,7 @@ enum { TOOL_OPT_LEVEL = 1000, TOOL_OPT_PASSES, TOOL_OPT_NOWARN };
 
 typedef struct tool_opts {
   const char *prog;
+  void (*usage)(FILE *f); /* the tool's --help text */
   const tool_opt *opts;
   size_t nopts;
   int argc;
@@ -65,11 +67,14 @@ typedef struct tool_opts {
   bool (*is_word)(const char *a);
 } tool_opts;
 
-void tool_opts_init(tool_opts *P, const char *prog, const tool_opt *opts, size_t nopts, int argc,
-                    char **argv);
+void tool_opts_init(tool_opts *P, const char *prog, void (*usage)(FILE *f), const tool_opt *opts,
+                    size_t nopts, int argc, char **argv);
 /* The next option's id (and *val its value, or NULL), TOOL_WORD (*val the
- * word), TOOL_HELP, TOOL_VERSION, TOOL_END or TOOL_ERROR. */
+ * word), TOOL_EXIT, TOOL_END or TOOL_ERROR. */
 int tool_opts_next(tool_opts *P, const char **val);
+/* The input file of a tool that takes one: *file = word, or false (reported)
+ * when *file is set already. */
+bool tool_opts_file(const tool_opts *P, const char **file, const char *word);
 
 /* For TOOL_OPT_LEVEL, TOOL_OPT_PASSES and TOOL_OPT_NOWARN: sets *passes
  * ("O0".."O3" for -O0..-O3) or *quiet; false (reported) for an unknown
@@ -82,10 +87,5 @@ void tool_usage_error(const char *prog, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-
-/* --version: the tool's and arrayc's version, LLVM's, and whether a CUDA
- * driver and libdevice are found (what the GPU backend and --emit=ptx
- * use), on stdout. */
-void tool_print_version(const char *prog);
 
 #endif
