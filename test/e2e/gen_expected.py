@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Computes the expected outputs of the end-to-end programs, independently.
 
-    /usr/bin/python3 test/e2e/gen_expected.py
+    /usr/bin/python3 test/e2e/gen_expected.py [PROGRAM ...]
+
+(with program names, only those programs' files: `functions` for functions.ac).
 
 For every program test/e2e/NAME.ac this script reads the RUN lines
 
@@ -1475,6 +1477,83 @@ def render(leafs, header):
     return "\n".join(lines) + "\n"
 
 
+# ---- functions.ac: local functions, function values and parameters ---------
+
+def f32_fold(f, z, row):
+    acc = F32(z)
+    for v in row:
+        acc = F32(f(acc, F32(v)))
+    return acc
+
+
+@impl("functions.locals")
+def _(xs, k):
+    x = np.array(xs, F32)
+    clamp = lambda v, lo, hi: F32(min(max(F32(v), F32(lo)), F32(hi)))
+    return [Leaf(x * F32(k), F32), Leaf(wrap(2 * k, I32), I32),
+            Leaf(clamp(F32(x[0] + x[0]), 0.0, 2.5), F32),
+            Leaf([max(clamp(v, -1.0, 1.0), F32(0.5)) for v in x], F32)]
+
+
+@impl("functions.ops")
+def _(xs, ns):
+    x = np.array(xs, F32)
+    prod = 1
+    for v in ns:
+        prod = wrap(prod * v, I32)
+    return [Leaf(f32_fold(lambda a, b: a + b, 0, x), F32, rtol=1e-6),
+            Leaf(f32_fold(max, -np.inf, x), F32), Leaf(np.sqrt(x), F32), Leaf(prod, I32),
+            Leaf([wrap(v - abs(v), I32) for v in ns], I32),
+            Leaf([bool(v < f2i(w, I32)) for v, w in zip(ns, x)], BOOL)]
+
+
+@impl("functions.rows")
+def _(m):
+    m = [np.array(r, F32) for r in m]
+    sq = [f32_fold(lambda a, b: a + b * b, 0, r) for r in m]
+    h = [f32_fold(lambda a, b: a + b, 0, (r + F32(1)) * F32(2)) for r in m]
+    mx = [f32_fold(max, -np.inf, r + F32(1)) for r in m]
+    mn = [f32_fold(min, np.inf, F32(0) - r) for r in m]
+    return [Leaf(sq, F32, rtol=1e-6), Leaf(h, F32, rtol=1e-6), Leaf(mx, F32), Leaf(mn, F32)]
+
+
+@impl("functions.library")
+def _(xs, m):
+    total, prod = 0, 1
+    for v in xs:
+        total, prod = wrap(total + v, I32), wrap(prod * v, I32)
+    doubled = [wrap(2 * v, I32) for v in xs]
+    m = [np.array(r, F32) for r in m]
+    return [Leaf(total, I32), Leaf(prod, I32), Leaf(max(xs, default=-2**31), I32),
+            Leaf(min(doubled, default=2**31 - 1), I32),
+            Leaf([f32_fold(lambda a, b: a + b, 0, r) for r in m], F32, rtol=1e-6),
+            Leaf([f32_fold(max, -np.inf, r) for r in m], F32),
+            Leaf([f32_fold(min, np.inf, r) for r in m], F32), Leaf(xs, I32)]
+
+
+@impl("functions.mandelbrot")
+def _(n, maxit):
+    step = F32(3.0) / F32(n)
+    out = []
+    for i in range(n):
+        row = []
+        for j in range(n):
+            cr, ci = F32(F32(j) * step) - F32(2.0), F32(F32(i) * step) - F32(1.5)
+            zr = zi = F32(0)
+            it = 0
+            while it < maxit and F32(zr * zr) + F32(zi * zi) <= F32(4):
+                zr, zi = F32(F32(zr * zr) - F32(zi * zi)) + cr, F32(F32(F32(2) * zr) * zi) + ci
+                it += 1
+            row.append(it)
+        out.append(row)
+    return [Leaf(out, I32)]
+
+
+@impl("functions.shadow")
+def _(k):
+    return [Leaf(100 + k, I64), Leaf(7, I64), Leaf(100, I64)]
+
+
 def run_lines(path):
     """The commands of the RUN lines of path, continuation lines joined."""
     cmds, cur = [], ""
@@ -1496,12 +1575,17 @@ def collect_runs(path):
     runs, pending = [], {}
     for cmd in run_lines(path):
         toks = shlex.split(cmd)
+        if toks and toks[0] == "env":  # env NAME=VALUE .. %arrayc-run: a setting, not an input
+            toks = toks[1:]
+            while toks and "=" in toks[0] and not toks[0].startswith("-"):
+                toks = toks[1:]
         if toks and toks[0] == "%arrayc-run" and ">" in toks:
             k = toks.index(">")
             words = [w for w in toks[1:k] if w != "%s"]
             i = words.index("--fn")
             fn = words[i + 1]
-            pending[toks[k + 1]] = (fn, words[:i] + words[i + 2:])
+            # options (--backend, --stats, ...) come before --fn
+            pending[toks[k + 1]] = (fn, words[i + 2:])
         elif toks and toks[0] == "%check-output":
             for exp, tmp in zip(toks[1::2], toks[2::2]):
                 name = os.path.basename(exp)[:-len(".expected")]
@@ -1514,8 +1598,11 @@ def main():
     outdir = os.path.join(HERE, "expected")
     os.makedirs(outdir, exist_ok=True)
     used, written = set(), 0
+    only = set(sys.argv[1:])  # program names: regenerate just those
     for path in sorted(glob.glob(os.path.join(HERE, "*.ac"))):
         prog = os.path.basename(path)[:-3]
+        if only and prog not in only:
+            continue
         for fn, args, name in collect_runs(path):
             key = prog + "." + fn
             if key not in IMPLS:
@@ -1526,7 +1613,7 @@ def main():
             with open(os.path.join(outdir, name + ".expected"), "w") as f:
                 f.write(render(result, header))
             written += 1
-    unused = sorted(set(IMPLS) - used)
+    unused = sorted(k for k in set(IMPLS) - used if not only or k.split(".")[0] in only)
     if unused:
         sys.exit("implementations without a RUN line: " + ", ".join(unused))
     print("wrote %d expected files" % written)
