@@ -88,7 +88,14 @@ const char *chk_tyname(chk *c, ir_type t) {
 bool chk_push(chk *c, ir_type t, ir_sym name, uint8_t kind) {
   if (!ac_grow(c->ctx, (void **)&c->env, &c->capenv, c->nenv + 1, sizeof *c->env))
     return chk_oom(c);
-  c->env[c->nenv++] = (chk_entry){t, name, kind};
+  c->env[c->nenv++] = (chk_entry){t, name, kind, 0, 0};
+  return true;
+}
+
+bool chk_push_flex(chk *c, ir_type t, ir_sym name, uint32_t flex) {
+  if (!chk_push(c, t, name, ENV_PLAIN))
+    return false;
+  c->env[c->nenv - 1].flex = flex;
   return true;
 }
 
@@ -144,10 +151,22 @@ static bool is_flex_binop(ir_op op) {
   }
 }
 
+/* The flexible binding variable r refers to, or NULL (r is well formed). */
+static chk_flex *flex_var(const chk *c, ir_ref r) {
+  const ir_node *n = ir_node_get(c->m, r);
+  if (n->attr < 0 || (uint64_t)n->attr >= c->nenv)
+    return NULL;
+  uint32_t fx = c->env[c->nenv - 1 - (size_t)n->attr].flex;
+  chk_flex *f = fx ? &c->flex[fx - 1] : NULL;
+  return f && f->flexible && f->over == IR_TY_NONE ? f : NULL;
+}
+
 /* Walks a flexible expression; returns false if r is not flexible, else adds
- * the kinds of its literals to *lits. Malformed nodes are not flexible (the
- * type walk reports them); the depth bound guards against cyclic graphs. */
-static bool flex_walk(const chk *c, ir_ref r, unsigned *lits, unsigned depth) {
+ * the kinds of its literals to *lits. With `vars`, a variable bound to a
+ * flexible expression whose type is not inferred yet is flexible too.
+ * Malformed nodes are not flexible (the type walk reports them); the depth
+ * bound guards against cyclic graphs. */
+static bool flex_walk(const chk *c, ir_ref r, unsigned *lits, unsigned depth, bool vars) {
   const ac_module *m = c->m;
   if (r == IR_NONE || r >= m->nnodes || depth > CHK_MAX_DEPTH)
     return false;
@@ -160,26 +179,182 @@ static bool flex_walk(const chk *c, ir_ref r, unsigned *lits, unsigned depth) {
       return false;
     *lits |= n->flags & IR_F_FLOATLIT ? FLEX_FLOAT : FLEX_INT;
     return true;
+  case IR_VAR: {
+    const chk_flex *f = vars && n->nkids == 0 ? flex_var(c, r) : NULL;
+    if (f)
+      *lits |= f->lits;
+    return f != NULL;
+  }
   case IR_NEG:
-    return n->nkids == 1 && flex_walk(c, ir_kid(m, r, 0), lits, depth + 1);
+    return n->nkids == 1 && flex_walk(c, ir_kid(m, r, 0), lits, depth + 1, vars);
   case IR_IF:
-    return n->nkids == 3 && flex_walk(c, ir_kid(m, r, 1), lits, depth + 1) &&
-           flex_walk(c, ir_kid(m, r, 2), lits, depth + 1);
+    return n->nkids == 3 && flex_walk(c, ir_kid(m, r, 1), lits, depth + 1, vars) &&
+           flex_walk(c, ir_kid(m, r, 2), lits, depth + 1, vars);
   default:
     return is_flex_binop((ir_op)n->op) && n->nkids == 2 &&
-           flex_walk(c, ir_kid(m, r, 0), lits, depth + 1) &&
-           flex_walk(c, ir_kid(m, r, 1), lits, depth + 1);
+           flex_walk(c, ir_kid(m, r, 0), lits, depth + 1, vars) &&
+           flex_walk(c, ir_kid(m, r, 1), lits, depth + 1, vars);
   }
 }
 
 bool chk_flexible(const chk *c, ir_ref r) {
   unsigned lits = 0;
-  return flex_walk(c, r, &lits, 0);
+  return flex_walk(c, r, &lits, 0, true);
 }
 
+/* Literal kinds of r if r is flexible without counting variables: index,
+ * shape and conversion positions do not give a variable its type (`let k =
+ * 300; u8(k)` converts the i32 300). */
 unsigned chk_flex_lits(const chk *c, ir_ref r) {
   unsigned lits = 0;
-  return flex_walk(c, r, &lits, 0) ? lits : 0;
+  return flex_walk(c, r, &lits, 0, false) ? lits : 0;
+}
+
+/* ---- flexible bindings (check.h: chk_flex) ---- */
+
+void chk_fix_lits(chk *c, ir_ref r, unsigned depth) {
+  const ac_module *m = c->m;
+  if (r == IR_NONE || r >= m->nnodes || depth > CHK_MAX_DEPTH)
+    return;
+  ir_node *n = ir_node_get(m, r);
+  if ((size_t)n->kids + n->nkids > m->nkids)
+    return;
+  if (n->op == IR_LIT) {
+    if (n->type != IR_TY_NONE)
+      n->flags = (uint16_t)((n->flags | IR_F_SUFFIX) & ~IR_F_CTX);
+  } else if (n->op == IR_NEG || is_flex_binop((ir_op)n->op)) {
+    for (uint32_t i = 0; i < n->nkids; i++)
+      chk_fix_lits(c, ir_kid(m, r, i), depth + 1);
+  } else if (n->op == IR_IF && n->nkids == 3) {
+    chk_fix_lits(c, ir_kid(m, r, 1), depth + 1);
+    chk_fix_lits(c, ir_kid(m, r, 2), depth + 1);
+  }
+}
+
+/* True if a literal of kinds `lits` may take type t (as infer_lit allows). */
+static bool lits_fit(const chk *c, unsigned lits, ir_type t) {
+  ac_scalar sc;
+  if (!ir_ty_is_scalar(c->ctx, t, &sc) || sc == AC_BOOL)
+    return false;
+  return !(lits & FLEX_FLOAT) || sc == AC_F32 || sc == AC_F64 || sc == AC_PROB;
+}
+
+/* The entry of slot `slot` of binder r (which has nslots names), made on
+ * first use when `make`; NULL if absent (or out of memory, recorded). */
+static chk_flex *flex_entry(chk *c, ir_ref r, uint32_t slot, uint32_t nslots, bool make) {
+  if (r >= c->m->nnodes || slot >= nslots)
+    return NULL;
+  if (!c->flexof) {
+    if (!make)
+      return NULL;
+    c->flexof = ac_alloc(c->ctx, c->m->nnodes * sizeof *c->flexof);
+    if (!c->flexof)
+      return chk_oom(c), NULL;
+    memset(c->flexof, 0, c->m->nnodes * sizeof *c->flexof);
+  }
+  if (!c->flexof[r]) {
+    if (!make)
+      return NULL;
+    if (!ac_grow(c->ctx, (void **)&c->flex, &c->capflex, c->nflex + nslots, sizeof *c->flex))
+      return chk_oom(c), NULL;
+    for (uint32_t i = 0; i < nslots; i++)
+      c->flex[c->nflex + i] = (chk_flex){.binder = r, .slot = i, .value = IR_NONE};
+    c->flexof[r] = (uint32_t)c->nflex + 1;
+    c->nflex += nslots;
+  }
+  chk_flex *f = &c->flex[c->flexof[r] - 1 + slot];
+  return f->binder == r && f->slot == slot ? f : NULL;
+}
+
+/* Types value v bound as slot `slot` of binder r: with the type an earlier
+ * pass inferred if there is one, else synthesised, remembering in *fx
+ * whether it is flexible (1 + the entry's index, 0 if not). */
+static ir_type bind_value(chk *c, ir_ref r, uint32_t slot, uint32_t nslots, ir_ref v, uint32_t *fx) {
+  unsigned lits = 0;
+  bool flexible = flex_walk(c, v, &lits, 0, true);
+  chk_flex *f = flex_entry(c, r, slot, nslots, flexible);
+  *fx = 0;
+  if (!f)
+    return c->st == AC_OK ? chk_synth(c, v) : IR_TY_NONE;
+  *fx = (uint32_t)(f - c->flex) + 1;
+  f->value = v;
+  if (f->over != IR_TY_NONE) {
+    ir_type over = f->over; /* checking v may move c->flex */
+    f->flexible = false;
+    return chk_check(c, v, over) ? over : IR_TY_NONE;
+  }
+  f->flexible = flexible;
+  f->lits = (uint8_t)lits;
+  f->pending = false;
+  f->cur = IR_TY_NONE;
+  ir_type t = chk_synth(c, v);
+  c->flex[*fx - 1].cur = t;
+  if (t || !flexible || c->st != AC_ERR_TYPE || c->flexfail)
+    return t;
+  /* `let x = 3000000000` fails as an i32 but is fine as the i64 a use may
+   * need: the error waits for the end of the pass (flex_use) */
+  f = &c->flex[*fx - 1];
+  f->pending = true;
+  f->cur = lits & FLEX_FLOAT ? c->t_f64 : c->t_i32;
+  if (!c->pend)
+    c->pend = c->err;
+  else
+    ac_error_destroy(c->err);
+  c->err = NULL;
+  c->st = AC_OK;
+  return lits & FLEX_FLOAT ? c->t_f64 : c->t_i32;
+}
+
+/* Two uses need types a and b of binding f: an error at its value. */
+static bool flex_conflict(chk *c, const chk_flex *f, ir_type a, ir_loc aloc, ir_type b, ir_loc bloc) {
+  /* a loop's variables are named by its step lambda */
+  const ir_node *bn = ir_node_get(c->m, f->binder);
+  ir_sym name = bn->op == IR_LOOP ? chk_node_name(c, ir_kid(c->m, f->binder, bn->nkids - 1), f->slot)
+                                  : chk_node_name(c, f->binder, f->slot);
+  const char *as = chk_tyname(c, a), *bs = chk_tyname(c, b);
+  c->flexfail = true;
+  return chk_fail(c, f->value,
+                  "cannot infer the type of '%s': it is used as %s at %u:%u and as %s at %u:%u",
+                  name != IR_SYM_NONE ? ir_sym_str(c->ctx, name) : "?", as, aloc.line, aloc.col,
+                  bs, bloc.line, bloc.col);
+}
+
+/* A use at loc needs type t of flexible binding f: recorded for the next
+ * pass. False (and an error at the literal) when another use needs another
+ * type. */
+static bool flex_want(chk *c, chk_flex *f, ir_type t, ir_loc loc) {
+  if (f->want != IR_TY_NONE && f->want != t)
+    return flex_conflict(c, f, f->want, f->wantloc, t, loc);
+  f->want = t;
+  f->wantloc = loc;
+  c->flexnew |= t != f->cur || f->pending;
+  return true;
+}
+
+/* Variable r, of type t so far, checked against `expect`: if it is bound to
+ * a flexible expression that can take that type, the use records it and the
+ * variable is taken to have it for the rest of this pass. */
+static ir_type flex_use(chk *c, ir_ref r, ir_type t, ir_type expect) {
+  chk_flex *f = flex_var(c, r);
+  if (!f || c->soft || !lits_fit(c, f->lits, expect))
+    return t;
+  return flex_want(c, f, expect, ir_node_get(c->m, r)->loc) ? expect : IR_TY_NONE;
+}
+
+/* After a pass: the types uses needed become the bindings' types. True if
+ * any changed, so that the function must be checked again. */
+static bool flex_commit(chk *c) {
+  bool changed = false;
+  for (size_t i = 0; i < c->nflex; i++) {
+    chk_flex *f = &c->flex[i];
+    if (f->want != IR_TY_NONE && f->over == IR_TY_NONE && (f->want != f->cur || f->pending)) {
+      f->over = f->want;
+      f->overloc = f->wantloc;
+      changed = true;
+    }
+    f->want = IR_TY_NONE;
+  }
+  return changed;
 }
 
 /* ---- literals ---- */
@@ -318,9 +493,44 @@ static ir_type lit_typed(chk *c, ir_ref r) {
   return n->type;
 }
 
+/* The identity of maximum (the lowest value of the expected type) or of
+ * minimum (the highest), written as the literal it is: ±inf for floats, the
+ * type's bounds for integers, 0 or 1 for prob (docs/language.md §7.4). */
+static bool lit_bound(chk *c, ir_ref r, ir_type expect) {
+  ir_node *n = ir_node_get(c->m, r);
+  bool low = (n->flags & IR_F_LOWEST) != 0;
+  ac_scalar sc;
+  if (!ir_ty_is_scalar(c->ctx, expect, &sc) || sc == AC_BOOL)
+    return chk_fail(c, r, "%s needs numbers: the elements are %s", low ? "maximum" : "minimum",
+                    expect ? chk_tyname(c, expect) : "of no known type");
+  n->flags &= (uint16_t)~(IR_F_LOWEST | IR_F_HIGHEST | IR_F_NEG | IR_F_FLOATLIT | IR_F_INFNAN);
+  n->type = IR_TY_NONE;
+  if (sc == AC_F32 || sc == AC_F64) {
+    n->flags |= IR_F_FLOATLIT | IR_F_INFNAN;
+    n->lit.f = low ? -INFINITY : INFINITY;
+  } else if (sc == AC_PROB) {
+    n->flags |= IR_F_FLOATLIT;
+    n->lit.f = low ? 0.0 : 1.0;
+  } else {
+    unsigned bits = scalar_bits(sc);
+    uint64_t half = (uint64_t)1 << (bits - 1);
+    if (scalar_signed(sc)) {
+      n->lit.u = low ? half : half - 1;
+      if (low)
+        n->flags |= IR_F_NEG;
+    } else {
+      n->lit.u = low ? 0 : half + (half - 1);
+    }
+  }
+  return true;
+}
+
 static ir_type infer_lit(chk *c, ir_ref r, ir_type expect) {
   ir_node *n = ir_node_get(c->m, r);
   ir_type t;
+  if ((n->flags & (IR_F_LOWEST | IR_F_HIGHEST)) && !lit_bound(c, r, expect))
+    return IR_TY_NONE;
+  n = ir_node_get(c->m, r);
   if (n->flags & IR_F_SUFFIX) {
     t = lit_typed(c, r);
   } else {
@@ -374,10 +584,15 @@ ir_type chk_share(chk *c, uint32_t n, const ir_ref *rs, ir_type expect) {
   }
   if (first == n)
     first = typed < n ? typed : 0;
+  /* all flexible: the others take the first one's type, a default that no
+   * variable among them needs (chk_flex) */
+  unsigned soft = c->soft;
   ir_type t = chk_synth(c, rs[first]);
+  c->soft = first != typed && chk_flexible(c, rs[first]);
   for (uint32_t i = 0; i < n && t; i++)
     if (i != first && !chk_check(c, rs[i], t))
-      return IR_TY_NONE;
+      t = IR_TY_NONE;
+  c->soft = soft;
   return t;
 }
 
@@ -391,8 +606,9 @@ bool chk_typed_lit(const chk *c, ir_ref r) {
  * an i64 literal is checked against it too, so that its suffix is redundant
  * and not printed (it re-parses as a flexible literal checked against i64). */
 static bool index_expects_i64(const chk *c, ir_ref r) {
-  if (chk_flexible(c, r))
-    return !(chk_flex_lits(c, r) & FLEX_FLOAT);
+  unsigned lits = chk_flex_lits(c, r);
+  if (lits)
+    return !(lits & FLEX_FLOAT);
   return chk_typed_lit(c, r) && ir_node_get(c->m, r)->type == c->t_i64;
 }
 
@@ -547,13 +763,69 @@ static ir_type infer_proj(chk *c, ir_ref r) {
   return ti.fields[k];
 }
 
+/* The type written in let r, checked to be a value type; IR_TY_NONE (no
+ * error) if there is none. */
+static ir_type let_type(chk *c, ir_ref r, bool *bad) {
+  ir_type t = ir_let_type(c->m, ir_node_get(c->m, r));
+  *bad = (ir_node_get(c->m, r)->flags & IR_F_TYPED) && !chk_is_value_type(c, t);
+  if (*bad)
+    chk_fail(c, r, "malformed IR: a typed let without a valid type");
+  return t;
+}
+
 static ir_type infer_let(chk *c, ir_ref r, ir_type expect) {
-  ir_type t = chk_synth(c, ir_kid(c->m, r, 0));
-  if (!t || !chk_push(c, t, chk_node_name(c, r, 0), ENV_PLAIN))
+  uint32_t fx = 0, soft = c->soft;
+  bool bad;
+  c->soft = 0; /* the value is the let's own */
+  ir_type ann = let_type(c, r, &bad);
+  ir_type t = bad   ? IR_TY_NONE
+              : ann ? (chk_check(c, ir_kid(c->m, r, 0), ann) ? ann : IR_TY_NONE)
+                    : bind_value(c, r, 0, 1, ir_kid(c->m, r, 0), &fx);
+  c->soft = soft;
+  if (!t || !chk_push_flex(c, t, chk_node_name(c, r, 0), fx))
     return IR_TY_NONE;
   ir_type b = chk_infer(c, ir_kid(c->m, r, 1), expect);
   chk_pop(c, 1);
   return b;
+}
+
+/* The value v of `let (x1, .., xk) = v` (binder r): a tuple expression's
+ * fields are bound one by one, each flexible on its own (*fx gets their
+ * entries, in `small` when k <= 8, else allocated); anything else is
+ * synthesised (*fx stays NULL). */
+static ir_type let_tuple(chk *c, ir_ref r, ir_ref v, uint32_t k, uint32_t *small, uint32_t **fx) {
+  if (!chk_well_formed(c, v))
+    return IR_TY_NONE;
+  const ir_node *n = ir_node_get(c->m, v);
+  bool any = false;
+  for (uint32_t i = 0; n->op == IR_TUPLE && n->nkids == k && k > 1 && i < k && !any; i++) {
+    unsigned lits = 0;
+    any = flex_walk(c, ir_kid(c->m, v, i), &lits, 0, true) || flex_entry(c, r, i, k, false);
+  }
+  if (!any)
+    return chk_synth(c, v);
+  ir_type tsmall[8];
+  ir_type *ts = k <= 8 ? tsmall : ac_alloc(c->ctx, k * sizeof *ts);
+  *fx = k <= 8 ? small : ac_alloc(c->ctx, k * sizeof **fx);
+  ir_type t = IR_TY_NONE;
+  uint32_t i = 0;
+  if (ts && *fx)
+    for (; i < k; i++)
+      if (!(ts[i] = bind_value(c, r, i, k, ir_kid(c->m, v, i), &(*fx)[i])))
+        break;
+  if (!ts || !*fx)
+    chk_oom(c);
+  else if (i == k && !(t = ir_ty_tuple(c->ctx, k, ts)))
+    chk_oom(c);
+  if (t)
+    ir_node_get(c->m, v)->type = t;
+  if (ts != tsmall)
+    ac_free(c->ctx, ts);
+  if (!t && *fx != small) {
+    ac_free(c->ctx, *fx);
+    *fx = NULL;
+  }
+  return t;
 }
 
 static ir_type infer_lettup(chk *c, ir_ref r, ir_type expect) {
@@ -562,7 +834,14 @@ static ir_type infer_lettup(chk *c, ir_ref r, ir_type expect) {
   ir_ref v = ir_kid(c->m, r, 0);
   if (k < 1 || k > UINT32_MAX)
     return chk_fail(c, r, "malformed IR: let binds %lld names", (long long)k), IR_TY_NONE;
-  ir_type t = chk_synth(c, v);
+  uint32_t small[8], *fx = NULL, soft = c->soft;
+  bool bad;
+  c->soft = 0;
+  ir_type ann = let_type(c, r, &bad);
+  ir_type t = bad   ? IR_TY_NONE
+              : ann ? (chk_check(c, v, ann) ? ann : IR_TY_NONE)
+                    : let_tuple(c, r, v, (uint32_t)k, small, &fx);
+  c->soft = soft;
   if (!t)
     return IR_TY_NONE;
   ir_typeinfo ti = ir_ty_info(c->ctx, t);
@@ -575,15 +854,22 @@ static ir_type infer_lettup(chk *c, ir_ref r, ir_type expect) {
                     (long long)k, k == 1 ? " is" : "s are"),
            IR_TY_NONE;
   for (uint32_t i = 0; i < ti.n; i++)
-    if (!chk_push(c, ir_ty_info(c->ctx, t).fields[i], chk_node_name(c, r, i), ENV_PLAIN))
-      return IR_TY_NONE;
+    if (!chk_push_flex(c, ir_ty_info(c->ctx, t).fields[i], chk_node_name(c, r, i), fx ? fx[i] : 0))
+      break;
+  if (fx != small)
+    ac_free(c->ctx, fx);
+  if (c->st != AC_OK)
+    return IR_TY_NONE;
   ir_type b = chk_infer(c, ir_kid(c->m, r, 1), expect);
   chk_pop(c, (size_t)k);
   return b;
 }
 
 static bool check_cond(chk *c, ir_ref r) {
+  unsigned soft = c->soft;
+  c->soft = 0; /* a condition inside a flexible `if` is not flexible */
   ir_type t = chk_synth(c, r);
+  c->soft = soft;
   if (t && t != c->t_bool)
     return chk_fail(c, r, "condition must be bool, found %s", chk_tyname(c, t));
   return t != IR_TY_NONE;
@@ -640,30 +926,73 @@ static ir_type infer_cast(chk *c, ir_ref r) {
   return t ? to : IR_TY_NONE;
 }
 
+/* A loop variable bound to a flexible value takes its type from the step as
+ * well as from its other uses: `loop (z = 0.0) .. { z * z + c }` with c: f32
+ * makes z an f32. The step is checked against the variables' types, which
+ * would report `c` as a mismatch, so it is first synthesised on trial (errors
+ * dropped, never nested, to keep checking linear): the types of its fields
+ * and the uses inside it give the variables' types for the next pass. */
+static void loop_probe(chk *c, ir_ref r, uint32_t k, const ir_type *ts, const uint32_t *fx) {
+  if (c->probing)
+    return;
+  size_t nedges = c->nedges;
+  c->probing++;
+  chk_lam trial = {"loop", "variable", k, ts, LAM_ELEMENT, IR_TY_NONE, 0, "loop step", fx, false};
+  ir_type got = chk_lambda(c, r, k + 1, &trial);
+  c->probing--;
+  c->nedges = nedges;
+  if (c->st == AC_ERR_NOMEM || c->flexfail)
+    return;
+  if (c->st != AC_OK) {
+    ac_error_destroy(c->err);
+    c->err = NULL;
+    c->st = AC_OK;
+    return;
+  }
+  ir_typeinfo gi = ir_ty_info(c->ctx, got);
+  if (k > 1 && (gi.kind != TK_TUPLE || gi.n != k))
+    return;
+  ir_loc at = ir_node_get(c->m, ir_kid(c->m, r, k + 1))->loc;
+  for (uint32_t i = 0; i < k && c->st == AC_OK; i++) {
+    ir_type g = k > 1 ? ir_ty_info(c->ctx, got).fields[i] : got;
+    chk_flex *f = fx[i] ? &c->flex[fx[i] - 1] : NULL;
+    if (f && f->flexible && g != ts[i] && lits_fit(c, f->lits, g))
+      flex_want(c, f, g, at);
+  }
+}
+
 static ir_type infer_loop(chk *c, ir_ref r) {
   uint32_t nk = ir_node_get(c->m, r)->nkids;
   if (nk < 3)
     return chk_fail(c, r, "malformed IR: loop with %u children", nk), IR_TY_NONE;
   uint32_t k = nk - 2;
   ir_type small[8];
+  uint32_t fxsmall[8];
   ir_type *ts = k <= 8 ? small : ac_alloc(c->ctx, k * sizeof *ts);
-  if (!ts)
-    return chk_oom(c), IR_TY_NONE;
+  uint32_t *fx = k <= 8 ? fxsmall : ac_alloc(c->ctx, k * sizeof *fx);
   ir_type state = IR_TY_NONE;
-  uint32_t i = 0;
-  for (; i < k; i++)
-    if (!(ts[i] = chk_synth(c, ir_kid(c->m, r, i))))
-      break;
-  if (i == k && !(state = ir_ty_tuple(c->ctx, k, ts)))
+  uint32_t i = 0, nflex = 0;
+  if (!ts || !fx)
     chk_oom(c);
+  for (; ts && fx && i < k; i++) {
+    if (!(ts[i] = bind_value(c, r, i, k, ir_kid(c->m, r, i), &fx[i])))
+      break;
+    nflex += fx[i] && c->flex[fx[i] - 1].flexible;
+  }
+  if (ts && fx && i == k && !(state = ir_ty_tuple(c->ctx, k, ts)))
+    chk_oom(c);
+  if (state && nflex)
+    loop_probe(c, r, k, ts, fx);
   if (state) {
-    chk_lam cond = {"loop", "variable", k, ts, LAM_BOOL, IR_TY_NONE, 0, "condition"};
-    chk_lam step = {"loop", "variable", k, ts, LAM_CHECK, state, 0, NULL};
+    chk_lam cond = {"loop", "variable", k, ts, LAM_BOOL, IR_TY_NONE, 0, "condition", fx, false};
+    chk_lam step = {"loop", "variable", k, ts, LAM_CHECK, state, 0, NULL, fx, nflex > 0};
     if (!chk_lambda(c, r, k, &cond) || !chk_lambda(c, r, k + 1, &step))
       state = IR_TY_NONE;
   }
   if (ts != small)
     ac_free(c->ctx, ts);
+  if (fx != fxsmall)
+    ac_free(c->ctx, fx);
   return state;
 }
 
@@ -814,9 +1143,16 @@ ir_type chk_infer(chk *c, ir_ref r, ir_type expect) {
   c->depth++;
   ir_type t;
   ir_op op = (ir_op)ir_node_get(c->m, r)->op;
+  /* a default type reaches through flexible forms only (chk.soft) */
+  unsigned soft = c->soft;
+  if (op != IR_VAR && op != IR_TUPLE && op != IR_IF && op != IR_LET && op != IR_LETTUP &&
+      !ir_op_is_scalar(op))
+    c->soft = 0;
   switch (op) {
   case IR_VAR:
     t = infer_var(c, r, false);
+    if (t && expect != IR_TY_NONE)
+      t = flex_use(c, r, t, expect);
     break;
   case IR_LIT:
     t = infer_lit(c, r, expect);
@@ -869,6 +1205,7 @@ ir_type chk_infer(chk *c, ir_ref r, ir_type expect) {
     t = chk_op(c, r, expect);
     break;
   }
+  c->soft = soft;
   c->depth--;
   if (r < c->nonpath)
     c->onpath[r] = 0;
@@ -881,10 +1218,18 @@ bool chk_check(chk *c, ir_ref r, ir_type expect) {
   ir_type t = chk_infer(c, r, expect);
   if (!t)
     return false;
-  if (t != expect)
-    return chk_fail(c, r, "type mismatch: expected %s, found %s", chk_tyname(c, expect),
-                    chk_tyname(c, t));
-  return true;
+  if (t == expect)
+    return true;
+  /* a variable whose type was inferred from another use says which */
+  const ir_node *n = ir_node_get(c->m, r);
+  uint32_t fx = n->op == IR_VAR && n->attr >= 0 && (uint64_t)n->attr < c->nenv
+                    ? c->env[c->nenv - 1 - (size_t)n->attr].flex
+                    : 0;
+  const chk_flex *f = fx ? &c->flex[fx - 1] : NULL;
+  if (f && f->over == t && f->value != IR_NONE)
+    return flex_conflict(c, f, t, f->overloc, expect, n->loc);
+  return chk_fail(c, r, "type mismatch: expected %s, found %s", chk_tyname(c, expect),
+                  chk_tyname(c, t));
 }
 
 /* ---- the call graph ---- */
@@ -1207,9 +1552,38 @@ static void check_function(chk *c, uint32_t fi) {
   }
   if (f->body == IR_NONE)
     return; /* declared by the builder, not finished yet */
-  if (enter_function(c, fi))
-    chk_check(c, c->m->funcs[fi].body, c->m->funcs[fi].result);
-  c->nenv = 0;
+  /* in passes until the flexible bindings' types are settled (chk_flex);
+   * each new pass fixes at least one more binding, so this ends */
+  size_t nedges = c->nedges, nflex0 = c->nflex;
+  for (;;) {
+    c->flexnew = false;
+    if (enter_function(c, fi))
+      chk_check(c, c->m->funcs[fi].body, c->m->funcs[fi].result);
+    c->nenv = 0;
+    if (!c->flexnew || c->flexfail || c->st == AC_ERR_NOMEM || !flex_commit(c)) {
+      /* settled: literals typed by their uses keep their types through
+       * the passes, which move uses (and print with their suffixes); a
+       * default needs nothing, no use needing another type */
+      for (size_t i = nflex0; i < c->nflex && c->st == AC_OK; i++)
+        if (c->flex[i].over != IR_TY_NONE)
+          chk_fix_lits(c, c->flex[i].value, 0);
+      if (c->pend && c->st != AC_ERR_NOMEM) { /* it came first */
+        ac_error_destroy(c->err);
+        c->err = c->pend;
+        c->st = AC_ERR_TYPE;
+      } else {
+        ac_error_destroy(c->pend);
+      }
+      c->pend = NULL;
+      break;
+    }
+    ac_error_destroy(c->pend);
+    c->pend = NULL;
+    ac_error_destroy(c->err);
+    c->err = NULL;
+    c->st = AC_OK;
+    c->nedges = nedges;
+  }
 }
 
 ac_status ir_check_module(ac_module *m, ac_error **err) {
@@ -1249,6 +1623,8 @@ ac_status ir_check_module(ac_module *m, ac_error **err) {
     c.st = AC_ERR_NOMEM;
   ac_free(c.ctx, c.env);
   ac_free(c.ctx, c.edges);
+  ac_free(c.ctx, c.flex);
+  ac_free(c.ctx, c.flexof);
   ac_free(c.ctx, c.onpath);
   for (int i = 0; i < 4; i++)
     ir_buf_free(&c.names[i]);

@@ -31,7 +31,31 @@ typedef struct chk_entry {
   ir_type type;
   ir_sym name;
   uint8_t kind;
+  uint32_t flex; /* 1 + index in chk.flex of the binding, 0 for none */
+  uint32_t maprank; /* a map lambda's parameter: the rank of its arrays (for hints) */
 } chk_entry;
+
+/* A variable bound by `let` or `loop` to a flexible expression (a literal
+ * without suffix, arithmetic on such literals and on other such variables):
+ * its type is not fixed by the default but inferred from its uses
+ * (docs/language.md §5.6). A function is checked in passes: a pass gives each
+ * flexible binding its type so far (the default, or what an earlier pass
+ * inferred) and records the type a use needs (a call's parameter, the other
+ * operand of an operator, ...); if some binding needs another type, the
+ * function is checked again with it, until nothing changes. */
+typedef struct chk_flex {
+  ir_ref binder;  /* the LET, LETTUP or LOOP node */
+  uint32_t slot;  /* which of its names */
+  ir_ref value;   /* the expression bound (its literal, for messages) */
+  uint8_t lits;   /* FLEX_INT / FLEX_FLOAT of the value, this pass */
+  bool flexible;  /* the value was flexible this pass (and no type inferred) */
+  ir_type over;   /* the type inferred by an earlier pass, or IR_TY_NONE */
+  ir_loc overloc; /* the use that gave it */
+  bool pending;   /* the value failed with its default type this pass */
+  ir_type cur;    /* the type it has this pass */
+  ir_type want;   /* the type a use needs, this pass */
+  ir_loc wantloc;
+} chk_flex;
 
 typedef struct chk_edge {
   uint32_t from, to; /* caller and callee function indices */
@@ -55,6 +79,14 @@ typedef struct chk {
    * survive). */
   unsigned char *onpath;
   size_t nonpath;
+  chk_flex *flex; /* flexible bindings of the function being checked */
+  size_t nflex, capflex;
+  uint32_t *flexof; /* per node: 1 + index of its first binding, 0 for none */
+  bool flexnew;     /* a use needed another type of some binding: check again */
+  bool flexfail;    /* two uses need different types: final, no new pass */
+  ac_error *pend;   /* the first pending binding's error, this pass */
+  unsigned probing; /* inside a loop step's trial synthesis (infer_loop) */
+  unsigned soft;    /* checking against a default type: uses need nothing */
   ir_buf names[4]; /* ring of buffers for type names in messages */
   unsigned nextname;
   ir_type t_bool, t_i32, t_i64, t_f64, t_prob;
@@ -75,6 +107,8 @@ const char *chk_tyname(chk *c, ir_type t);
 
 /* ---- scopes ---- */
 bool chk_push(chk *c, ir_type t, ir_sym name, uint8_t kind);
+/* Same, for a binding with an entry in c->flex (flex = 1 + its index). */
+bool chk_push_flex(chk *c, ir_type t, ir_sym name, uint32_t flex);
 void chk_pop(chk *c, size_t n);
 /* Name hint j of node r's binder names, IR_SYM_NONE if absent or invalid. */
 ir_sym chk_node_name(const chk *c, ir_ref r, uint32_t j);
@@ -91,6 +125,10 @@ bool chk_check(chk *c, ir_ref r, ir_type expect);
  * each is checked against it; otherwise the first non-flexible one is
  * synthesised and the others checked against its type. */
 ir_type chk_share(chk *c, uint32_t n, const ir_ref *rs, ir_type expect);
+/* Gives the literals of flexible expression r their types for good
+ * (IR_F_SUFFIX, without IR_F_CTX): a type that came from further away than
+ * the literal's own context survives passes that move the context. */
+void chk_fix_lits(chk *c, ir_ref r, unsigned depth);
 /* Flexible expressions (literals without suffix and arithmetic on them). */
 bool chk_flexible(const chk *c, ir_ref r);
 /* Bits FLEX_INT / FLEX_FLOAT: the kinds of literal in a flexible r. */
@@ -126,9 +164,12 @@ typedef struct chk_lam {
   uint32_t n;       /* number of parameters passed */
   const ir_type *params;
   int mode;         /* LAM_*: how the body is typed */
-  ir_type ret;      /* LAM_CHECK: the expected result */
-  uint32_t rank;    /* LAM_INDEX: rank of the index tuple */
+  ir_type ret;      /* LAM_CHECK: the expected result; LAM_ELEMENT: the element type
+                     * the context expects (a flexible body is checked against it) */
+  uint32_t rank;    /* LAM_INDEX: rank of the index tuple; map: of its arrays */
   const char *what; /* LAM_BOOL / LAM_ELEMENT: subject of the message */
+  const uint32_t *flex; /* per parameter, its chk_entry.flex (loop variables) */
+  bool soft;            /* LAM_CHECK: ret is the loop variables' types so far (chk.soft) */
 } chk_lam;
 /* Types kid `kid` of `owner` as a lambda (LAM or FNREF) called with the
  * given parameter types; returns the result type. */

@@ -166,6 +166,20 @@ static ir_type math(chk *c, ir_ref r, ir_typing cls, ir_type expect) {
 
 /* ---- lambdas ---- */
 
+/* Arrays do not nest: what to write instead of a generate or map whose
+ * function returns an array (docs/language.md §7.11). */
+static const char *nest_hint(chk *c, const chk_lam *l, ir_type t) {
+  if (ir_ty_info(c->ctx, t).kind != TK_ARRAY)
+    return "";
+  if (strcmp(l->op, "generate") == 0)
+    return " (arrays do not nest: for a rank-2 array write generate((n, m), |i, j| ..), "
+           "one function of both indices)";
+  if (strcmp(l->op, "map") == 0)
+    return " (arrays do not nest: map is element-wise on arrays of any rank; for one result "
+           "per element and row, use generate((n, m), |i, j| ..))";
+  return " (arrays do not nest)";
+}
+
 static ir_type lam_body(chk *c, ir_ref body, const chk_lam *l) {
   ir_type t;
   switch (l->mode) {
@@ -178,9 +192,21 @@ static ir_type lam_body(chk *c, ir_ref body, const chk_lam *l) {
       return chk_fail(c, body, "%s must be bool, found %s", l->what, chk_tyname(c, t)), IR_TY_NONE;
     return t;
   default: /* LAM_ELEMENT */
+    /* generate(n, |i| 1.0) where an f32[] is expected: a flexible body
+     * takes the expected element type (docs/language.md §5.1) */
+    if (l->ret && chk_flexible(c, body)) {
+      if (!chk_check(c, body, l->ret))
+        return IR_TY_NONE;
+      /* a type other than the default must survive passes that bind the
+       * operation to a let, where nothing is expected of it */
+      ir_type deflt = chk_flex_lits(c, body) & FLEX_FLOAT ? c->t_f64 : c->t_i32;
+      if (l->ret != deflt)
+        chk_fix_lits(c, body, 0);
+      return l->ret;
+    }
     if ((t = chk_synth(c, body)) && !ir_ty_is_element(c->ctx, t))
-      return chk_fail(c, body, "%s must return a scalar or tuple, found %s", l->what,
-                      chk_tyname(c, t)),
+      return chk_fail(c, body, "%s must return a scalar or tuple, found %s%s", l->what,
+                      chk_tyname(c, t), nest_hint(c, l, t)),
              IR_TY_NONE;
     return t;
   }
@@ -255,10 +281,16 @@ ir_type chk_lambda(chk *c, ir_ref owner, uint32_t kid, const chk_lam *l) {
                       (long long)fn->attr, plural((uint64_t)fn->attr), l->op, what),
              IR_TY_NONE;
     }
-    for (uint32_t i = 0; i < l->n; i++)
-      if (!chk_push(c, l->params[i], chk_node_name(c, f, i), ENV_PLAIN))
+    for (uint32_t i = 0; i < l->n; i++) {
+      if (!chk_push_flex(c, l->params[i], chk_node_name(c, f, i), l->flex ? l->flex[i] : 0))
         return IR_TY_NONE;
+      if (l->mode == LAM_ELEMENT)
+        c->env[c->nenv - 1].maprank = l->rank;
+    }
+    unsigned soft = c->soft;
+    c->soft = l->soft;
     ret = lam_body(c, ir_kid(c->m, f, 0), l);
+    c->soft = soft;
     chk_pop(c, l->n);
   } else {
     return chk_fail(c, f, "%s expects a function (a lambda or a function name) as argument %u",
@@ -288,8 +320,24 @@ static bool array_arg(chk *c, ir_ref r, uint32_t k, bool rank1, arr *a) {
   ir_ref x = ir_kid(c->m, r, k);
   if (!(a->t = chk_synth(c, x)))
     return false;
-  if (!ir_ty_array_view(c->ctx, a->t, &a->elem, &a->rank))
+  if (!ir_ty_array_view(c->ctx, a->t, &a->elem, &a->rank)) {
+    /* map(|row| fold(.., row), m) with m of rank 2: row is an element */
+    const ir_node *xn = ir_node_get(c->m, x);
+    const chk_entry *e = xn->op == IR_VAR && xn->attr >= 0 && (uint64_t)xn->attr < c->nenv
+                             ? &c->env[c->nenv - 1 - (size_t)xn->attr]
+                             : NULL;
+    bool rows = strcmp(spelling(c, r), "fold") == 0 || strcmp(spelling(c, r), "scan") == 0;
+    if (e && e->maprank >= 2)
+      return chk_fail(c, x,
+                      "%s expects an array, found %s ('%s' is one element: map is element-wise "
+                      "on its rank-%u array; %s)",
+                      spelling(c, r), chk_tyname(c, a->t), ir_sym_str(c->ctx, e->name),
+                      e->maprank,
+                      rows ? "fold and scan already work on each row: write fold(f, z, m) "
+                             "on the whole array"
+                           : "to work on each row, write generate(n, |i| ..) indexing m[i, j]");
     return chk_fail(c, x, "%s expects an array, found %s", spelling(c, r), chk_tyname(c, a->t));
+  }
   if (rank1 && a->rank != 1)
     return chk_fail(c, x, "%s expects a rank-1 array, found %s", spelling(c, r),
                     chk_tyname(c, a->t));
@@ -364,7 +412,7 @@ static bool index_array(chk *c, ir_ref r, uint32_t k, uint32_t target_rank, uint
 /* The combining function of a reduction or scan: (E, E) -> E. */
 static bool combiner(chk *c, ir_ref r, uint32_t k, ir_type e) {
   ir_type ps[2] = {e, e};
-  chk_lam l = {spelling(c, r), "argument", 2, ps, LAM_CHECK, e, 0, NULL};
+  chk_lam l = {spelling(c, r), "argument", 2, ps, LAM_CHECK, e, 0, NULL, NULL, false};
   return chk_lambda(c, r, k, &l) != IR_TY_NONE;
 }
 
@@ -397,21 +445,30 @@ static ir_type *index_params(chk *c, uint32_t q, ir_type *small, size_t nsmall) 
   return ps;
 }
 
-static ir_type generate(chk *c, ir_ref r) {
+/* The element type an expected array type of rank `rank` gives a map's or
+ * generate's function, or IR_TY_NONE. */
+static ir_type expected_elem(chk *c, ir_type expect, uint32_t rank) {
+  ir_type e;
+  uint32_t er;
+  return expect && ir_ty_array_view(c->ctx, expect, &e, &er) && er == rank ? e : IR_TY_NONE;
+}
+
+static ir_type generate(chk *c, ir_ref r, ir_type expect) {
   uint32_t q;
   if (!chk_shape(c, ir_kid(c->m, r, 0), &q))
     return IR_TY_NONE;
   ir_type small[8], *ps = index_params(c, q, small, 8);
   if (!ps)
     return IR_TY_NONE;
-  chk_lam l = {"generate", "index", q, ps, LAM_ELEMENT, IR_TY_NONE, 0, "generate function"};
+  chk_lam l = {"generate", "index", q,  ps, LAM_ELEMENT, expected_elem(c, expect, q), 0,
+               "generate function", NULL, false};
   ir_type e = chk_lambda(c, r, 1, &l);
   if (ps != small)
     ac_free(c->ctx, ps);
   return e ? chk_array_of(c, r, e, q) : IR_TY_NONE;
 }
 
-static ir_type map(chk *c, ir_ref r) {
+static ir_type map(chk *c, ir_ref r, ir_type expect) {
   uint32_t n = ir_node_get(c->m, r)->nkids - 1;
   ir_type small[8];
   ir_type *es = n <= 8 ? small : ac_alloc(c->ctx, n * sizeof *es);
@@ -434,7 +491,8 @@ static ir_type map(chk *c, ir_ref r) {
     es[i] = a.elem;
   }
   if (i == n) {
-    chk_lam l = {"map", "array", n, es, LAM_ELEMENT, IR_TY_NONE, 0, "map function"};
+    chk_lam l = {"map", "array", n,  es, LAM_ELEMENT, expected_elem(c, expect, rank), rank,
+                 "map function", NULL, false};
     ir_type e = chk_lambda(c, r, 0, &l);
     if (e)
       res = chk_array_of(c, r, e, rank);
@@ -460,7 +518,7 @@ static ir_type backpermute(chk *c, ir_ref r) {
   ir_type small[8], *ps = index_params(c, q, small, 8);
   if (!ps)
     return IR_TY_NONE;
-  chk_lam l = {"backpermute", "index", q, ps, LAM_INDEX, IR_TY_NONE, a.rank, "backpermute index"};
+  chk_lam l = {"backpermute", "index", q, ps, LAM_INDEX, IR_TY_NONE, a.rank, "backpermute index", NULL, false};
   ir_type ok = chk_lambda(c, r, 1, &l);
   if (ps != small)
     ac_free(c->ctx, ps);
@@ -496,7 +554,7 @@ static ir_type permute(chk *c, ir_ref r) {
   ir_type small[8], *ps = index_params(c, a.rank, small, 8);
   if (!ps)
     return IR_TY_NONE;
-  chk_lam l = {"permute", "index", a.rank, ps, LAM_INDEX, IR_TY_NONE, d.rank, "permute index"};
+  chk_lam l = {"permute", "index", a.rank, ps, LAM_INDEX, IR_TY_NONE, d.rank, "permute index", NULL, false};
   ir_type ok = chk_lambda(c, r, 2, &l);
   if (ps != small)
     ac_free(c->ctx, ps);
@@ -531,7 +589,7 @@ static ir_type stencil(chk *c, ir_ref r) {
   ir_type w = ir_ty_window(c->ctx, a.elem, a.rank);
   if (!w)
     return chk_oom(c), IR_TY_NONE;
-  chk_lam l = {"stencil", "window", 1, &w, LAM_ELEMENT, IR_TY_NONE, 0, "stencil function"};
+  chk_lam l = {"stencil", "window", 1, &w, LAM_ELEMENT, IR_TY_NONE, 0, "stencil function", NULL, false};
   ir_type e = chk_lambda(c, r, 0, &l);
   if (!e || (want == 3 && !chk_check(c, ir_kid(c->m, r, 2), a.elem)))
     return IR_TY_NONE;
@@ -547,15 +605,15 @@ static ir_type array_loop(chk *c, ir_ref r, ir_op op) {
     return IR_TY_NONE;
   const char *name = spelling(c, r);
   if (op == IR_WHILE) {
-    chk_lam cond = {name, "value", 1, &t, LAM_BOOL, IR_TY_NONE, 0, "while condition"};
+    chk_lam cond = {name, "value", 1, &t, LAM_BOOL, IR_TY_NONE, 0, "while condition", NULL, false};
     if (!chk_lambda(c, r, 0, &cond))
       return IR_TY_NONE;
   }
-  chk_lam f = {name, "value", 1, &t, LAM_CHECK, t, 0, NULL};
+  chk_lam f = {name, "value", 1, &t, LAM_CHECK, t, 0, NULL, NULL, false};
   return chk_lambda(c, r, 1, &f);
 }
 
-static ir_type array_op(chk *c, ir_ref r, ir_op op) {
+static ir_type array_op(chk *c, ir_ref r, ir_op op, ir_type expect) {
   arr a;
   uint32_t q;
   ir_type t;
@@ -576,7 +634,7 @@ static ir_type array_op(chk *c, ir_ref r, ir_op op) {
     return t ? t : (chk_oom(c), IR_TY_NONE);
   }
   case IR_GENERATE:
-    return generate(c, r);
+    return generate(c, r, expect);
   case IR_IOTA:
     return chk_index_pos(c, ir_kid(c->m, r, 0), "count", "counts") ? chk_array_of(c, r, c->t_i64, 1)
                                                                    : IR_TY_NONE;
@@ -591,7 +649,7 @@ static ir_type array_op(chk *c, ir_ref r, ir_op op) {
   case IR_MAP:
     if (ir_node_get(c->m, r)->nkids < 2)
       return chk_fail(c, r, "malformed IR: map without arrays"), IR_TY_NONE;
-    return map(c, r);
+    return map(c, r, expect);
   case IR_FOLD:
   case IR_FOLD_SEG:
   case IR_SCAN:
@@ -634,7 +692,7 @@ static ir_type array_op(chk *c, ir_ref r, ir_op op) {
   case IR_FILTER: {
     if (!array_arg(c, r, 1, true, &a))
       return IR_TY_NONE;
-    chk_lam l = {"filter", "element", 1, &a.elem, LAM_BOOL, IR_TY_NONE, 0, "filter predicate"};
+    chk_lam l = {"filter", "element", 1, &a.elem, LAM_BOOL, IR_TY_NONE, 0, "filter predicate", NULL, false};
     return chk_lambda(c, r, 0, &l) ? a.t : IR_TY_NONE;
   }
   case IR_ITERATE:
@@ -682,6 +740,6 @@ ir_type chk_op(chk *c, ir_ref r, ir_type expect) {
   case TC_FPRED:
     return math(c, r, cls, expect);
   default:
-    return array_op(c, r, op);
+    return array_op(c, r, op, expect);
   }
 }

@@ -90,6 +90,50 @@ ir_ref ir_shift(ac_module *m, ir_ref e, int32_t d, uint32_t cutoff) {
   return shift_at(m, e, d, cutoff);
 }
 
+/* Like shift_at, but every node is new: the copy may be typed apart from
+ * the original (a local function's body at each of its uses). */
+static ir_ref copy_rec(ac_module *m, ir_ref e, uint32_t binders, void *ud);
+
+static ir_ref copy_at(ac_module *m, ir_ref e, int32_t d, uint32_t cutoff) {
+  ir_node *n = ir_node_get(m, e);
+  if (n->op == IR_VAR) {
+    int64_t idx = n->attr;
+    if (idx >= (int64_t)cutoff && idx + d < (int64_t)cutoff)
+      return IR_NONE;
+    ir_ref v = ir_var(m, n->loc, (uint32_t)(idx >= (int64_t)cutoff ? idx + d : idx));
+    if (v)
+      ir_node_get(m, v)->type = ir_node_get(m, e)->type;
+    return v;
+  }
+  shift_st st = {d, cutoff};
+  ir_ref r = map_kids(m, e, copy_rec, &st);
+  if (r != e)
+    return r;
+  /* a leaf, or children that are all absent */
+  uint32_t nk = n->nkids;
+  ir_ref small[16];
+  ir_ref *kids = nk <= 16 ? small : ac_alloc(m->ctx, nk * sizeof *kids);
+  if (!kids) {
+    m->oom = true;
+    return IR_NONE;
+  }
+  for (uint32_t i = 0; i < nk; i++)
+    kids[i] = ir_kid(m, e, i);
+  r = clone_with_kids(m, e, kids);
+  if (kids != small)
+    ac_free(m->ctx, kids);
+  return r;
+}
+
+static ir_ref copy_rec(ac_module *m, ir_ref e, uint32_t binders, void *ud) {
+  shift_st *st = ud;
+  return copy_at(m, e, st->d, st->cutoff + binders);
+}
+
+ir_ref ir_copy_shift(ac_module *m, ir_ref e, int32_t d, uint32_t cutoff) {
+  return e == IR_NONE ? IR_NONE : copy_at(m, e, d, cutoff);
+}
+
 typedef struct subst_st {
   uint32_t j; /* index of the variable being replaced, at this depth */
   ir_ref s;   /* replacement, valid at the depth of the original binder */

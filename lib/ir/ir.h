@@ -201,7 +201,10 @@ enum {
   IR_F_NEG = 1u << 2,    /* LIT before checking: integer literal is negative (lit.u = magnitude) */
   IR_F_FLOATLIT = 1u << 3, /* LIT: written as a float literal (has '.' or exponent) */
   IR_F_INFNAN = 1u << 4,   /* LIT: written as inf / nan */
-  IR_F_SCHED = 1u << 5     /* REC: the schedule in aux was asked for (`by`), not searched for */
+  IR_F_SCHED = 1u << 5,    /* REC: the schedule in aux was asked for (`by`), not searched for */
+  IR_F_LOWEST = 1u << 6,   /* LIT before checking: the lowest value of its type (maximum) */
+  IR_F_HIGHEST = 1u << 7,  /* LIT before checking: the highest value of its type (minimum) */
+  IR_F_TYPED = 1u << 8     /* LET, LETTUP: written with a type (`let x: T = e`), in m->ints[aux] */
 };
 
 /* Boundary kinds (STENCIL.attr): AC_BOUNDARY_* of builder.h. */
@@ -251,6 +254,11 @@ typedef struct ir_func {
    * name); kthreads the expression of the number of threads and kblock the
    * threads per block. */
   bool is_kernel;
+  /* Has function parameters (docs/language.md §4.7): only while parsing;
+   * ir_specialise copies it into each call and removes it. Its body binds
+   * only the value parameters; a use of function parameter k is an FNREF
+   * or CALL whose attr is -(k + 1). */
+  bool is_template;
   bool kptx_file;
   uint32_t kext, nkext;
   ir_ref kthreads;
@@ -319,6 +327,19 @@ static inline ir_type ir_func_param(const ac_module *m, const ir_func *f, uint32
  * e relative to `cutoff` enclosing binders). d may be negative; a variable
  * that would become negative is an internal error (returns IR_NONE). */
 ir_ref ir_shift(ac_module *m, ir_ref e, int32_t d, uint32_t cutoff);
+/* The same shift applied to a fresh copy of every node of e (no subtree is
+ * shared with e, so the copy may be typed differently). */
+ir_ref ir_copy_shift(ac_module *m, ir_ref e, int32_t d, uint32_t cutoff);
+/* After parsing the functions from index `first` on: replaces every call of a
+ * function with function parameters (is_template) by a copy of its body for
+ * the functions given, then removes those functions (lib/ir/specialise.c).
+ * A type error (AC_ERR_TYPE) is reported through *err. */
+ac_status ir_specialise(ac_module *m, size_t first, ac_error **err);
+/* The type written in a LET or LETTUP (`let x: T = e`), or IR_TY_NONE. */
+static inline ir_type ir_let_type(const ac_module *m, const ir_node *n) {
+  return (n->flags & IR_F_TYPED) && (size_t)n->aux < m->nints ? (ir_type)m->ints[n->aux]
+                                                              : IR_TY_NONE;
+}
 /* e[j := s]: replaces variable j of e by s (shifted under binders) and
  * lowers the variables above j by one, i.e. the binder of j is removed.
  * This is beta-reduction of `let x = s; e` with j = 0. */

@@ -50,12 +50,27 @@ typedef struct pending_let {
   ir_ref rhs;
   uint32_t names, n; /* n names at offset `names` in m->syms */
   bool tup;          /* a LETTUP (`let (a, b) = ...`) rather than a LET */
+  ir_type ann;       /* the type written after the pattern, or IR_TY_NONE */
 } pending_let;
 
 typedef struct name_loc {
   ir_sym sym;
   ir_loc loc;
 } name_loc;
+
+/* A local function (`let f = |x| e;`, docs/language.md §4.7): no binder in
+ * the IR; each use gets a copy of the lambda (or the function reference)
+ * moved from the scope depth where it was defined. */
+typedef struct local_fn {
+  ir_sym sym;
+  ir_ref fn;    /* a LAM parsed at `depth`, or an FNREF */
+  size_t depth; /* p->nscope where it was defined */
+} local_fn;
+
+/* Most nodes the uses of local functions may copy in one module: a local
+ * function calling another twice, ten deep, would otherwise copy the
+ * innermost one 1024 times. */
+#define PARSE_MAX_EXPANSION (1u << 20)
 
 typedef struct parser {
   ac_module *m;
@@ -88,6 +103,12 @@ typedef struct parser {
   size_t ntypes, captypes;
   open_br *br;
   size_t nbr, capbr;
+  local_fn *lfns; /* local functions in scope, innermost last */
+  size_t nlfns, caplfns;
+  bool fn_types;    /* parsing a top-level function's parameter types */
+  bool templates;   /* some function has function parameters (ir_specialise) */
+  size_t nfuncs0;   /* functions in the module before this text */
+  size_t expanded; /* nodes made by copying local functions */
 } parser;
 
 /* ---- errors ------------------------------------------------------------ */
@@ -399,6 +420,38 @@ static bool enter(parser *p) {
 
 static ir_type parse_type(parser *p);
 
+/* `fn(T1, .., Tn) -> R`: the type of a function parameter (§4.7), allowed
+ * only there. */
+static ir_type parse_fn_type(parser *p) {
+  ir_loc loc = p->tok.loc;
+  if (!p->fn_types) {
+    syntax_error(p, loc,
+                 "a function type is only allowed as the type of a parameter of a top-level "
+                 "function");
+    return IR_TY_NONE;
+  }
+  advance(p); /* 'fn' */
+  size_t base = p->ntypes;
+  p->fn_types = false; /* fn(fn(..) -> ..) -> ..: not specialised */
+  if (open_bracket(p)) {
+    while (p->tok.kind != TOK_RPAREN && !p->failed) {
+      ir_type f = parse_type(p);
+      if (!f || !PUSH(p, p->types, p->ntypes, p->captypes, f) || !accept(p, TOK_COMMA))
+        break;
+    }
+    if (close_bracket(p, TOK_RPAREN, "',' or ')' in a function type"))
+      expect(p, TOK_ARROW, "'->' and the result type of a function type");
+  }
+  ir_type ret = p->failed ? IR_TY_NONE : parse_type(p);
+  p->fn_types = true;
+  ir_type t = ret ? ir_ty_fn(p->ctx, (uint32_t)(p->ntypes - base), p->types + base, ret)
+                  : IR_TY_NONE;
+  p->ntypes = base;
+  if (ret && !t)
+    fail_oom(p);
+  return t;
+}
+
 static ir_type parse_type_inner(parser *p) {
   ir_loc start = p->tok.loc;
   ir_type t = IR_TY_NONE;
@@ -410,6 +463,8 @@ static ir_type parse_type_inner(parser *p) {
     }
     advance(p);
     t = ir_ty_scalar(p->ctx, sc);
+  } else if (p->tok.kind == TOK_FN) {
+    return parse_fn_type(p);
   } else if (p->tok.kind == TOK_LPAREN) {
     if (!open_bracket(p))
       return IR_TY_NONE;
@@ -529,12 +584,25 @@ static ir_ref parse_unary(parser *p);
 static ir_ref parse_block(parser *p);
 static ir_ref parse_rec(parser *p, ir_sym selfname);
 
+/* Functions of the library written with the operations (docs/language.md
+ * §7.17); a function or variable of the program with the same name wins. */
+enum { LIB_SUM, LIB_PRODUCT, LIB_MAXIMUM, LIB_MINIMUM, LIB_ZIP, LIB_UNZIP, LIB_NUM };
+static const char *const lib_names[LIB_NUM] = {"sum",     "product", "maximum",
+                                               "minimum", "zip",     "unzip"};
+
+static int lib_of(const char *s, size_t len) {
+  for (int i = 0; i < LIB_NUM; i++)
+    if (strlen(lib_names[i]) == len && memcmp(lib_names[i], s, len) == 0)
+      return i;
+  return -1;
+}
+
 /* " (did you mean 'X'?)" for an unknown name s[0..len), X the closest of
  * the variables in scope and the functions (with `calls`, also the
  * builtin operations and conversions, which are called), or "". */
 static const char *suggest(const parser *p, const char *s, size_t len, bool calls, char *buf,
                            size_t size) {
-  size_t n = 0, cap = p->nscope + p->capfnidx + IR_NUM_OPS + AC_PROB + 1;
+  size_t n = 0, cap = p->nscope + p->capfnidx + IR_NUM_OPS + AC_PROB + 1 + LIB_NUM;
   const char **names = ac_alloc(p->ctx, cap * sizeof *names);
   buf[0] = 0;
   if (!names)
@@ -552,11 +620,100 @@ static const char *suggest(const parser *p, const char *s, size_t len, bool call
       names[n++] = ir_ops[o].spelling;
   for (int i = 0; calls && i <= (int)AC_PROB; i++)
     names[n++] = ac_scalar_name((ac_scalar)i);
+  for (int i = 0; calls && i < LIB_NUM; i++)
+    names[n++] = lib_names[i];
   const char *near = ir_closest(s, len, names, n);
   if (near)
     snprintf(buf, size, " (did you mean '%s'?)", near);
   ac_free(p->ctx, names);
   return buf;
+}
+
+/* The local function named s if it is the innermost binding of s. */
+static const local_fn *find_local(const parser *p, ir_sym s) {
+  for (size_t i = p->nlfns; i-- > 0;)
+    if (p->lfns[i].sym == s) {
+      int32_t pos = s < p->capbind ? p->bind[s] : 0;
+      return pos <= 0 || (size_t)pos <= p->lfns[i].depth ? &p->lfns[i] : NULL;
+    }
+  return NULL;
+}
+
+/* Counts nodes made by a copy since `before` nodes; false (an error at
+ * loc) past PARSE_MAX_EXPANSION. */
+static bool expansion_ok(parser *p, size_t before, ir_loc loc) {
+  p->expanded += p->m->nnodes - before;
+  if (p->m->oom)
+    fail_oom(p);
+  else if (p->expanded > PARSE_MAX_EXPANSION)
+    syntax_error(p, loc,
+                 "the uses of local functions copy more than %u operations; make the "
+                 "largest ones top-level functions",
+                 PARSE_MAX_EXPANSION);
+  return !p->failed;
+}
+
+/* A copy of local function lf for a use at the current depth. */
+static ir_ref local_copy(parser *p, const local_fn *lf, ir_loc loc) {
+  if (p->failed)
+    return IR_NONE;
+  size_t before = p->m->nnodes;
+  ir_ref r = ir_copy_shift(p->m, lf->fn, (int32_t)(p->nscope - lf->depth), 0);
+  if (!r)
+    fail_oom(p);
+  return expansion_ok(p, before, loc) ? r : IR_NONE;
+}
+
+/* An operator or a scalar builtin named where a function is expected
+ * (`fold(+, 0, xs)`, `map(sqrt, xs)`, `map(f32, xs)`): the lambda
+ * `|a, b| a + b`, `|a| sqrt(a)`, `|a| f32(a)` (docs/language.md §4.7). `cast`
+ * is the target type of a conversion, else IR_TY_NONE. */
+static ir_ref op_lambda(parser *p, ir_op op, ir_type cast, uint32_t n, ir_loc loc) {
+  static const char pn[3][2] = {"a", "b", "c"};
+  ir_ref vars[3];
+  ir_sym syms[3];
+  if (n < 1 || n > 3)
+    return IR_NONE;
+  for (uint32_t i = 0; i < n && !p->failed; i++) {
+    syms[i] = ir_sym_intern(p->ctx, pn[i], 1);
+    vars[i] = mk(p, IR_VAR, loc, 0, NULL);
+    if (!syms[i])
+      fail_oom(p);
+    else if (vars[i])
+      node(p, vars[i])->attr = n - 1 - i;
+  }
+  ir_ref body = mk(p, cast ? IR_CAST : op, loc, n, vars);
+  if (body && cast)
+    node(p, body)->type = cast;
+  ir_ref r = body ? mk(p, IR_LAM, loc, 1, &body) : IR_NONE;
+  if (r) {
+    node(p, r)->attr = n;
+    node(p, r)->names = ir_syms_push(p->m, n, syms);
+    if (p->m->oom)
+      fail_oom(p);
+  }
+  return p->failed ? IR_NONE : r;
+}
+
+/* A builtin named as a function value: its lambda, or IR_NONE (no error)
+ * if s[0..len) names none. */
+static ir_ref builtin_value(parser *p, const char *s, size_t len, ir_loc loc, bool *found) {
+  ac_scalar sc;
+  *found = true;
+  if (is_scalar_name(s, len, &sc))
+    return op_lambda(p, IR_NUM_OPS, ir_ty_scalar(p->ctx, sc), 1, loc);
+  ir_op op = ir_op_by_call_name(s, len);
+  if (op != IR_NUM_OPS && ir_op_is_scalar(op) && ir_ops[op].nkids >= 1)
+    return op_lambda(p, op, IR_TY_NONE, (uint32_t)ir_ops[op].nkids, loc);
+  if (op != IR_NUM_OPS) {
+    syntax_error(p, loc,
+                 "'%.*s' is an array operation, not a function: pass a lambda that "
+                 "applies it",
+                 (int)len, s);
+    return IR_NONE;
+  }
+  *found = false;
+  return IR_NONE;
 }
 
 /* A bare name: a variable, or a function where a lambda may stand. */
@@ -566,6 +723,16 @@ static ir_ref parse_name(parser *p, bool arg) {
   if (!s)
     return IR_NONE;
   advance(p);
+  const local_fn *lf = find_local(p, s);
+  if (lf && arg)
+    return local_copy(p, lf, t.loc);
+  if (lf) {
+    scope_error(p, t.loc,
+                "'%s' is a local function, not a value: call it, or pass it to an array "
+                "operation",
+                ir_sym_str(p->ctx, s));
+    return IR_NONE;
+  }
   int64_t idx = lookup(p, s);
   if (idx >= 0) {
     ir_ref r = mk(p, IR_VAR, t.loc, 0, NULL);
@@ -580,6 +747,10 @@ static ir_ref parse_name(parser *p, bool arg) {
       node(p, r)->attr = f;
     return r;
   }
+  bool found = false;
+  ir_ref b = f < 0 && arg ? builtin_value(p, tok_text(p, &t), t.len, t.loc, &found) : IR_NONE;
+  if (found)
+    return b;
   if (f >= 0)
     scope_error(p, t.loc,
                 "'%s' is a function, not a value: call it, or pass it to an array "
@@ -589,7 +760,7 @@ static ir_ref parse_name(parser *p, bool arg) {
     char hint[96];
     const char *name = ir_sym_str(p->ctx, s);
     scope_error(p, t.loc, "unknown name '%s'%s", name,
-                suggest(p, name, strlen(name), false, hint, sizeof hint));
+                suggest(p, name, strlen(name), arg, hint, sizeof hint));
   }
   return IR_NONE;
 }
@@ -649,7 +820,13 @@ static size_t parse_args(parser *p, bool lambdas, bool stencil, int *boundary) {
       *boundary = boundary_of(k);
       advance(p);
     } else {
-      if (lambdas && (k == TOK_BAR || k == TOK_OROR))
+      bool alone = peek(p) == TOK_COMMA || peek(p) == TOK_RPAREN;
+      ir_op op = p->infix[k] != IR_NUM_OPS ? p->infix[k] : p->prefix[k];
+      if (lambdas && alone && op != IR_NUM_OPS) {
+        /* an operator as a function: fold(+, 0, xs) */
+        a = op_lambda(p, op, IR_TY_NONE, p->infix[k] != IR_NUM_OPS ? 2 : 1, p->tok.loc);
+        advance(p);
+      } else if (lambdas && (k == TOK_BAR || k == TOK_OROR))
         a = parse_lambda(p);
       else if (lambdas && k == TOK_IDENT && (peek(p) == TOK_COMMA || peek(p) == TOK_RPAREN))
         a = parse_name(p, true);
@@ -700,6 +877,124 @@ static bool check_arity(parser *p, ir_op op, size_t n, ir_loc loc) {
   }
 }
 
+/* f(args) of local function lf: `let (x, y) = (a, b); e` for
+ * `let f = |x, y| e`, e moved to this depth (an FNREF's function is called). */
+static ir_ref local_call(parser *p, const local_fn *lf, lex_token t, size_t base) {
+  size_t n = parse_args(p, false, false, NULL);
+  if (p->failed)
+    return IR_NONE;
+  const ir_node *fn = node(p, lf->fn);
+  if (fn->op == IR_FNREF && fn->attr < 0 && (size_t)(-fn->attr - 1) < p->ntypes) {
+    /* a function parameter, declared fn(T1, .., Tk) -> R */
+    ir_typeinfo ti = ir_ty_info(p->ctx, p->types[-fn->attr - 1]);
+    if (ti.kind == TK_FN && n != ti.n) {
+      syntax_error(p, t.loc, "function parameter '%s' takes %u argument%s, %zu given",
+                   ir_sym_str(p->ctx, lf->sym), ti.n, ti.n == 1 ? "" : "s", n);
+      return IR_NONE;
+    }
+  }
+  if (fn->op == IR_FNREF) {
+    ir_ref r = mk_from_stack(p, IR_CALL, t.loc, base);
+    if (r)
+      node(p, r)->attr = node(p, lf->fn)->attr;
+    return r;
+  }
+  uint32_t np = (uint32_t)fn->attr, names = fn->names;
+  if (n != np) {
+    syntax_error(p, t.loc, "local function '%s' takes %u argument%s, %zu given",
+                 ir_sym_str(p->ctx, lf->sym), np, np == 1 ? "" : "s", n);
+    return IR_NONE;
+  }
+  size_t before = p->m->nnodes;
+  ir_ref body = ir_copy_shift(p->m, ir_kid(p->m, lf->fn, 0), (int32_t)(p->nscope - lf->depth), np);
+  if (!body)
+    fail_oom(p);
+  if (!expansion_ok(p, before, t.loc))
+    return IR_NONE;
+  if (np == 0)
+    return body;
+  ir_ref v = np == 1 ? p->stk[base] : mk_from_stack(p, IR_TUPLE, t.loc, base);
+  p->nstk = base;
+  ir_ref kids[2] = {v, body};
+  ir_ref r = v ? mk(p, np == 1 ? IR_LET : IR_LETTUP, t.loc, 2, kids) : IR_NONE;
+  if (r) {
+    node(p, r)->names = names;
+    if (np > 1)
+      node(p, r)->attr = np;
+  }
+  return r;
+}
+
+/* sum(a) is fold(+, 0, a); product(a) fold(*, 1, a); maximum(a) fold(max,
+ * lowest, a) and minimum(a) fold(min, highest, a), the bound of the
+ * element type (IR_F_LOWEST / IR_F_HIGHEST); zip(a, b, ..) is
+ * map(|x, y, ..| (x, y, ..), a, b, ..) and unzip(a) map(|x| x, a): the
+ * identity, an array of tuples being a tuple of arrays. */
+static ir_ref lib_call(parser *p, int lib, lex_token t, size_t base) {
+  size_t n = parse_args(p, false, false, NULL);
+  if (p->failed)
+    return IR_NONE;
+  const char *name = lib_names[lib];
+  if (lib == LIB_ZIP ? n < 2 : n != 1) {
+    syntax_error(p, t.loc, lib == LIB_ZIP ? "'%s' takes at least 2 arrays, got %zu"
+                                          : "'%s' takes 1 array, got %zu",
+                 name, n);
+    return IR_NONE;
+  }
+  ir_ref f = IR_NONE;
+  if (lib == LIB_ZIP || lib == LIB_UNZIP) {
+    size_t nb = p->nnames;
+    for (size_t i = 0; i < n && !p->failed; i++) {
+      char pn[24];
+      snprintf(pn, sizeof pn, "x%zu", i);
+      name_loc nl = {ir_sym_intern(p->ctx, pn, strlen(pn)), t.loc};
+      if (!nl.sym)
+        fail_oom(p);
+      else
+        PUSH(p, p->names, p->nnames, p->capnames, nl);
+    }
+    size_t vb = p->nstk;
+    for (size_t i = 0; i < n && !p->failed; i++) {
+      ir_ref v = mk(p, IR_VAR, t.loc, 0, NULL);
+      if (v)
+        node(p, v)->attr = (int64_t)(n - 1 - i);
+      if (!v || !PUSH(p, p->stk, p->nstk, p->capstk, v))
+        break;
+    }
+    ir_ref body = p->failed ? IR_NONE : n == 1 ? p->stk[vb] : mk_from_stack(p, IR_TUPLE, t.loc, vb);
+    p->nstk = vb;
+    f = body ? mk(p, IR_LAM, t.loc, 1, &body) : IR_NONE;
+    if (f) {
+      node(p, f)->attr = (int64_t)n;
+      node(p, f)->names = push_names(p, nb, n);
+    }
+    p->nnames = nb;
+  } else {
+    static const lex_kind ops[4] = {TOK_PLUS, TOK_STAR, TOK_NUM_KINDS, TOK_NUM_KINDS};
+    ir_op op = lib == LIB_MAXIMUM ? IR_MAX : lib == LIB_MINIMUM ? IR_MIN : p->infix[ops[lib]];
+    f = op_lambda(p, op, IR_TY_NONE, 2, t.loc);
+  }
+  if (!f || !PUSH(p, p->stk, p->nstk, p->capstk, f))
+    return IR_NONE;
+  /* the function goes first: rotate it in front of the arrays */
+  for (size_t i = p->nstk - 1; i > base; i--)
+    p->stk[i] = p->stk[i - 1];
+  p->stk[base] = f;
+  if (lib == LIB_ZIP || lib == LIB_UNZIP)
+    return mk_from_stack(p, IR_MAP, t.loc, base);
+  ir_ref z = mk(p, IR_LIT, t.loc, 0, NULL);
+  if (!z || !PUSH(p, p->stk, p->nstk, p->capstk, z))
+    return IR_NONE;
+  node(p, z)->flags = lib == LIB_MAXIMUM   ? IR_F_LOWEST
+                      : lib == LIB_MINIMUM ? IR_F_HIGHEST
+                                           : 0;
+  node(p, z)->lit.u = lib == LIB_PRODUCT;
+  /* fold(f, z, a): z between the function and the array */
+  p->stk[p->nstk - 1] = p->stk[p->nstk - 2];
+  p->stk[p->nstk - 2] = z;
+  return mk_from_stack(p, IR_FOLD, t.loc, base);
+}
+
 /* NAME(args): a conversion, a builtin operation or a call. */
 static ir_ref parse_call(parser *p) {
   lex_token t = p->tok;
@@ -707,6 +1002,10 @@ static ir_ref parse_call(parser *p) {
   size_t base = p->nstk;
   ac_scalar sc;
   advance(p);
+  ir_sym lsym = t.kind == TOK_IDENT ? intern_tok(p, &t) : IR_SYM_NONE;
+  const local_fn *lf = lsym ? find_local(p, lsym) : NULL;
+  if (lf)
+    return local_call(p, lf, t, base);
   if (t.kind == TOK_IDENT && is_scalar_name(s, t.len, &sc)) {
     size_t n = parse_args(p, false, false, NULL);
     if (!p->failed && n != 1)
@@ -736,6 +1035,9 @@ static ir_ref parse_call(parser *p) {
   }
   ir_sym sym = intern_tok(p, &t);
   int32_t f = sym ? find_fn(p, sym) : -1;
+  int lib = lib_of(s, t.len);
+  if (f < 0 && lib >= 0 && !(sym && lookup(p, sym) >= 0))
+    return lib_call(p, lib, t, base);
   if (f < 0) {
     if (sym && lookup(p, sym) >= 0)
       scope_error(p, t.loc, "'%.*s' is a variable, not a function", (int)t.len, s);
@@ -887,7 +1189,9 @@ static ir_ref parse_primary(parser *p) {
     return parse_block(p);
   case TOK_BAR:
   case TOK_OROR:
-    syntax_error(p, t.loc, "a lambda is only allowed as the argument of an array operation");
+    syntax_error(p, t.loc,
+                 "a lambda is only allowed as the argument of an array operation or as a "
+                 "local function (let f = |x| ...;)");
     return IR_NONE;
   case TOK_IF:
   case TOK_LOOP:
@@ -1212,8 +1516,154 @@ static ir_ref parse_expr(parser *p) {
 }
 
 /* let x = e;  |  let (a, b) = e;  — parses the statement and binds its names. */
+/* Marks let e as written with type t (IR_F_TYPED). */
+static bool set_let_type(parser *p, ir_ref e, ir_type t) {
+  int64_t v = (int64_t)t;
+  uint32_t off = ir_ints_push(p->m, 1, &v);
+  if (p->m->oom) {
+    fail_oom(p);
+    return false;
+  }
+  node(p, e)->flags |= IR_F_TYPED;
+  node(p, e)->aux = off;
+  return true;
+}
+
+/* After `let NAME =`: a lambda, or the name of a function or builtin alone
+ * (`let f = max;`), which make NAME a local function. */
+static bool is_function_value(parser *p) {
+  lex_kind k = p->tok.kind;
+  if (k == TOK_BAR || k == TOK_OROR)
+    return true;
+  if (k != TOK_IDENT || peek(p) != TOK_SEMI)
+    return false;
+  ir_sym s = intern_tok(p, &p->tok);
+  if (!s || lookup(p, s) >= 0)
+    return s && find_local(p, s);
+  ac_scalar sc;
+  const char *text = tok_text(p, &p->tok);
+  ir_op op = ir_op_by_call_name(text, p->tok.len);
+  return find_local(p, s) || find_fn(p, s) >= 0 || is_scalar_name(text, p->tok.len, &sc) ||
+         (op != IR_NUM_OPS && ir_op_is_scalar(op));
+}
+
+/* `let NAME = |x| e;` (or a function's name): NAME is a local function
+ * until the end of the block (docs/language.md §4.7). */
+static bool parse_local_fn(parser *p, ir_sym sym, size_t nbase) {
+  p->nnames = nbase;
+  ir_ref fn = p->tok.kind == TOK_IDENT ? parse_name(p, true) : parse_lambda(p);
+  if (!fn || !expect(p, TOK_SEMI, "';' after a let"))
+    return false;
+  local_fn lf = {sym, fn, p->nscope};
+  return PUSH(p, p->lfns, p->nlfns, p->caplfns, lf);
+}
+
+/* `fn NAME(x: T, ..) -> R { body }` in a block: a local function whose
+ * parameters and result have the types written (§4.7). Its lambda is
+ * `|x, ..| let (x, ..): (T, ..) = (x, ..); let result: R = body; result`:
+ * the parameters are bound twice, unnamed for the lambda and named for the
+ * typed let, so the body is parsed where it ends up. */
+static bool parse_local_def(parser *p) {
+  ir_loc loc = p->tok.loc;
+  advance(p); /* 'fn' */
+  if (p->tok.kind != TOK_IDENT) {
+    expected(p, "a function name");
+    return false;
+  }
+  ir_sym sym = intern_tok(p, &p->tok);
+  advance(p);
+  size_t nbase = p->nnames, sbase = p->nscope, tbase = p->ntypes;
+  if (!sym || !open_bracket(p))
+    return false;
+  while (p->tok.kind != TOK_RPAREN && !p->failed) {
+    if (p->tok.kind != TOK_IDENT) {
+      expected(p, "a parameter name");
+      return false;
+    }
+    name_loc nl = {intern_tok(p, &p->tok), p->tok.loc};
+    for (size_t j = nbase; nl.sym && j < p->nnames; j++)
+      if (p->names[j].sym == nl.sym) {
+        scope_error(p, nl.loc, "duplicate parameter '%s'", ir_sym_str(p->ctx, nl.sym));
+        return false;
+      }
+    if (!nl.sym || !PUSH(p, p->names, p->nnames, p->capnames, nl))
+      return false;
+    advance(p);
+    if (!expect(p, TOK_COLON, "':' and the parameter's type"))
+      return false;
+    ir_type t = parse_type(p);
+    if (!t || !PUSH(p, p->types, p->ntypes, p->captypes, t) || !accept(p, TOK_COMMA))
+      break;
+  }
+  if (!close_bracket(p, TOK_RPAREN, "',' or ')' after a parameter") ||
+      !expect(p, TOK_ARROW, "'->' and the result type"))
+    return false;
+  ir_type result = parse_type(p);
+  uint32_t np = (uint32_t)(p->nnames - nbase);
+  ir_type ptype = np == 0   ? IR_TY_NONE
+                  : np == 1 ? p->types[tbase]
+                            : ir_ty_tuple(p->ctx, np, p->types + tbase);
+  p->ntypes = tbase;
+  if (!result || (np && !ptype)) {
+    if (!p->failed)
+      fail_oom(p);
+    return false;
+  }
+  for (uint32_t i = 0; i < np; i++)
+    if (!bind_name(p, IR_SYM_NONE, loc, p->nscope, "parameter"))
+      return false;
+  for (uint32_t i = 0; i < np; i++)
+    if (!bind_name(p, p->names[nbase + i].sym, p->names[nbase + i].loc, sbase + np, "parameter"))
+      return false;
+  ir_ref body = p->tok.kind == TOK_LBRACE ? parse_block(p) : (expected(p, "'{'"), IR_NONE);
+  unbind_to(p, sbase);
+  uint32_t names = push_names(p, nbase, np);
+  p->nnames = nbase;
+  if (!body)
+    return false;
+  /* let result: R = body; result */
+  ir_sym rs = ir_sym_intern(p->ctx, "result", 6);
+  ir_ref v0 = mk(p, IR_VAR, loc, 0, NULL);
+  ir_ref kids[2] = {body, v0};
+  ir_ref e = v0 ? mk(p, IR_LET, loc, 2, kids) : IR_NONE;
+  if (!rs)
+    fail_oom(p);
+  if (!e || !set_let_type(p, e, result))
+    return false;
+  node(p, e)->names = ir_syms_push(p->m, 1, &rs);
+  if (p->m->oom) {
+    fail_oom(p);
+    return false;
+  }
+  if (np) {
+    size_t vbase = p->nstk;
+    for (uint32_t i = 0; i < np; i++) {
+      ir_ref v = mk(p, IR_VAR, loc, 0, NULL);
+      if (!v || !PUSH(p, p->stk, p->nstk, p->capstk, v))
+        return false;
+      node(p, v)->attr = np - 1 - i;
+    }
+    ir_ref val = np == 1 ? p->stk[vbase] : mk_from_stack(p, IR_TUPLE, loc, vbase);
+    p->nstk = vbase;
+    ir_ref lk[2] = {val, e};
+    e = val ? mk(p, np == 1 ? IR_LET : IR_LETTUP, loc, 2, lk) : IR_NONE;
+    if (!e || !set_let_type(p, e, ptype))
+      return false;
+    node(p, e)->names = names;
+    if (np > 1)
+      node(p, e)->attr = np;
+  }
+  ir_ref lam = mk(p, IR_LAM, loc, 1, &e);
+  if (!lam)
+    return false;
+  node(p, lam)->attr = np;
+  node(p, lam)->names = names;
+  local_fn lf = {sym, lam, sbase};
+  return PUSH(p, p->lfns, p->nlfns, p->caplfns, lf);
+}
+
 static bool parse_let(parser *p) {
-  pending_let pl = {p->tok.loc, IR_NONE, 0, 1, false};
+  pending_let pl = {p->tok.loc, IR_NONE, 0, 1, false, IR_TY_NONE};
   size_t nbase = p->nnames, sbase = p->nscope;
   advance(p); /* 'let' */
   if (p->tok.kind == TOK_LPAREN) {
@@ -1248,8 +1698,12 @@ static bool parse_let(parser *p) {
     expected(p, "a name or '(' after 'let'");
     return false;
   }
-  if (!expect(p, TOK_ASSIGN, "'=' in a let"))
+  if (accept(p, TOK_COLON) && !(pl.ann = parse_type(p)))
     return false;
+  if (!expect(p, TOK_ASSIGN, pl.ann ? "'=' in a let" : "':' or '=' in a let"))
+    return false;
+  if (!pl.tup && !pl.ann && is_function_value(p))
+    return parse_local_fn(p, p->names[nbase].sym, nbase);
   pl.rhs = !pl.tup && p->tok.kind == TOK_REC ? parse_rec(p, p->names[nbase].sym) : parse_expr(p);
   if (!pl.rhs || !expect(p, TOK_SEMI, "';' after a let"))
     return false;
@@ -1263,14 +1717,14 @@ static bool parse_let(parser *p) {
 
 /* "{" let* expr "}": the lets nest to the right, built from the last one. */
 static ir_ref parse_block(parser *p) {
-  size_t lbase = p->nlets, sbase = p->nscope;
+  size_t lbase = p->nlets, sbase = p->nscope, fbase = p->nlfns;
   if (p->tok.kind != TOK_LBRACE) {
     expected(p, "'{'");
     return IR_NONE;
   }
   if (!open_bracket(p))
     return IR_NONE;
-  while (p->tok.kind == TOK_LET && parse_let(p))
+  while ((p->tok.kind == TOK_LET && parse_let(p)) || (p->tok.kind == TOK_FN && parse_local_def(p)))
     ;
   ir_ref e = p->failed ? IR_NONE : parse_expr(p);
   if (e && p->tok.kind == TOK_SEMI)
@@ -1280,10 +1734,13 @@ static ir_ref parse_block(parser *p) {
   else if (e)
     close_bracket(p, TOK_RBRACE, "'}' after the result of the block");
   unbind_to(p, sbase);
+  p->nlfns = fbase;
   for (size_t i = p->nlets; e && !p->failed && i-- > lbase;) {
     pending_let pl = p->lets[i];
     ir_ref kids[2] = {pl.rhs, e};
     e = mk(p, pl.tup ? IR_LETTUP : IR_LET, pl.loc, 2, kids);
+    if (e && pl.ann && !set_let_type(p, e, pl.ann))
+      e = IR_NONE;
     if (e) {
       node(p, e)->names = pl.names;
       if (pl.tup)
@@ -1531,7 +1988,8 @@ static bool parse_fn(parser *p) {
     return false;
   }
   advance(p);
-  size_t sbase = p->nscope, nbase = p->nnames;
+  size_t sbase = p->nscope, nbase = p->nnames, fbase = p->nlfns;
+  bool is_template = false;
   p->ntypes = 0;
   if (p->tok.kind != TOK_LPAREN) {
     expected(p, "'(' after the function name");
@@ -1546,18 +2004,36 @@ static bool parse_fn(parser *p) {
         return false;
       }
       name_loc nl = {intern_tok(p, &p->tok), p->tok.loc};
-      if (!nl.sym || !bind_name(p, nl.sym, nl.loc, sbase, "parameter") ||
-          !PUSH(p, p->names, p->nnames, p->capnames, nl))
+      for (size_t j = nbase; nl.sym && j < p->nnames; j++)
+        if (p->names[j].sym == nl.sym) {
+          scope_error(p, nl.loc, "duplicate parameter '%s'", ir_sym_str(p->ctx, nl.sym));
+          return false;
+        }
+      if (!nl.sym || !PUSH(p, p->names, p->nnames, p->capnames, nl))
         return false;
       advance(p);
       if (!expect(p, TOK_COLON, "':' and the parameter's type"))
         return false;
       ir_loc tloc = p->tok.loc;
+      p->fn_types = !ext;
       ir_type t = parse_type(p);
+      p->fn_types = false;
       if (!t || (ext && !kern && !extern_type_ok(p, t, tloc, "a parameter")) ||
           (kern && !kernel_param_ok(p, t, tloc)) ||
           !PUSH(p, p->types, p->ntypes, p->captypes, t))
         return false;
+      if (ir_ty_info(p->ctx, t).kind == TK_FN) {
+        /* a function parameter: a local function whose uses are filled in
+         * at each call (ir_specialise) */
+        ir_ref ph = mk(p, IR_FNREF, nl.loc, 0, NULL);
+        local_fn lf = {nl.sym, ph, p->nscope};
+        if (!ph || !PUSH(p, p->lfns, p->nlfns, p->caplfns, lf))
+          return false;
+        node(p, ph)->attr = -(int64_t)(p->nnames - nbase);
+        is_template = true;
+      } else if (!bind_name(p, nl.sym, nl.loc, sbase, "parameter")) {
+        return false;
+      }
     } while (accept(p, TOK_COMMA));
   }
   if (!close_bracket(p, TOK_RPAREN, "',' or ')' after a parameter") ||
@@ -1582,6 +2058,7 @@ static bool parse_fn(parser *p) {
     body = parse_block(p);
   }
   unbind_to(p, sbase);
+  p->nlfns = fbase;
   if (p->failed || (!ext && !body))
     return false;
   size_t np = p->nnames - nbase;
@@ -1604,6 +2081,8 @@ static bool parse_fn(parser *p) {
   ir_func *f = &p->m->funcs[fi];
   f->body = body;
   f->is_extern = ext;
+  f->is_template = is_template;
+  p->templates |= is_template;
   if (kern) {
     f->is_kernel = true;
     f->kext = kf.kext;
@@ -1627,7 +2106,13 @@ static void prescan(parser *p, const char *text, size_t len) {
   lex_token t;
   lex_kind prev = TOK_EOF;
   size_t k = p->m->nfuncs;
+  long braces = 0; /* a `fn` inside a block is local (parse_local_def) */
   while (lex_next(&lx, &t) && t.kind != TOK_EOF && !p->failed) {
+    braces += t.kind == TOK_LBRACE ? 1 : t.kind == TOK_RBRACE ? -1 : 0;
+    if (braces > 0 && t.kind != TOK_RBRACE) {
+      prev = t.kind;
+      continue;
+    }
     bool kernel_word = prev == TOK_EXTERN && t.kind == TOK_IDENT && t.len == 6 &&
                        memcmp(text + t.off, "kernel", 6) == 0;
     if (kernel_word) {
@@ -1654,6 +2139,7 @@ static void prescan(parser *p, const char *text, size_t len) {
 static void parser_free(parser *p) {
   ac_context *ctx = p->ctx;
   ac_free(ctx, p->scope);
+  ac_free(ctx, p->lfns);
   ac_free(ctx, p->bind);
   ac_free(ctx, p->fnidx);
   ac_free(ctx, p->depth);
@@ -1670,6 +2156,7 @@ ac_status ir_parse(ac_module *m, const char *text, size_t len, ac_error **err) {
   memset(&p, 0, sizeof p);
   p.m = m;
   p.ctx = m->ctx;
+  p.nfuncs0 = m->nfuncs;
   if (m->oom)
     return ir_report(err, NULL, AC_ERR_NOMEM);
   if (!text)
@@ -1703,6 +2190,10 @@ ac_status ir_parse(ac_module *m, const char *text, size_t len, ac_error **err) {
       break;
     }
     parse_fn(&p);
+  }
+  if (!p.failed && p.templates) {
+    p.status = ir_specialise(m, p.nfuncs0, &p.error);
+    p.failed = p.status != AC_OK;
   }
   parser_free(&p);
   if (!p.failed && m->oom)

@@ -860,6 +860,15 @@ static void print_expr(printer *pr, ir_ref e, unsigned ind, int need) {
   pr->depth--;
 }
 
+/* `: T` after a let's pattern when the program wrote the type. */
+static void put_let_type(printer *pr, const ir_node *n) {
+  ir_type t = ir_let_type(pr->m, n);
+  if (t == IR_TY_NONE)
+    return;
+  puts_(pr, ": ");
+  ir_ty_print(pr->ctx, t, pr->out);
+}
+
 /* The statements of a block (its lets, one per line) and its result. */
 static void print_body(printer *pr, ir_ref e, unsigned ind) {
   size_t bound = 0;
@@ -886,6 +895,7 @@ static void print_body(printer *pr, ir_ref e, unsigned ind) {
           {1, rec ? (uint32_t)node(pr, rhs)->attr + 1 : 0}};
       ir_sym s = choose(pr, h, &sc);
       put_sym(pr, s);
+      put_let_type(pr, n);
       puts_(pr, " = ");
       if (rec)
         print_rec(pr, rhs, ind, s, true);
@@ -911,7 +921,9 @@ static void print_body(printer *pr, ir_ref e, unsigned ind) {
           puts_(pr, ", ");
         put_sym(pr, c.v[i]);
       }
-      puts_(pr, ") = ");
+      putc_(pr, ')');
+      put_let_type(pr, n);
+      puts_(pr, " = ");
       print_expr(pr, rhs, ind, LV_EXPR);
       for (size_t i = 0; i < k; i++)
         bind(pr, c.v[i]);

@@ -103,6 +103,40 @@ UNIT_TEST(literal_defaults_and_context) {
   ac_context_destroy(ctx);
 }
 
+/* A variable bound to literals takes its type from its uses (§5.6). */
+UNIT_TEST(literal_bindings_inferred_from_uses) {
+  ac_context *ctx = ac_context_create();
+  ac_module *m = parse_ok(ctx, "fn g(a: i64) -> i64 { a }\n"
+                               "fn f(cr: f32, n: i32) -> (f32, i64, f64, u8) {\n"
+                               "  let (a, b) = (0.5, 2);\n"
+                               "  let c = a * 2.0;\n"
+                               "  let r = loop (z = 0.0, k = 0) while k < n { (z * z + cr, k + 1) };\n"
+                               "  let big = 3000000000;\n"
+                               "  let i = 7;\n"
+                               "  (c + r.0, g(b) + big, 1 + 2.5, u8(i))\n"
+                               "}\n");
+  if (m) {
+    CHECK_EQ_INT(lit(m, 0)->type, sc(ctx, AC_F32)); /* a = 0.5, through c + r.0 */
+    /* fixed for the passes, which may move the uses that gave the type */
+    CHECK(lit(m, 0)->flags & IR_F_SUFFIX);
+    CHECK(!(lit(m, 0)->flags & IR_F_CTX));
+    CHECK_EQ_INT(lit(m, 1)->type, sc(ctx, AC_I64)); /* b = 2, g's parameter */
+    CHECK_EQ_INT(lit(m, 2)->type, sc(ctx, AC_F32)); /* 2.0 */
+    CHECK_EQ_INT(lit(m, 3)->type, sc(ctx, AC_F32)); /* z = 0.0, from the step */
+    CHECK_EQ_INT(lit(m, 4)->type, sc(ctx, AC_I32)); /* k = 0, as n */
+    CHECK_EQ_INT(lit(m, 6)->type, sc(ctx, AC_I64)); /* big, from the sum */
+    CHECK(lit(m, 6)->lit.u == 3000000000u);
+    CHECK_EQ_INT(lit(m, 7)->type, sc(ctx, AC_I32)); /* i: u8(i) converts */
+    /* checking again (as after every pass) infers the same types */
+    CHECK_EQ_INT(ac_module_verify(m, NULL), AC_OK);
+    CHECK_EQ_INT(lit(m, 0)->type, sc(ctx, AC_F32));
+    CHECK_EQ_INT(lit(m, 3)->type, sc(ctx, AC_F32));
+    CHECK_EQ_INT(lit(m, 6)->type, sc(ctx, AC_I64));
+  }
+  ac_module_destroy(m);
+  ac_context_destroy(ctx);
+}
+
 UNIT_TEST(literal_values_are_normalised) {
   ac_context *ctx = ac_context_create();
   ac_module *m = parse_ok(ctx, "fn f() -> (i64, i8, u64, f32, u32, f64) {\n"
@@ -387,8 +421,21 @@ UNIT_TEST(type_errors) {
                "t.ac:2:16: error: tuple has 3 fields but 2 names are bound");
   expect_error("fn add(a: i32, b: i32) -> i32 { a + b }\nfn f() -> i32 { add(1, 2, 3) }\n",
                "t.ac:2:17: error: function 'add' takes 2 arguments, 3 given");
-  expect_error("fn f() -> f64 {\n  let y = 1 + 2.5;\n  y\n}\n",
+  /* a variable bound to literals takes its type from its uses
+   * (docs/language.md §5.6); a conversion is not such a use */
+  expect_error("fn f() -> f64 {\n  let y = 1 + 2.5;\n  f64(y)\n}\n",
                "t.ac:2:15: error: float literal cannot have integer type i32");
+  expect_error("fn f() -> i64 {\n  let x = 3000000000;\n  i64(x)\n}\n",
+               "t.ac:2:11: error: integer literal 3000000000 out of range for i32");
+  expect_error("fn f(a: f32, b: f64) -> f64 {\n  let x = 1.0;\n  f64(x * a) + x * b\n}\n",
+               "t.ac:2:11: error: cannot infer the type of 'x': it is used as f32 at 3:7 and as "
+               "f64 at 3:16");
+  expect_error("fn f(a: f32, b: f64) -> f64 {\n  let x = 1.0;\n  let y = x * a;\n  x * b\n}\n",
+               "t.ac:2:11: error: cannot infer the type of 'x': it is used as f32 at 3:11 and as "
+               "f64 at 4:3");
+  expect_error("fn f(a: f32, b: f64) -> f64 {\n  loop (x = 1.0) while x < a { x * b }\n}\n",
+               "t.ac:2:13: error: cannot infer the type of 'x': it is used as f64 at 2:32 and as "
+               "f32 at 2:24");
   expect_error("fn f() -> i64 {\n  let x = 3000000000;\n  i64(x)\n}\n",
                "t.ac:2:11: error: integer literal 3000000000 out of range for i32");
   expect_error("fn f() -> u32 {\n  u32(-1)\n}\n",
@@ -408,7 +455,9 @@ UNIT_TEST(type_errors) {
   expect_error("fn f(xs: f32[], ys: f32[]) -> f32[] {\n  map(|x| x * 2.0, xs, ys)\n}\n",
                "t.ac:2:7: error: map function takes 1 parameter but map passes 2 arrays");
   expect_error("fn f(xs: f32[]) -> f32[] {\n  map(|x| xs, xs)\n}\n",
-               "t.ac:2:11: error: map function must return a scalar or tuple, found f32[]");
+               "t.ac:2:11: error: map function must return a scalar or tuple, found f32[] (arrays "
+               "do not nest: map is element-wise on arrays of any rank; for one result per "
+               "element and row, use generate((n, m), |i, j| ..))");
   expect_error("fn f(x: (i32, i32)) -> bool {\n  x == x\n}\n",
                "t.ac:2:5: error: comparison operands must be numeric or bool, found (i32, i32)");
   expect_error("fn f(x: bool) -> bool {\n  x + x\n}\n",
@@ -718,7 +767,8 @@ UNIT_TEST(allocation_failures_are_reported) {
   CHECK(unit_oom_runs(src, 400, 3, parse_ok, verify_step, NULL, NULL, NULL) > 0);
 }
 
-UNIT_MAIN(literal_defaults_and_context, literal_values_are_normalised,
+UNIT_MAIN(literal_defaults_and_context, literal_bindings_inferred_from_uses,
+          literal_values_are_normalised,
           flexible_operands_share_a_type, index_and_shape_positions_are_i64,
           conversions_type_their_literals, every_node_gets_a_type, rec_schedules, rec_errors,
           type_errors, operation_errors, function_references_and_recursion, stencil_rules,

@@ -663,8 +663,11 @@ UNIT_TEST(scope_errors) {
   rejects("fn f() -> i32 { g }\nfn g() -> i32 { 1 }", AC_ERR_TYPE,
           "1:17: error: 'g' is a function, not a value: call it, or pass it to an array "
           "operation");
-  rejects("fn f(xs: f32[]) -> f32[] { map(sqrt, xs) }", AC_ERR_TYPE,
-          "1:32: error: unknown name 'sqrt'");
+  rejects("fn f(xs: f32[]) -> f32[] { map(sqrtt, xs) }", AC_ERR_TYPE,
+          "1:32: error: unknown name 'sqrtt' (did you mean 'sqrt'?)");
+  rejects("fn f(xs: f32[]) -> f32[] { map(fold, xs) }", AC_ERR_SYNTAX,
+          "1:32: error: 'fold' is an array operation, not a function: pass a lambda that "
+          "applies it");
   rejects("fn f() -> i32 { 1 }\n\nfn f() -> i32 { 2 }", AC_ERR_TYPE,
           "3:4: error: duplicate function 'f'");
   rejects("fn map() -> i32 { 1 }", AC_ERR_TYPE,
@@ -721,8 +724,9 @@ UNIT_TEST(syntax_errors) {
           "1:32: error: expected a field number after '.', found identifier 'x'");
   rejects("fn f(p: (i32, i32)) -> i32 { p.1.5f32 }", AC_ERR_SYNTAX,
           "1:35: error: expected '}' after the result of the block, found identifier 'f32'");
-  rejects("fn f() -> i32 {\n  let add = |a, b| a + b;\n  1\n}", AC_ERR_SYNTAX,
-          "2:13: error: a lambda is only allowed as the argument of an array operation");
+  rejects("fn f() -> i32 {\n  let add = (|a, b| a + b);\n  1\n}", AC_ERR_SYNTAX,
+          "2:14: error: a lambda is only allowed as the argument of an array operation or as "
+          "a local function (let f = |x| ...;)");
   rejects("fn f() -> i32 { 1 + if true { 1 } else { 2 } }", AC_ERR_SYNTAX,
           "1:21: error: 'if' cannot be an operand: put it in parentheses");
   rejects("fn f() -> i32 { wrap }", AC_ERR_SYNTAX,
