@@ -206,7 +206,8 @@ static bool pg_read_back(pl_exec *X, uint32_t upto) {
     X->maxpending = 0;
   }
   int32_t failed = buf->failed, site = buf->site;
-  int64_t a = buf->a, b = buf->b;
+  int64_t vals[RT_FAIL_VALS] = {buf->a, buf->b};
+  memcpy(vals + 2, buf->more, sizeof buf->more);
   if (buf->tmp_need > X->tmp_need)
     X->tmp_need = buf->tmp_need;
   ac_free(X->p->ctx, buf);
@@ -216,7 +217,7 @@ static bool pg_read_back(pl_exec *X, uint32_t upto) {
     return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': a kernel failed at site %d",
                       X->p->name, (int)site);
   X->failing = true; /* this is the kernels' failure (pl_fail_at) */
-  pl_fail_site(X, (uint32_t)site, a, b);
+  pl_fail_site(X, (uint32_t)site, RT_FAIL_VALS, vals);
   X->failing = false;
   return false;
 }

@@ -2,7 +2,7 @@
  *
  * Errors: a kernel that detects a runtime error calls ac_rt_fail. The first
  * failure of a call wins through a compare-exchange on call->failed; the
- * winner alone then stores the site and the two values, which the launching
+ * winner alone then stores the site and the values, which the launching
  * thread reads after the launch has joined (the join orders those stores
  * before the read). Later failures, from any chunk, are dropped, so the
  * error reported is one that really happened even when chunks race.
@@ -63,7 +63,30 @@ void ac_rt_fail(rt_tctx *t, int32_t site, int64_t a, int64_t b) {
     c->site = site;
     c->a = a;
     c->b = b;
+    memset(c->more, 0, sizeof c->more);
   }
+}
+
+void ac_rt_fail_n(rt_tctx *t, int32_t site, int32_t n, const int64_t *vals) {
+  rt_call *c = t->call;
+  int32_t expected = 0;
+  if (n > RT_FAIL_VALS)
+    n = RT_FAIL_VALS;
+  if (atomic_compare_exchange_strong_explicit(&c->failed, &expected, 1, memory_order_acq_rel,
+                                              memory_order_relaxed)) {
+    c->site = site;
+    c->a = n > 0 ? vals[0] : 0;
+    c->b = n > 1 ? vals[1] : 0;
+    memset(c->more, 0, sizeof c->more);
+    for (int32_t k = 2; k < n; k++)
+      c->more[k - 2] = vals[k];
+  }
+}
+
+void rt_call_values(const rt_call *c, int64_t vals[RT_FAIL_VALS]) {
+  vals[0] = c->a;
+  vals[1] = c->b;
+  memcpy(vals + 2, c->more, sizeof c->more);
 }
 
 int32_t ac_rt_failed(rt_tctx *t) {
@@ -209,5 +232,6 @@ const rt_symbol rt_helper_symbols[] = {
     {"ac_rt_tmp_mark", (void *)(uintptr_t)ac_rt_tmp_mark},
     {"ac_rt_tmp_release", (void *)(uintptr_t)ac_rt_tmp_release},
     {"ac_rt_yield", (void *)(uintptr_t)ac_rt_yield},
+    {"ac_rt_fail_n", (void *)(uintptr_t)ac_rt_fail_n},
     {NULL, NULL},
 };
