@@ -260,6 +260,10 @@ ac_status pl_run_gpu(const pl_plan *p, rt_gpu *g, rt_gkernel *const *kernels,
  * calls on any thread; it only grows. */
 typedef struct rt_gtmp {
   _Atomic int64_t need;
+  /* A site of the plan where a thread ran short of temporary memory, plus
+   * 1 (0: none yet): where a later run that cannot allocate the memory
+   * reports it, at the operation that needed it. */
+  _Atomic int32_t site;
 } rt_gtmp;
 /* pl_run_gpu, sizing temporary memory by what *tmp knows (NULL: a fresh
  * rt_gtmp for this call) and teaching it what the call needed. A call

@@ -456,6 +456,8 @@ static bool pl_do_launch(pl_exec *X, const pl_inst *in, rt_kernel_fn const *kern
   if (site < 0 || (uint32_t)site >= X->p->nsites)
     return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': kernel k%u failed at site %d",
                       X->p->name, in->k, (int)site);
+  if (X->call.nomem) /* the interpreter's report of a failed allocation */
+    return pl_fail_at(X, AC_ERR_NOMEM, (uint32_t)site, "out of memory");
   int64_t vals[RT_FAIL_VALS];
   rt_call_values(&X->call, vals);
   return pl_fail_site(X, (uint32_t)site, RT_FAIL_VALS, vals);
@@ -649,6 +651,7 @@ ac_status pl_run_gpu_tmp(const pl_plan *p, rt_gpu *g, rt_gkernel *const *kernels
     return AC_ERR_INVALID;
   rt_gtmp mine;
   atomic_init(&mine.need, 0);
+  atomic_init(&mine.site, 0);
   if (!tmp)
     tmp = &mine;
   for (int run = 1;; run++) {

@@ -50,9 +50,11 @@
  * from its worker's arena: ac_rt_tmp_alloc. It is released in LIFO order
  * with ac_rt_tmp_mark/ac_rt_tmp_release (code generation brackets each
  * element that allocates), and everything is released when the launch ends.
- * Allocation failure or an absurd size fails the call (site gives the
- * position) and returns a pointer to a small zeroed dummy so the kernel can
- * finish without crashing (it must not use more than 64 bytes of it).
+ * An absurd size fails the call with the site's message ("array too
+ * large"), an allocation that fails with "out of memory" (AC_ERR_NOMEM) at
+ * the site's position, as the interpreter reports both; either returns a
+ * pointer to a small zeroed dummy so the kernel can finish without
+ * crashing (it must not use more than 64 bytes of it).
  */
 #ifndef ARRAYC_RUNTIME_RT_H
 #define ARRAYC_RUNTIME_RT_H
@@ -124,6 +126,8 @@ struct rt_call {
   int32_t site;               /* first failure */
   int64_t a, b;               /* its values */
   int64_t more[RT_FAIL_VALS - 2]; /* values 2.. (ac_rt_fail_n; unset ones are 0) */
+  bool nomem; /* the failure is an allocation that failed: "out of memory" at the site's
+                 position (AC_ERR_NOMEM) instead of the site's message */
 };
 /* The values of c's failure in order: a, b, then more. */
 void rt_call_values(const rt_call *c, int64_t vals[RT_FAIL_VALS]);

@@ -64,6 +64,7 @@ void ac_rt_fail(rt_tctx *t, int32_t site, int64_t a, int64_t b) {
     c->a = a;
     c->b = b;
     memset(c->more, 0, sizeof c->more);
+    c->nomem = false;
   }
 }
 
@@ -80,6 +81,7 @@ void ac_rt_fail_n(rt_tctx *t, int32_t site, int32_t n, const int64_t *vals) {
     memset(c->more, 0, sizeof c->more);
     for (int32_t k = 2; k < n; k++)
       c->more[k - 2] = vals[k];
+    c->nomem = false;
   }
 }
 
@@ -117,15 +119,27 @@ static rt_block *rt_block_new(ac_context *ctx, int64_t cap) {
   return b;
 }
 
-static void *rt_tmp_fail(rt_tctx *t, int64_t bytes, int32_t site) {
-  ac_rt_fail(t, site, bytes, 0);
+/* A failed request: too large (the site's own message, "array too large")
+ * or, with nomem, no memory for it ("out of memory" at the site's position,
+ * AC_ERR_NOMEM, as the interpreter reports a failed allocation). */
+static void *rt_tmp_fail(rt_tctx *t, int64_t bytes, int32_t site, bool nomem) {
+  rt_call *c = t->call;
+  int32_t expected = 0;
+  if (atomic_compare_exchange_strong_explicit(&c->failed, &expected, 1, memory_order_acq_rel,
+                                              memory_order_relaxed)) {
+    c->site = site;
+    c->a = bytes;
+    c->b = 0;
+    memset(c->more, 0, sizeof c->more);
+    c->nomem = nomem;
+  }
   memset(t->dummy, 0, sizeof t->dummy);
   return t->dummy;
 }
 
 void *ac_rt_tmp_alloc(rt_tctx *t, int64_t bytes, int32_t site) {
   if (bytes < 0 || bytes > RT_ARRAY_MAX_BYTES)
-    return rt_tmp_fail(t, bytes, site);
+    return rt_tmp_fail(t, bytes, site, false);
   rt_arena *a = &t->arena;
   int64_t size = (bytes + RT_ARENA_ALIGN - 1) & ~(int64_t)(RT_ARENA_ALIGN - 1);
   rt_block *cur = a->cur;
@@ -152,7 +166,7 @@ void *ac_rt_tmp_alloc(rt_tctx *t, int64_t bytes, int32_t site) {
       cap = size;
     rt_block *nb = rt_block_new(a->ctx, cap);
     if (!nb)
-      return rt_tmp_fail(t, bytes, site);
+      return rt_tmp_fail(t, bytes, site, true);
     nb->next = next ? next->next : NULL;
     if (next)
       ac_free(a->ctx, next);
