@@ -324,7 +324,7 @@ typedef struct lw_rec_kern {
   cg_var *lane_val;
   LLVMValueRef *dslot, drow;
   int64_t ddr;
-  char fmt_out[400], fmt_early[400]; /* the read errors' formats */
+  char fmt_out[640], fmt_early[640]; /* the read errors' formats */
 } lw_rec_kern;
 /* A leaf of the array inside the body: env of its CL_FUNC leaf. */
 typedef struct lw_rec_leafenv {

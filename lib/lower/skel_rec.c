@@ -71,7 +71,7 @@ typedef lw_rec_kern rc_kernel;
  * the domain" / "... before it is computed": the whole index, one value a
  * dimension), `size` bytes each. */
 static void rc_formats(const lw_rec *c, char *out, char *early, size_t size) {
-  char dims[4 * 64 + 8] = "[";
+  char dims[6 * 64 + 8] = "["; /* ", %lld" per dimension */
   for (uint32_t d = 0; d < c->n && d < 64; d++)
     strcat(dims, d ? ", %lld" : "%lld");
   strcat(dims, "]");
