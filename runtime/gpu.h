@@ -24,7 +24,8 @@
  * `ctl` is the launch's control block, in device memory:
  *   - errors: the first failing thread sets `failed` 0 -> 1 with an atomic
  *     compare-and-swap and then stores site, a, b (rt.h's site table and
- *     message values); later failures are ignored. After failing a thread
+ *     message values) and, for a message with more numbers, values 2.. in
+ *     `more` (rt_call's layout); later failures are ignored. After failing a thread
  *     carries on harmlessly. The runtime reads the block back when it next
  *     synchronises (before any host read of a device-written word and at
  *     the end of the call) and reports the failure then;
@@ -65,8 +66,9 @@
 
 typedef uint64_t rt_dptr; /* a device address (emulator: a host address); 0 = none */
 
-/* The control block (device memory, 128 bytes). Offsets are part of the
- * kernel ABI (lib/codegen/cg_gpu.c reads them). */
+/* The control block (device memory, 128 bytes and the extra values of a
+ * failure). Offsets are part of the kernel ABI (lib/codegen/cg_gpu.c reads
+ * them). */
 typedef struct rt_gctl {
   int32_t failed;         /* 0: offset 0 */
   int32_t site;           /* 4 */
@@ -77,6 +79,7 @@ typedef struct rt_gctl {
   int64_t scratch_bytes;  /* 48 */
   int64_t tmp_need;       /* 56: bytes per thread that temporary memory requests reached */
   uint8_t dummy[64];      /* 64: harmless memory after a failed tmp request */
+  int64_t more[RT_FAIL_VALS - 2]; /* 128: a failure's values 2.. (rt.h, ac_rt_fail_n) */
 } rt_gctl;
 #define RT_GCTL_FAILED 0
 #define RT_GCTL_SITE 4
@@ -87,6 +90,7 @@ typedef struct rt_gctl {
 #define RT_GCTL_SCRATCH 40
 #define RT_GCTL_TMP_NEED 56
 #define RT_GCTL_DUMMY 64
+#define RT_GCTL_MORE 128
 
 /* Words of a kernel's parameter block: the mask, then up to 63 values
  * (see the kernel signature above). */
@@ -256,6 +260,10 @@ ac_status pl_run_gpu(const pl_plan *p, rt_gpu *g, rt_gkernel *const *kernels,
  * calls on any thread; it only grows. */
 typedef struct rt_gtmp {
   _Atomic int64_t need;
+  /* A site of the plan where a thread ran short of temporary memory, plus
+   * 1 (0: none yet): where a later run that cannot allocate the memory
+   * reports it, at the operation that needed it. */
+  _Atomic int32_t site;
 } rt_gtmp;
 /* pl_run_gpu, sizing temporary memory by what *tmp knows (NULL: a fresh
  * rt_gtmp for this call) and teaching it what the call needed. A call

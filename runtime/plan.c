@@ -327,7 +327,13 @@ uint32_t pl_check(pl_plan *p, uint32_t cond, uint32_t site, uint32_t va, uint32_
     uint32_t v[2] = {va != PL_AUTO ? va : pl_x_const(p, 0), vb != PL_AUTO ? vb : pl_x_const(p, 0)};
     e2 = pl_args_push(p, 2, v);
   }
-  return pl_inst_push(p, (pl_inst){.op = PI_CHECK, .k = site, .e = cond, .e2 = e2});
+  return pl_inst_push(
+      p, (pl_inst){.op = PI_CHECK, .k = site, .e = cond, .e2 = e2, .rank = e2 == PL_AUTO ? 0 : 2});
+}
+
+uint32_t pl_check_n(pl_plan *p, uint32_t cond, uint32_t site, uint32_t n, const uint32_t *vals) {
+  uint32_t e2 = n ? pl_args_push(p, n, vals) : PL_AUTO;
+  return pl_inst_push(p, (pl_inst){.op = PI_CHECK, .k = site, .e = cond, .e2 = e2, .rank = n});
 }
 
 uint32_t pl_for(pl_plan *p, uint32_t slot, uint32_t lo, uint32_t hi) {
@@ -354,6 +360,32 @@ uint32_t pl_end(pl_plan *p) {
   return pl_inst_push(p, (pl_inst){.op = PI_END});
 }
 
+size_t pl_site_format(char *buf, size_t size, const char *fmt, uint32_t n, const int64_t *vals) {
+  size_t len = 0;
+  uint32_t k = 0;
+  for (const char *c = fmt; *c; c++) {
+    char num[24];
+    const char *piece = num;
+    if (c[0] == '%' && c[1] == '%') {
+      piece = "%";
+      c++;
+    } else if (c[0] == '%' && strncmp(c + 1, "lld", 3) == 0) {
+      snprintf(num, sizeof num, "%lld", (long long)(k < n ? vals[k] : 0));
+      k++;
+      c += 3;
+    } else {
+      num[0] = *c;
+      num[1] = 0;
+    }
+    for (; *piece; piece++, len++)
+      if (len + 1 < size)
+        buf[len] = *piece;
+  }
+  if (size)
+    buf[len < size ? len : size - 1] = 0;
+  return len;
+}
+
 /* ---- validation ---- */
 
 bool pl_site_format_ok(const char *fmt) {
@@ -364,7 +396,7 @@ bool pl_site_format_ok(const char *fmt) {
     if (s[1] == '%') {
       s++;
     } else if (strncmp(s + 1, "lld", 3) == 0) {
-      if (++convs > 2)
+      if (++convs > RT_FAIL_VALS)
         return false;
       s += 3;
     } else {
@@ -621,7 +653,7 @@ static bool pl_check_inst(const pl_plan *p, pl_fault *f, uint32_t i) {
     if (in->k >= p->nsites)
       return pl_fail(f, PP_INST, i, "site %u does not exist", in->k);
     return pl_check_expr_ref(p, f, i, in->e) &&
-           (in->e2 == PL_AUTO || pl_check_args(p, f, i, in->e2, 2));
+           (in->e2 == PL_AUTO || pl_check_args(p, f, i, in->e2, in->rank));
   case PI_WHILE:
   case PI_ELSE:
   case PI_END:
@@ -699,8 +731,8 @@ ac_status pl_validate(const pl_plan *p, pl_fault *f, uint32_t *links) {
     ok = pl_check_leaf(p, f, PP_RESULT, i, &p->results[i]);
   for (uint32_t i = 0; ok && i < p->nsites; i++)
     if (!p->sites[i].fmt || !pl_site_format_ok(p->sites[i].fmt))
-      ok = pl_fail(f, PP_SITE, i, "site %u: the message may only contain %%%% and up to two %%lld",
-                   i);
+      ok = pl_fail(f, PP_SITE, i, "site %u: the message may only contain %%%% and up to %d %%lld",
+                   i, RT_FAIL_VALS);
   ok = ok && pl_check_kernels(p, f);
   for (uint32_t i = 0; ok && i < p->ninsts; i++)
     ok = pl_check_inst(p, f, i);

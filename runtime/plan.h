@@ -40,7 +40,10 @@
  *                                         scalar: `: f32`); %3 shares %9's buffer
  *   free %9                               release the buffer in %9
  *   launch k0 n EXPR chunks EXPR          chunks `auto` = the pool's choice
- *   check EXPR site 0 (EXPR, EXPR)        fail at site 0 unless EXPR != 0
+ *   check EXPR site 0 (EXPR, EXPR)        fail at site 0 unless EXPR != 0, the
+ *                                         site's k-th %lld printing the k-th
+ *                                         value (any number of values up to
+ *                                         RT_FAIL_VALS; none: no parentheses)
  *   for %4 = EXPR to EXPR { ... }         %4 from lo while < hi, step 1
  *   while { ... }                         until a `break unless` leaves it
  *   break unless %6                       leave the innermost while if %6 == 0
@@ -148,7 +151,7 @@ typedef enum pl_iop {
   PI_FREE,    /* release the buffer whose data word is a */
   PI_LAUNCH,  /* kernel k, n = expr e, chunks = expr e2 (PL_AUTO = pool's choice),
                  GPU: at most expr e3 warps per block (PL_AUTO = no limit) */
-  PI_CHECK,   /* unless expr e != 0: fail at site k with values args[e2], args[e2+1] */
+  PI_CHECK,   /* unless expr e != 0: fail at site k with values args[e2 .. e2+rank) */
   PI_FOR,     /* word a from expr e while < expr e2; body up to the matching PI_END */
   PI_WHILE,   /* body up to the matching PI_END, repeated until a PI_BREAK_UNLESS */
   PI_BREAK_UNLESS, /* leave the innermost PI_WHILE if word a (bool) is 0 */
@@ -167,7 +170,7 @@ typedef struct pl_inst {
   uint8_t op;        /* pl_iop */
   uint8_t sc;        /* ac_scalar for ALLOC/VIEW/ASSIGN */
   uint8_t flags;     /* ALLOC: PL_ALLOC_* */
-  uint32_t rank;     /* ALLOC/VIEW/ASSIGN */
+  uint32_t rank;     /* ALLOC/VIEW/ASSIGN; CHECK: number of values */
   uint32_t a, b;     /* slots */
   uint32_t k;        /* kernel (LAUNCH), site (CHECK, ALLOC: site for its errors or PL_AUTO) */
   uint32_t e, e2;    /* expression indices, or for ALLOC/VIEW/CHECK: first index into args */
@@ -185,7 +188,7 @@ typedef struct pl_leaf {
 
 typedef struct pl_site {
   uint32_t line, col; /* 0 = unknown */
-  char *fmt;          /* printf format taking two long long values */
+  char *fmt;          /* printf format: %% and up to RT_FAIL_VALS %lld, nothing else */
 } pl_site;
 
 /* A parameter of an extern kernel: frame word `word`, passed as the device
@@ -286,6 +289,13 @@ uint32_t pl_launch(pl_plan *p, uint32_t kernel, uint32_t n, uint32_t chunks);
 uint32_t pl_launch_warps(pl_plan *p, uint32_t kernel, uint32_t n, uint32_t chunks,
                          uint32_t warps);
 uint32_t pl_check(pl_plan *p, uint32_t cond, uint32_t site, uint32_t va, uint32_t vb);
+/* A site's message: fmt (a site format) with its k-th %lld printing
+ * vals[k] (0 for k >= n), written into buf as snprintf does (truncated to
+ * size bytes with a NUL; buf may be NULL when size is 0); returns the
+ * message's length. */
+size_t pl_site_format(char *buf, size_t size, const char *fmt, uint32_t n, const int64_t *vals);
+/* A check with n values (expressions vals[0..n), n <= RT_FAIL_VALS; 0: none). */
+uint32_t pl_check_n(pl_plan *p, uint32_t cond, uint32_t site, uint32_t n, const uint32_t *vals);
 uint32_t pl_for(pl_plan *p, uint32_t slot, uint32_t lo, uint32_t hi);
 uint32_t pl_while(pl_plan *p);
 uint32_t pl_break_unless(pl_plan *p, uint32_t slot);

@@ -94,15 +94,24 @@ bool pl_fail_at(pl_exec *X, ac_status st, uint32_t site, const char *fmt, ...) {
     if (!ok)
       return false;
   }
-  char msg[256];
+  /* the whole message: one with two shapes of a high rank is long */
+  char small[256], *msg = small;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  int len = vsnprintf(small, sizeof small, fmt, ap);
   va_end(ap);
+  if (len >= (int)sizeof small && (msg = ac_alloc(X->p->ctx, (size_t)len + 1)) != NULL) {
+    va_start(ap, fmt);
+    vsnprintf(msg, (size_t)len + 1, fmt, ap);
+    va_end(ap);
+  }
   const pl_site *s = site != PL_AUTO ? &X->p->sites[site] : NULL;
-  X->err = pl_error(X->p->ctx, st, X->p->file, NULL, 0, s ? s->line : 0, s ? s->col : 0, "%s",
-                    msg);
+  X->err =
+      msg ? pl_error(X->p->ctx, st, X->p->file, NULL, 0, s ? s->line : 0, s ? s->col : 0, "%s", msg)
+          : NULL;
   X->st = X->err ? st : AC_ERR_NOMEM;
+  if (msg != small)
+    ac_free(X->p->ctx, msg);
   return false;
 }
 
@@ -116,21 +125,21 @@ bool pl_fail_err(pl_exec *X, ac_status st, ac_error *e) {
   return false;
 }
 
-/* A runtime error whose message is the site's own format with two values. */
-bool pl_fail_site(pl_exec *X, uint32_t site, int64_t a, int64_t b) {
+/* A runtime error whose message is the site's own format with its values:
+ * the k-th %lld prints vals[k] (k < n; pl_validate has checked that the
+ * format takes at most RT_FAIL_VALS of them, and nothing else but %%). */
+bool pl_fail_site(pl_exec *X, uint32_t site, uint32_t n, const int64_t *vals) {
   const pl_site *s = &X->p->sites[site];
-  ir_buf msg;
-  ir_buf_init(&msg, X->p->ctx);
-  /* pl_validate has checked that the format takes at most two %lld. */
-  ir_buf_printf(&msg, s->fmt, (long long)a, (long long)b);
-  bool oom = msg.oom;
-  if (!oom)
-    pl_fail_at(X, AC_ERR_RUNTIME, site, "%s", ir_buf_cstr(&msg));
-  ir_buf_free(&msg);
-  if (oom) {
+  size_t len = pl_site_format(NULL, 0, s->fmt, n, vals);
+  char *msg = ac_alloc(X->p->ctx, len + 1);
+  if (!msg) {
     X->err = NULL;
     X->st = AC_ERR_NOMEM;
+    return false;
   }
+  pl_site_format(msg, len + 1, s->fmt, n, vals);
+  pl_fail_at(X, AC_ERR_RUNTIME, site, "%s", msg);
+  ac_free(X->p->ctx, msg);
   return false;
 }
 
@@ -447,7 +456,11 @@ static bool pl_do_launch(pl_exec *X, const pl_inst *in, rt_kernel_fn const *kern
   if (site < 0 || (uint32_t)site >= X->p->nsites)
     return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': kernel k%u failed at site %d",
                       X->p->name, in->k, (int)site);
-  return pl_fail_site(X, (uint32_t)site, X->call.a, X->call.b);
+  if (X->call.nomem) /* the interpreter's report of a failed allocation */
+    return pl_fail_at(X, AC_ERR_NOMEM, (uint32_t)site, "out of memory");
+  int64_t vals[RT_FAIL_VALS];
+  rt_call_values(&X->call, vals);
+  return pl_fail_site(X, (uint32_t)site, RT_FAIL_VALS, vals);
 }
 
 static bool pl_bool(pl_exec *X, uint32_t w) {
@@ -487,9 +500,11 @@ static bool pl_exec_body(pl_exec *X, rt_kernel_fn const *kernels) {
       break;
     case PI_CHECK:
       if (pl_eval(X, in->e) == 0) {
-        int64_t a = in->e2 == PL_AUTO ? 0 : pl_eval(X, p->args[in->e2]);
-        int64_t b = in->e2 == PL_AUTO ? 0 : pl_eval(X, p->args[in->e2 + 1]);
-        return pl_fail_site(X, in->k, a, b);
+        int64_t vals[RT_FAIL_VALS];
+        uint32_t n = in->e2 == PL_AUTO ? 0 : in->rank;
+        for (uint32_t v = 0; v < n && v < RT_FAIL_VALS; v++)
+          vals[v] = pl_eval(X, p->args[in->e2 + v]);
+        return pl_fail_site(X, in->k, n < RT_FAIL_VALS ? n : RT_FAIL_VALS, vals);
       }
       break;
     case PI_FOR: {
@@ -636,6 +651,7 @@ ac_status pl_run_gpu_tmp(const pl_plan *p, rt_gpu *g, rt_gkernel *const *kernels
     return AC_ERR_INVALID;
   rt_gtmp mine;
   atomic_init(&mine.need, 0);
+  atomic_init(&mine.site, 0);
   if (!tmp)
     tmp = &mine;
   for (int run = 1;; run++) {

@@ -82,7 +82,8 @@ typedef struct pl_exec {
 int64_t pl_eval_expr(pl_exec *X, uint32_t e);
 /* Errors: record and return false. */
 bool pl_fail_at(pl_exec *X, ac_status st, uint32_t site, const char *fmt, ...) IR_PRINTF(4, 5);
-bool pl_fail_site(pl_exec *X, uint32_t site, int64_t a, int64_t b);
+/* A failure at `site` whose format's k-th %lld prints vals[k] (0 past n). */
+bool pl_fail_site(pl_exec *X, uint32_t site, uint32_t n, const int64_t *vals);
 /* Records error e of status st (e may be NULL: out of memory or unknown). */
 bool pl_fail_err(pl_exec *X, ac_status st, ac_error *e);
 

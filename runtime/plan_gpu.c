@@ -206,17 +206,20 @@ static bool pg_read_back(pl_exec *X, uint32_t upto) {
     X->maxpending = 0;
   }
   int32_t failed = buf->failed, site = buf->site;
-  int64_t a = buf->a, b = buf->b;
+  int64_t vals[RT_FAIL_VALS] = {buf->a, buf->b};
+  memcpy(vals + 2, buf->more, sizeof buf->more);
   if (buf->tmp_need > X->tmp_need)
     X->tmp_need = buf->tmp_need;
   ac_free(X->p->ctx, buf);
   if (!failed)
     return X->ctl_clean = true;
+  if (X->tmp && X->tmp_need > X->tmp_given && site >= 0 && (uint32_t)site < X->p->nsites)
+    atomic_store(&X->tmp->site, site + 1); /* short of temporary memory there */
   if (site < 0 || (uint32_t)site >= X->p->nsites)
     return pl_fail_at(X, AC_ERR_INTERNAL, PL_AUTO, "plan '%s': a kernel failed at site %d",
                       X->p->name, (int)site);
   X->failing = true; /* this is the kernels' failure (pl_fail_at) */
-  pl_fail_site(X, (uint32_t)site, a, b);
+  pl_fail_site(X, (uint32_t)site, RT_FAIL_VALS, vals);
   X->failing = false;
   return false;
 }
@@ -494,7 +497,14 @@ bool pl_gpu_launch(pl_exec *X, const pl_inst *in) {
     if (per > 0) {
       if (in->e2 == PL_AUTO)
         pg_tmp_grid(per, k->block != 0, &block, &grid);
-      if ((st = g->ops->alloc(g, (size_t)(grid * block * per), &tmp, &e)) != AC_OK)
+      st = g->ops->alloc(g, (size_t)(grid * block * per), &tmp, &e);
+      int32_t site = X->tmp ? atomic_load(&X->tmp->site) - 1 : -1;
+      if (st == AC_ERR_NOMEM && site >= 0) { /* at the operation that needs it, as on the CPU */
+        pl_fail_at(X, st, (uint32_t)site, "%s", e ? ac_error_message(e) : "out of device memory");
+        ac_error_destroy(e);
+        return false;
+      }
+      if (st != AC_OK)
         return pg_err(X, st, e);
       if (per > X->tmp_given)
         X->tmp_given = per;

@@ -168,7 +168,7 @@ static void pl_print_inst(ir_buf *b, const pl_plan *p, const pl_inst *in) {
     ir_buf_printf(b, " site %u", in->k);
     if (in->e2 != PL_AUTO) {
       ir_buf_puts(b, " (");
-      pl_print_exprs(b, p, in->e2, 2);
+      pl_print_exprs(b, p, in->e2, in->rank);
       ir_buf_putc(b, ')');
     }
     break;
@@ -370,7 +370,7 @@ static bool pl_inst_equal(const pl_plan *a, const pl_inst *x, const pl_plan *b, 
       return false;
     if (x->e2 == PL_AUTO || y->e2 == PL_AUTO)
       return x->e2 == y->e2;
-    return pl_args_equal(a, x->e2, b, y->e2, 2);
+    return x->rank == y->rank && pl_args_equal(a, x->e2, b, y->e2, x->rank);
   case PI_FOR:
     return x->a == y->a && pl_expr_equal(a, x->e, b, y->e, 0) &&
            pl_expr_equal(a, x->e2, b, y->e2, 0);
@@ -907,12 +907,20 @@ static bool pp_inst(pl_parser *P, bool *opens) {
     if (!pp_next(P) || !pp_expr(P, 0, &e) || !pp_expect(P, PT_IDENT, "site") ||
         !pp_site_ref(P, &k))
       return false;
-    a = b = PL_AUTO;
-    if (pp_is(P, PT_PUNCT, "(") &&
-        (!pp_next(P) || !pp_expr(P, 0, &a) || !pp_expect(P, PT_PUNCT, ",") || !pp_expr(P, 0, &b) ||
-         !pp_expect(P, PT_PUNCT, ")")))
-      return false;
-    idx = pl_check(p, e, k, a, b);
+    uint32_t vals[RT_FAIL_VALS], nv = 0;
+    if (pp_is(P, PT_PUNCT, "(")) {
+      if (!pp_next(P))
+        return false;
+      do {
+        if (nv == RT_FAIL_VALS)
+          return pp_fail(P, at, "a check takes at most %d values", RT_FAIL_VALS);
+        if (!pp_expr(P, 0, &vals[nv++]))
+          return false;
+      } while (pp_is(P, PT_PUNCT, ",") && pp_next(P));
+      if (!pp_expect(P, PT_PUNCT, ")"))
+        return false;
+    }
+    idx = pl_check_n(p, e, k, nv, vals);
   } else if (pp_is(P, PT_IDENT, "for")) {
     if (!pp_next(P) || !pp_word(P, &a) || !pp_expect(P, PT_PUNCT, "=") || !pp_expr(P, 0, &e) ||
         !pp_expect(P, PT_IDENT, "to") || !pp_expr(P, 0, &e2) || !pp_expect(P, PT_PUNCT, "{"))

@@ -35,7 +35,11 @@
  * ac_rt_fail(t, site, a, b): `site` indexes the plan's site table, which
  * holds the source position and a printf format taking the two int64
  * values a and b (in that order; a format may use none, one or both, always
- * as %lld). The first failure of a call wins; later ones are ignored. After
+ * as %lld). A message with more numbers (a slice's bounds and extent, two
+ * shapes of rank 3) is reported with ac_rt_fail_n(t, site, n, vals): the
+ * format's k-th %lld prints vals[k], up to RT_FAIL_VALS of them, so
+ * compiled code prints every number the interpreter prints. The first
+ * failure of a call wins; later ones are ignored. After
  * failing, a kernel carries on with a harmless value (it must not read or
  * write out of bounds) and may stop early; the runtime checks for a failure
  * after each launch and abandons the call with AC_ERR_RUNTIME, the message
@@ -46,9 +50,11 @@
  * from its worker's arena: ac_rt_tmp_alloc. It is released in LIFO order
  * with ac_rt_tmp_mark/ac_rt_tmp_release (code generation brackets each
  * element that allocates), and everything is released when the launch ends.
- * Allocation failure or an absurd size fails the call (site gives the
- * position) and returns a pointer to a small zeroed dummy so the kernel can
- * finish without crashing (it must not use more than 64 bytes of it).
+ * An absurd size fails the call with the site's message ("array too
+ * large"), an allocation that fails with "out of memory" (AC_ERR_NOMEM) at
+ * the site's position, as the interpreter reports both; either returns a
+ * pointer to a small zeroed dummy so the kernel can finish without
+ * crashing (it must not use more than 64 bytes of it).
  */
 #ifndef ARRAYC_RUNTIME_RT_H
 #define ARRAYC_RUNTIME_RT_H
@@ -70,6 +76,12 @@ typedef void (*rt_kernel_fn)(uint64_t *frame, int64_t chunk, int64_t lo, int64_t
  * compiled ahead of time (host objects, runtime/bundle.h) call them by
  * name: libarrayc_rt defines them for the linker and the dynamic loader. */
 AC_API void ac_rt_fail(rt_tctx *t, int32_t site, int64_t a, int64_t b);
+/* Most values one failure carries: two shapes of the largest rank
+ * (PL_MAX_RANK, plan_impl.h) and two more. */
+#define RT_FAIL_VALS 130
+/* ac_rt_fail with n values (0 <= n <= RT_FAIL_VALS; more are dropped):
+ * vals[0] and vals[1] are a and b, the rest go to rt_call.more. */
+AC_API void ac_rt_fail_n(rt_tctx *t, int32_t site, int32_t n, const int64_t *vals);
 /* Nonzero once the current call has failed (lets long loops stop early). */
 AC_API int32_t ac_rt_failed(rt_tctx *t);
 AC_API void *ac_rt_tmp_alloc(rt_tctx *t, int64_t bytes, int32_t site);
@@ -113,6 +125,11 @@ struct rt_call {
   _Atomic int32_t failed;     /* 0, or 1 once a failure is recorded */
   int32_t site;               /* first failure */
   int64_t a, b;               /* its values */
+  int64_t more[RT_FAIL_VALS - 2]; /* values 2.. (ac_rt_fail_n; unset ones are 0) */
+  bool nomem; /* the failure is an allocation that failed: "out of memory" at the site's
+                 position (AC_ERR_NOMEM) instead of the site's message */
 };
+/* The values of c's failure in order: a, b, then more. */
+void rt_call_values(const rt_call *c, int64_t vals[RT_FAIL_VALS]);
 
 #endif

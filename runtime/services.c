@@ -2,7 +2,7 @@
  *
  * Errors: a kernel that detects a runtime error calls ac_rt_fail. The first
  * failure of a call wins through a compare-exchange on call->failed; the
- * winner alone then stores the site and the two values, which the launching
+ * winner alone then stores the site and the values, which the launching
  * thread reads after the launch has joined (the join orders those stores
  * before the read). Later failures, from any chunk, are dropped, so the
  * error reported is one that really happened even when chunks race.
@@ -63,7 +63,32 @@ void ac_rt_fail(rt_tctx *t, int32_t site, int64_t a, int64_t b) {
     c->site = site;
     c->a = a;
     c->b = b;
+    memset(c->more, 0, sizeof c->more);
+    c->nomem = false;
   }
+}
+
+void ac_rt_fail_n(rt_tctx *t, int32_t site, int32_t n, const int64_t *vals) {
+  rt_call *c = t->call;
+  int32_t expected = 0;
+  if (n > RT_FAIL_VALS)
+    n = RT_FAIL_VALS;
+  if (atomic_compare_exchange_strong_explicit(&c->failed, &expected, 1, memory_order_acq_rel,
+                                              memory_order_relaxed)) {
+    c->site = site;
+    c->a = n > 0 ? vals[0] : 0;
+    c->b = n > 1 ? vals[1] : 0;
+    memset(c->more, 0, sizeof c->more);
+    for (int32_t k = 2; k < n; k++)
+      c->more[k - 2] = vals[k];
+    c->nomem = false;
+  }
+}
+
+void rt_call_values(const rt_call *c, int64_t vals[RT_FAIL_VALS]) {
+  vals[0] = c->a;
+  vals[1] = c->b;
+  memcpy(vals + 2, c->more, sizeof c->more);
 }
 
 int32_t ac_rt_failed(rt_tctx *t) {
@@ -94,15 +119,27 @@ static rt_block *rt_block_new(ac_context *ctx, int64_t cap) {
   return b;
 }
 
-static void *rt_tmp_fail(rt_tctx *t, int64_t bytes, int32_t site) {
-  ac_rt_fail(t, site, bytes, 0);
+/* A failed request: too large (the site's own message, "array too large")
+ * or, with nomem, no memory for it ("out of memory" at the site's position,
+ * AC_ERR_NOMEM, as the interpreter reports a failed allocation). */
+static void *rt_tmp_fail(rt_tctx *t, int64_t bytes, int32_t site, bool nomem) {
+  rt_call *c = t->call;
+  int32_t expected = 0;
+  if (atomic_compare_exchange_strong_explicit(&c->failed, &expected, 1, memory_order_acq_rel,
+                                              memory_order_relaxed)) {
+    c->site = site;
+    c->a = bytes;
+    c->b = 0;
+    memset(c->more, 0, sizeof c->more);
+    c->nomem = nomem;
+  }
   memset(t->dummy, 0, sizeof t->dummy);
   return t->dummy;
 }
 
 void *ac_rt_tmp_alloc(rt_tctx *t, int64_t bytes, int32_t site) {
   if (bytes < 0 || bytes > RT_ARRAY_MAX_BYTES)
-    return rt_tmp_fail(t, bytes, site);
+    return rt_tmp_fail(t, bytes, site, false);
   rt_arena *a = &t->arena;
   int64_t size = (bytes + RT_ARENA_ALIGN - 1) & ~(int64_t)(RT_ARENA_ALIGN - 1);
   rt_block *cur = a->cur;
@@ -129,7 +166,7 @@ void *ac_rt_tmp_alloc(rt_tctx *t, int64_t bytes, int32_t site) {
       cap = size;
     rt_block *nb = rt_block_new(a->ctx, cap);
     if (!nb)
-      return rt_tmp_fail(t, bytes, site);
+      return rt_tmp_fail(t, bytes, site, true);
     nb->next = next ? next->next : NULL;
     if (next)
       ac_free(a->ctx, next);
@@ -209,5 +246,6 @@ const rt_symbol rt_helper_symbols[] = {
     {"ac_rt_tmp_mark", (void *)(uintptr_t)ac_rt_tmp_mark},
     {"ac_rt_tmp_release", (void *)(uintptr_t)ac_rt_tmp_release},
     {"ac_rt_yield", (void *)(uintptr_t)ac_rt_yield},
+    {"ac_rt_fail_n", (void *)(uintptr_t)ac_rt_fail_n},
     {NULL, NULL},
 };

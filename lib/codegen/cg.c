@@ -817,10 +817,12 @@ bool cg_is_manifest(const cg_leaf *a) {
  *     nested generate's buffer) cannot clobber the inputs' elements.
  * The encoding of memory(...) is LLVM 19's MemoryEffects: two bits (1 read,
  * 2 write) per location, argmem at bit 0, inaccessiblemem at bit 2. */
-enum { CG_MEM_INACC_READ = 1u << 2, CG_MEM_INACC_RW = 3u << 2 };
+enum { CG_MEM_ARG_READ = 1u, CG_MEM_INACC_READ = 1u << 2, CG_MEM_INACC_RW = 3u << 2 };
 
 static void cg_helper_facts(cg_module *M, const char *name, LLVMValueRef fn) {
+  /* ac_rt_fail_n reads its values through its pointer argument as well */
   unsigned mem = strcmp(name, "ac_rt_fail") == 0     ? CG_MEM_INACC_RW
+                 : strcmp(name, "ac_rt_fail_n") == 0 ? CG_MEM_INACC_RW | CG_MEM_ARG_READ
                  : strcmp(name, "ac_rt_failed") == 0 ? CG_MEM_INACC_READ
                                                      : 0;
   if (mem) {
@@ -875,29 +877,53 @@ static LLVMValueRef cg_as_i64(cg_module *M, LLVMValueRef v) {
  * the loop's body, and the fold accumulators and row pointers of a
  * Smith-Waterman row went to the stack; with preserve_all the loop keeps
  * them in registers and only the failure path pays for saving them. */
+/* The preserve_all thunk `thunk` that calls runtime helper `name` (void,
+ * cold) with its n parameters of types ps. */
+static LLVMValueRef cg_cpu_fail_thunk(cg_module *M, const char *name, const char *thunk,
+                                      LLVMTypeRef *ps, unsigned n) {
+  LLVMValueRef th = LLVMGetNamedFunction(M->mod, thunk);
+  if (th)
+    return th;
+  LLVMValueRef rt = cg_helper(M, name, M->t_void, ps, n, true);
+  th = LLVMAddFunction(M->mod, thunk, LLVMFunctionType(M->t_void, ps, n, 0));
+  LLVMSetLinkage(th, LLVMInternalLinkage);
+  LLVMSetFunctionCallConv(th, LLVMPreserveAllCallConv);
+  cg_fn_attr(M, th, LLVMAttributeFunctionIndex, "nounwind");
+  cg_fn_attr(M, th, LLVMAttributeFunctionIndex, "cold");
+  cg_fn_attr(M, th, LLVMAttributeFunctionIndex, "noinline");
+  cg_helper_facts(M, name, th);
+  LLVMBuilderRef tb = LLVMCreateBuilderInContext(M->llctx);
+  LLVMPositionBuilderAtEnd(tb, LLVMAppendBasicBlockInContext(M->llctx, th, "entry"));
+  LLVMValueRef args[4];
+  for (unsigned i = 0; i < n; i++)
+    args[i] = LLVMGetParam(th, i);
+  LLVMBuildCall2(tb, LLVMGlobalGetValueType(rt), rt, args, n, "");
+  LLVMBuildRetVoid(tb);
+  LLVMDisposeBuilder(tb);
+  return th;
+}
+
 static void cg_cpu_fail(cg_fn *f, LLVMValueRef site, LLVMValueRef a, LLVMValueRef b) {
   cg_module *M = f->M;
   LLVMTypeRef ps[4] = {M->t_ptr, M->t_i32, M->t_i64, M->t_i64};
-  LLVMValueRef th = LLVMGetNamedFunction(M->mod, "arrayc.fail");
-  if (!th) {
-    LLVMValueRef rt = cg_helper(M, "ac_rt_fail", M->t_void, ps, 4, true);
-    th = LLVMAddFunction(M->mod, "arrayc.fail", LLVMFunctionType(M->t_void, ps, 4, 0));
-    LLVMSetLinkage(th, LLVMInternalLinkage);
-    LLVMSetFunctionCallConv(th, LLVMPreserveAllCallConv);
-    cg_fn_attr(M, th, LLVMAttributeFunctionIndex, "nounwind");
-    cg_fn_attr(M, th, LLVMAttributeFunctionIndex, "cold");
-    cg_fn_attr(M, th, LLVMAttributeFunctionIndex, "noinline");
-    cg_helper_facts(M, "ac_rt_fail", th);
-    LLVMBuilderRef tb = LLVMCreateBuilderInContext(M->llctx);
-    LLVMPositionBuilderAtEnd(tb, LLVMAppendBasicBlockInContext(M->llctx, th, "entry"));
-    LLVMValueRef args[4];
-    for (unsigned i = 0; i < 4; i++)
-      args[i] = LLVMGetParam(th, i);
-    LLVMBuildCall2(tb, LLVMGlobalGetValueType(rt), rt, args, 4, "");
-    LLVMBuildRetVoid(tb);
-    LLVMDisposeBuilder(tb);
-  }
+  LLVMValueRef th = cg_cpu_fail_thunk(M, "ac_rt_fail", "arrayc.fail", ps, 4);
   LLVMValueRef args[4] = {f->tctx, site, cg_as_i64(M, a), cg_as_i64(M, b)};
+  LLVMSetInstructionCallConv(cg_call(M, th, args, 4), LLVMPreserveAllCallConv);
+}
+
+/* More than two values: they are stored into an array of the entry block
+ * (written only on this cold path) for ac_rt_fail_n, through a thunk
+ * "arrayc.fail_n" of the same convention. */
+static void cg_cpu_fail_n(cg_fn *f, LLVMValueRef site, uint32_t n, const LLVMValueRef *vals) {
+  cg_module *M = f->M;
+  LLVMTypeRef ps[4] = {M->t_ptr, M->t_i32, M->t_i32, M->t_ptr};
+  LLVMValueRef th = cg_cpu_fail_thunk(M, "ac_rt_fail_n", "arrayc.fail_n", ps, 4);
+  LLVMValueRef buf = cg_alloca(f, LLVMArrayType(M->t_i64, n));
+  for (uint32_t k = 0; k < n; k++) {
+    LLVMValueRef o = cg_i64(M, k);
+    LLVMBuildStore(M->b, cg_as_i64(M, vals[k]), LLVMBuildGEP2(M->b, M->t_i64, buf, &o, 1, ""));
+  }
+  LLVMValueRef args[4] = {f->tctx, site, LLVMConstInt(M->t_i32, n, 0), buf};
   LLVMSetInstructionCallConv(cg_call(M, th, args, 4), LLVMPreserveAllCallConv);
 }
 
@@ -908,6 +934,27 @@ void cg_fail(cg_fn *f, uint32_t site, LLVMValueRef a, LLVMValueRef b) {
     return;
   }
   cg_cpu_fail(f, LLVMConstInt(M->t_i32, site, 0), a, b);
+}
+
+void cg_fail_n(cg_fn *f, uint32_t site, uint32_t n, const LLVMValueRef *vals) {
+  cg_module *M = f->M;
+  if (n > RT_FAIL_VALS) {
+    cg_error(M, AC_ERR_INTERNAL, 0, "code generation: a runtime error with %u values", n);
+    return;
+  }
+  if (n <= 2) {
+    cg_fail(f, site, n > 0 ? vals[0] : NULL, n > 1 ? vals[1] : NULL);
+    return;
+  }
+  LLVMValueRef s = LLVMConstInt(M->t_i32, site, 0);
+  if (M->target != CG_TARGET_CPU) {
+    LLVMValueRef *v = cg_new(M, n * sizeof *v);
+    for (uint32_t k = 0; k < n; k++)
+      v[k] = cg_as_i64(M, vals[k]);
+    cg_gpu_fail_n(f, s, n, v);
+    return;
+  }
+  cg_cpu_fail_n(f, s, n, vals);
 }
 
 void cg_cpu_yield(cg_fn *f) {
@@ -930,6 +977,18 @@ void cg_check(cg_fn *f, LLVMValueRef cond, uint32_t site, LLVMValueRef a, LLVMVa
   LLVMBuildCondBr(M->b, cond, ok, bad);
   LLVMPositionBuilderAtEnd(M->b, bad);
   cg_fail(f, site, a, b);
+  LLVMBuildBr(M->b, ok);
+  LLVMPositionBuilderAtEnd(M->b, ok);
+}
+
+void cg_check_n(cg_fn *f, LLVMValueRef cond, uint32_t site, uint32_t n, const LLVMValueRef *vals) {
+  cg_module *M = f->M;
+  if (LLVMIsAConstantInt(cond) && LLVMConstIntGetZExtValue(cond) != 0)
+    return;
+  LLVMBasicBlockRef bad = cg_block(f, "check.fail"), ok = cg_block(f, "check.ok");
+  LLVMBuildCondBr(M->b, cond, ok, bad);
+  LLVMPositionBuilderAtEnd(M->b, bad);
+  cg_fail_n(f, site, n, vals);
   LLVMBuildBr(M->b, ok);
   LLVMPositionBuilderAtEnd(M->b, ok);
 }

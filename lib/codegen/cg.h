@@ -323,6 +323,11 @@ bool cg_is_manifest(const cg_leaf *a);
 void cg_fail(cg_fn *f, uint32_t site, LLVMValueRef a, LLVMValueRef b);
 /* Emits: if (!cond) fail(site, a, b). Code after it runs in either case. */
 void cg_check(cg_fn *f, LLVMValueRef cond, uint32_t site, LLVMValueRef a, LLVMValueRef b);
+/* cg_fail and cg_check with n values (integers; n <= RT_FAIL_VALS), the
+ * site's k-th %lld printing vals[k]: ac_rt_fail_n on the CPU, the control
+ * block's extra values on a GPU. Up to two values, the same code as cg_fail. */
+void cg_fail_n(cg_fn *f, uint32_t site, uint32_t n, const LLVMValueRef *vals);
+void cg_check_n(cg_fn *f, LLVMValueRef cond, uint32_t site, uint32_t n, const LLVMValueRef *vals);
 /* CPU targets: gives up the processor once (ac_rt_yield), for code that
  * polls for another chunk of the same launch. */
 void cg_cpu_yield(cg_fn *f);

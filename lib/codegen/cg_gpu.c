@@ -250,9 +250,14 @@ static LLVMValueRef cg_gpu_i64(cg_module *M, LLVMValueRef v) {
 }
 
 void cg_gpu_fail(cg_fn *f, LLVMValueRef site, LLVMValueRef a, LLVMValueRef b) {
+  LLVMValueRef v[2] = {a, b};
+  cg_gpu_fail_n(f, site, 2, v);
+}
+
+void cg_gpu_fail_n(cg_fn *f, LLVMValueRef site, uint32_t n, const LLVMValueRef *vals) {
   cg_module *M = f->M;
-  a = cg_gpu_i64(M, a);
-  b = cg_gpu_i64(M, b);
+  if (n > RT_FAIL_VALS)
+    n = RT_FAIL_VALS;
   LLVMValueRef zero = LLVMConstInt(M->t_i32, 0, 0), one = LLVMConstInt(M->t_i32, 1, 0);
   LLVMValueRef r =
       LLVMBuildAtomicCmpXchg(M->b, cg_gpu_ctl(f, RT_GCTL_FAILED), zero, one,
@@ -262,8 +267,11 @@ void cg_gpu_fail(cg_fn *f, LLVMValueRef site, LLVMValueRef a, LLVMValueRef b) {
   LLVMBuildCondBr(M->b, won, rec, done);
   LLVMPositionBuilderAtEnd(M->b, rec);
   LLVMBuildStore(M->b, site, cg_gpu_ctl(f, RT_GCTL_SITE));
-  LLVMBuildStore(M->b, a, cg_gpu_ctl(f, RT_GCTL_A));
-  LLVMBuildStore(M->b, b, cg_gpu_ctl(f, RT_GCTL_B));
+  /* a and b always (a message with fewer values ignores them), then the rest */
+  for (uint32_t k = 0; k < (n > 2 ? n : 2); k++) {
+    unsigned off = k == 0 ? RT_GCTL_A : k == 1 ? RT_GCTL_B : RT_GCTL_MORE + 8 * (k - 2);
+    LLVMBuildStore(M->b, cg_gpu_i64(M, k < n ? vals[k] : NULL), cg_gpu_ctl(f, off));
+  }
   LLVMBuildBr(M->b, done);
   LLVMPositionBuilderAtEnd(M->b, done);
 }

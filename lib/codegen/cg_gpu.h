@@ -16,6 +16,9 @@
 /* Records a failure in ctl (first one wins): site is an i32 value (it may
  * be a select between sites), a and b are i64. */
 void cg_gpu_fail(cg_fn *f, LLVMValueRef site, LLVMValueRef a, LLVMValueRef b);
+/* The same with n values (i64 or narrower integers; n <= RT_FAIL_VALS):
+ * the first two in a and b, the rest in ctl->more. */
+void cg_gpu_fail_n(cg_fn *f, LLVMValueRef site, uint32_t n, const LLVMValueRef *vals);
 /* i1: ctl->failed is set (a volatile load: other threads set it). */
 LLVMValueRef cg_gpu_failed(cg_fn *f);
 /* The thread's slice of ctl->tmp (bytes: i64); a request beyond it fails at

@@ -631,9 +631,8 @@ static void ex_loop(cg_fn *f, ir_ref e, cg_val *out) {
 }
 
 /* The interpreter's interp_view check: the arrays of a tuple used as an
- * array must have one shape. Its message prints both shapes; a site takes
- * two numbers, so rank 1 matches it exactly and higher ranks name the
- * first dimension that differs. */
+ * array must have one shape. Its message prints both shapes, every extent
+ * a value of the site (cg_check_n). */
 static void ex_same_shape(cg_fn *f, const cg_val *a, const char *what, ir_ref at) {
   cg_module *M = f->M;
   if (a->n < 2)
@@ -642,21 +641,32 @@ static void ex_same_shape(cg_fn *f, const cg_val *a, const char *what, ir_ref at
     if (!a->l[i].ext || a->l[i].rank != a->l[0].rank)
       return; /* windows and rec arrays: one shape by construction */
   uint32_t rank = a->l[0].rank;
-  char fmt[160];
-  for (uint32_t i = 1; i < a->n; i++)
+  ir_buf fmt;
+  ir_buf_init(&fmt, M->ctx);
+  ir_buf_printf(&fmt, "%s%sarrays have different shapes: [", what, *what ? ": " : "");
+  for (uint32_t s = 0; s < 2; s++)
+    for (uint32_t d = 0; d < rank; d++)
+      ir_buf_puts(&fmt, d ? ", %lld" : s ? "] and [%lld" : "%lld");
+  ir_buf_putc(&fmt, ']');
+  if (fmt.oom) {
+    cg_error(M, AC_ERR_NOMEM, at, "out of memory");
+    ir_buf_free(&fmt);
+    return;
+  }
+  uint32_t site = cg_site(M, at, ir_buf_cstr(&fmt));
+  ir_buf_free(&fmt);
+  LLVMValueRef *vals = cg_new(M, 2 * (size_t)rank * sizeof *vals);
+  for (uint32_t i = 1; i < a->n; i++) {
+    LLVMValueRef eq = LLVMConstInt(M->t_i1, 1, 0);
     for (uint32_t d = 0; d < rank; d++) {
-      if (a->l[i].ext[d] == a->l[0].ext[d])
-        continue;
-      if (rank == 1)
-        snprintf(fmt, sizeof fmt, "%s%sarrays have different shapes: [%%lld] and [%%lld]", what,
-                 *what ? ": " : "");
-      else
-        snprintf(fmt, sizeof fmt,
-                 "%s%sarrays have different shapes: extent %%lld and %%lld in dimension %u", what,
-                 *what ? ": " : "", d);
-      LLVMValueRef eq = LLVMBuildICmp(M->b, LLVMIntEQ, a->l[0].ext[d], a->l[i].ext[d], "");
-      cg_check(f, eq, cg_site(M, at, fmt), a->l[0].ext[d], a->l[i].ext[d]);
+      if (a->l[i].ext[d] != a->l[0].ext[d])
+        eq = LLVMBuildAnd(M->b, eq,
+                          LLVMBuildICmp(M->b, LLVMIntEQ, a->l[0].ext[d], a->l[i].ext[d], ""), "");
+      vals[d] = a->l[0].ext[d];
+      vals[rank + d] = a->l[i].ext[d];
     }
+    cg_check_n(f, eq, site, 2 * rank, vals);
+  }
 }
 
 int cg_ref_cmp(const void *a, const void *b) {

@@ -415,14 +415,12 @@ void cg_seq_check(cg_fn *f, ir_ref at, LLVMValueRef ok, const char *tmpl, uint32
   cg_module *M = f->M;
   if (LLVMIsAConstantInt(ok) && LLVMConstIntGetZExtValue(ok))
     return;
-  /* the (at most) two run-time values that come first in vals */
-  uint32_t pick[2] = {UINT32_MAX, UINT32_MAX}, npick = 0;
-  for (uint32_t k = 0; k < n && npick < 2; k++)
-    if (!LLVMIsAConstantInt(vals[k]))
-      pick[npick++] = k;
+  /* Constants are printed into the format; every other placeholder is a
+   * %lld with its value, in the template's order (a value written twice is
+   * passed twice), so the message has all the interpreter's numbers. */
   ir_buf b;
   ir_buf_init(&b, M->ctx);
-  LLVMValueRef args[2] = {NULL, NULL};
+  LLVMValueRef *args = NULL;
   uint32_t nargs = 0;
   for (const char *p = tmpl; *p; p++) {
     if (*p == '%') {
@@ -436,28 +434,24 @@ void cg_seq_check(cg_fn *f, ir_ref at, LLVMValueRef ok, const char *tmpl, uint32
     uint32_t k = 0;
     for (p++; *p >= '0' && *p <= '9'; p++)
       k = k * 10 + (uint32_t)(*p - '0');
-    if (*p != '}' || k >= n) {
+    if (*p != '}' || k >= n || nargs == RT_FAIL_VALS) {
       cg_error(M, AC_ERR_INTERNAL, at, "bad message template \"%s\"", tmpl);
       ir_buf_free(&b);
       return;
     }
     if (LLVMIsAConstantInt(vals[k])) {
       ir_buf_printf(&b, "%lld", (long long)LLVMConstIntGetSExtValue(vals[k]));
-    } else if ((k == pick[0] || k == pick[1]) && nargs < 2) {
+    } else {
+      if (!args)
+        args = cg_new(M, RT_FAIL_VALS * sizeof *args);
       ir_buf_puts(&b, "%lld");
       args[nargs++] = vals[k];
-      if (k == pick[0]) /* a value written twice is printed once */
-        pick[0] = UINT32_MAX;
-      else
-        pick[1] = UINT32_MAX;
-    } else {
-      ir_buf_putc(&b, '?');
     }
   }
   if (b.oom)
     cg_error(M, AC_ERR_NOMEM, at, "out of memory");
   else
-    cg_check(f, ok, cg_site(M, at, ir_buf_cstr(&b)), args[0], args[1]);
+    cg_check_n(f, ok, cg_site(M, at, ir_buf_cstr(&b)), nargs, args);
   ir_buf_free(&b);
 }
 

@@ -123,10 +123,10 @@ void cg_seq_endif(cg_fn *f, LLVMBasicBlockRef after);
 LLVMValueRef cg_seq_mark(cg_fn *f, bool needed);
 void cg_seq_release(cg_fn *f, LLVMValueRef mark);
 /* Fails at `at` unless ok (i1). tmpl is the message with placeholders {k}
- * for vals[k] (i64): a constant is written into the message, the first two
- * run-time values in the ORDER OF vals (callers put the most telling ones
- * first) become the site's two values, any further one is written "?"
- * (the runtime's sites carry two values). */
+ * for vals[k] (i64): a constant is written into the message, every run-time
+ * value becomes one of the site's values (cg_check_n; a placeholder written
+ * twice passes its value twice), so the message is the interpreter's with
+ * all its numbers. At most RT_FAIL_VALS run-time placeholders. */
 void cg_seq_check(cg_fn *f, ir_ref at, LLVMValueRef ok, const char *tmpl, uint32_t n,
                   const LLVMValueRef *vals);
 /* cg_seq_check with a template built in b, which it frees. */

@@ -295,6 +295,12 @@ static LLVMValueRef gm_claim(cg_fn *f, const cg_leaf *flags, LLVMValueRef valid,
   return LLVMBuildICmp(M->b, LLVMIntEQ, LLVMBuildAnd(M->b, taken, bit, ""), zero, "fresh");
 }
 
+/* Element d of an array of i64 slots. */
+static LLVMValueRef gm_pos_slot(cg_fn *f, LLVMValueRef slots, uint32_t d) {
+  LLVMValueRef o = cg_i64(f->M, d);
+  return LLVMBuildGEP2(f->M->b, f->M->t_i64, slots, &o, 1, "");
+}
+
 /* "scatter": a pass over idx and vals; the claims are warp operations, so
  * the loop is gm_warp_begin's and the element's target passes through
  * slots from the lanes that have an element to the claim. */
@@ -312,7 +318,7 @@ static uint32_t gm_scatter_kernel(lw *L, ir_ref e, const lw_pm_scatter *s, const
   lw_load(L, f, k, flags, &fv);
   LLVMValueRef *pos = cg_new(M, s->r * sizeof *pos), ok;
   LLVMValueRef s_lin = cg_alloca(f, M->t_i64), s_ok = cg_alloca(f, M->t_i1);
-  LLVMValueRef s_p0 = cg_alloca(f, M->t_i64), s_p1 = cg_alloca(f, M->t_i64);
+  LLVMValueRef s_pos = cg_alloca(f, LLVMArrayType(M->t_i64, s->r)); /* for the message */
   lw_gloop gl;
   LLVMValueRef has;
   LLVMValueRef i = gm_warp_begin(f, &gl, &has);
@@ -324,16 +330,16 @@ static uint32_t gm_scatter_kernel(lw *L, ir_ref e, const lw_pm_scatter *s, const
     pos[d] = lw_cg_int64(f, ix.l[d].v, (ac_scalar)ix.l[d].sc);
   LLVMBuildStore(M->b, lw_pm_locate(f, e, "scatter", s->r, pos, ov.l[0].ext, &ok), s_lin);
   LLVMBuildStore(M->b, ok, s_ok);
-  LLVMBuildStore(M->b, pos[0], s_p0);
-  if (s->r > 1)
-    LLVMBuildStore(M->b, pos[1], s_p1);
+  for (uint32_t d = 0; d < s->r; d++)
+    LLVMBuildStore(M->b, pos[d], gm_pos_slot(f, s_pos, d));
   sk_endif(f, j1);
   LLVMValueRef lin = LLVMBuildLoad2(M->b, M->t_i64, s_lin, "lin");
   LLVMValueRef valid = LLVMBuildLoad2(M->b, M->t_i1, s_ok, "valid");
   LLVMValueRef fresh = gm_claim(f, &fv.l[0], valid, lin);
   LLVMBasicBlockRef j2 = sk_if(f, valid);
-  cg_check(f, fresh, sdup, LLVMBuildLoad2(M->b, M->t_i64, s_p0, ""),
-           s->r > 1 ? LLVMBuildLoad2(M->b, M->t_i64, s_p1, "") : NULL);
+  for (uint32_t d = 0; d < s->r; d++)
+    pos[d] = LLVMBuildLoad2(M->b, M->t_i64, gm_pos_slot(f, s_pos, d), "");
+  cg_check_n(f, fresh, sdup, s->r, pos);
   LLVMBasicBlockRef j3 = sk_if(f, fresh);
   lw_pm_read_lin(f, &vv, s->velem, s->q, i, e, &x);
   sk_store(f, &ov, lin, &x);

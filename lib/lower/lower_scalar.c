@@ -416,14 +416,15 @@ void lw_shape(lw *L, ir_ref e, uint32_t n, uint32_t *ext, ir_ref at, bool check)
 
 /* ---- messages ---- */
 
-/* The site for message pieces pc, or PL_AUTO when they need more than two
- * values; *va, *vb get the values (PL_AUTO when unused). */
-static uint32_t msg_site(lw *L, ir_ref at, uint32_t n, const lw_piece *pc, uint32_t *va,
-                         uint32_t *vb) {
+/* The site for message pieces pc, or PL_AUTO when they need more than
+ * RT_FAIL_VALS values; vals[0..*nv) get the values' expressions (a
+ * repeated expression counts again: the format's k-th %lld is value k). */
+static uint32_t msg_site(lw *L, ir_ref at, uint32_t n, const lw_piece *pc, uint32_t *vals,
+                         uint32_t *nv) {
   ir_buf b;
   ir_buf_init(&b, L->ctx);
-  uint32_t vals[2] = {PL_AUTO, PL_AUTO}, nv = 0;
   bool ok = true;
+  *nv = 0;
   for (uint32_t i = 0; i < n && ok; i++) {
     int64_t k;
     if (pc[i].text) {
@@ -431,10 +432,8 @@ static uint32_t msg_site(lw *L, ir_ref at, uint32_t n, const lw_piece *pc, uint3
         ir_buf_puts(&b, *s == '%' ? "%%" : (char[2]){*s, 0});
     } else if (lw_x_is_const(L, pc[i].x, &k)) {
       ir_buf_printf(&b, "%lld", (long long)k);
-    } else if (nv < 2) {
-      /* a value printed twice would need a positional format, which sites
-       * do not have: a repeated expression counts again */
-      vals[nv++] = pc[i].x;
+    } else if (*nv < RT_FAIL_VALS) {
+      vals[(*nv)++] = pc[i].x;
       ir_buf_puts(&b, "%lld");
     } else {
       ok = false;
@@ -446,8 +445,6 @@ static uint32_t msg_site(lw *L, ir_ref at, uint32_t n, const lw_piece *pc, uint3
   else if (ok)
     site = cg_site(L->M, at, ir_buf_cstr(&b));
   ir_buf_free(&b);
-  *va = vals[0];
-  *vb = vals[1];
   return site;
 }
 
@@ -456,14 +453,14 @@ void lw_check(lw *L, uint32_t cond, ir_ref at, uint32_t n, const lw_piece *pc, u
   int64_t k;
   if (lw_x_is_const(L, cond, &k) && k != 0)
     return;
-  uint32_t va, vb, site = msg_site(L, at, n, pc, &va, &vb);
+  uint32_t vals[RT_FAIL_VALS], nv, site = msg_site(L, at, n, pc, vals, &nv);
   if (site == PL_AUTO && nfb)
-    site = msg_site(L, at, nfb, fb, &va, &vb);
+    site = msg_site(L, at, nfb, fb, vals, &nv);
   if (site == PL_AUTO) {
     cg_error(L->M, AC_ERR_INTERNAL, at, "lowering: a runtime message with too many values");
     return;
   }
-  pl_check(L->p, cond, site, va, vb);
+  pl_check_n(L->p, cond, site, nv, vals);
 }
 
 void lw_check_shapes(lw *L, ir_ref at, const char *what, uint32_t n, const lw_val *vals) {

@@ -98,11 +98,10 @@ uint32_t lw_word_int(lw *L, uint32_t word, ac_scalar sc);
  * the result is allocated (lw_alloc_arrays checks too). */
 void lw_shape(lw *L, ir_ref e, uint32_t n, uint32_t *ext, ir_ref at, bool check);
 
-/* Runtime messages. A site format takes two int64 values; messages that
- * mention more numbers are written as pieces, of which the constant ones
- * are printed into the format and up to two others become the values.
- * lw_check emits `check cond` with the message `pc`, or with `fb` (which
- * must need at most two values) when `pc` needs more. */
+/* Runtime messages, written as pieces: the constant ones are printed into
+ * the site's format and every other one becomes one of its values (up to
+ * RT_FAIL_VALS, runtime/rt.h). lw_check emits `check cond` with the
+ * message `pc`, or with `fb` when `pc` needs more values than that. */
 typedef struct lw_piece {
   const char *text; /* NULL: the piece is the value of expression x */
   uint32_t x;
@@ -325,7 +324,7 @@ typedef struct lw_rec_kern {
   cg_var *lane_val;
   LLVMValueRef *dslot, drow;
   int64_t ddr;
-  char fmt_out[200], fmt_early[200]; /* the read errors' formats */
+  char fmt_out[640], fmt_early[640]; /* the read errors' formats */
 } lw_rec_kern;
 /* A leaf of the array inside the body: env of its CL_FUNC leaf. */
 typedef struct lw_rec_leafenv {

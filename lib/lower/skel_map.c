@@ -575,20 +575,12 @@ void lw_slice_bounds(lw *L, ir_ref e, const lw_val *a, uint32_t r, uint32_t *sta
     if (r > 1)
       snprintf(dim, sizeof dim, " in dimension %u", d);
     uint32_t st = start[d], sp = stop[d], ex = lw_extent(L, a, 0, d);
-    uint32_t ok = lw_x_bin(L, PX_MIN, lw_x_bin(L, PX_LE, lw_x_const(L, 0), st),
-                           lw_x_bin(L, PX_MIN, lw_x_bin(L, PX_LE, st, sp),
-                                    lw_x_bin(L, PX_LE, sp, ex)));
-    /* three numbers: the extent is left out when none of them is known */
+    uint32_t ok =
+        lw_x_bin(L, PX_MIN, lw_x_bin(L, PX_LE, lw_x_const(L, 0), st),
+                 lw_x_bin(L, PX_MIN, lw_x_bin(L, PX_LE, st, sp), lw_x_bin(L, PX_LE, sp, ex)));
     lw_piece pc[7] = {LW_TEXT("slice: bounds "), LW_VAL(st), LW_TEXT(".."), LW_VAL(sp),
                       LW_TEXT(" out of range for extent "), LW_VAL(ex), LW_TEXT(dim)};
-    lw_piece fb[5] = {LW_TEXT("slice: bounds "), LW_VAL(st), LW_TEXT(".."), LW_VAL(sp),
-                      LW_TEXT(r > 1 ? " out of range in dimension" : " out of range")};
-    char fbdim[64] = "";
-    if (r > 1) {
-      snprintf(fbdim, sizeof fbdim, " out of range%s", dim);
-      fb[4] = LW_TEXT(fbdim);
-    }
-    lw_check(L, ok, e, 7, pc, 5, fb);
+    lw_check(L, ok, e, 7, pc, 0, NULL);
     if (nd->nkids >= 4) {
       lw_piece sc[3] = {LW_TEXT("slice: stride "), LW_VAL(stride[d]),
                         LW_TEXT(" is not positive")};

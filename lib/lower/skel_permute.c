@@ -66,28 +66,41 @@ void lw_pm_read_lin(cg_fn *f, const cg_val *v, ir_type elem, uint32_t rank, LLVM
   }
 }
 
-/* As the interpreter's `locate` for writes (rank 1 exactly; higher ranks
- * name the offending coordinate and its dimension rather than the whole
- * index and shape, which would take more than a site's two values). */
+/* As the interpreter's `locate` for writes: "index 5 out of range for
+ * extent 3" (rank 1) or, from the first offending dimension on, the whole
+ * index and shape, "index (1, 5) out of range for shape [2, 3]" (its 2 *
+ * rank values; cg_check_n). */
 LLVMValueRef lw_pm_locate(cg_fn *f, ir_ref at, const char *what, uint32_t rank, LLVMValueRef *pos,
                           LLVMValueRef *ext, LLVMValueRef *ok) {
   cg_module *M = f->M;
-  char fmt[160];
+  ir_buf fmt;
+  ir_buf_init(&fmt, M->ctx);
+  if (rank == 1) {
+    ir_buf_printf(&fmt, "%s: index %%lld out of range for extent %%lld", what);
+  } else {
+    ir_buf_printf(&fmt, "%s: index (", what);
+    for (uint32_t d = 0; d < rank; d++)
+      ir_buf_puts(&fmt, d ? ", %lld" : "%lld");
+    ir_buf_puts(&fmt, ") out of range for shape [");
+    for (uint32_t d = 0; d < rank; d++)
+      ir_buf_puts(&fmt, d ? ", %lld" : "%lld");
+    ir_buf_putc(&fmt, ']');
+  }
+  LLVMValueRef *vals = cg_new(M, 2 * (size_t)rank * sizeof *vals);
   LLVMValueRef lin = cg_i64(M, 0), good = LLVMConstInt(M->t_i1, 1, 0);
   for (uint32_t d = 0; d < rank; d++) {
-    if (rank == 1)
-      snprintf(fmt, sizeof fmt, "%s: index %%lld out of range for extent %%lld", what);
-    else /* "index (.., 5) ..": begins as the interpreter's "index (1, 5) .." */
-      snprintf(fmt, sizeof fmt,
-               "%s: index (%s%%lld%s) out of range for extent %%lld in dimension %u", what,
-               d > 0 ? ".., " : "", d + 1 < rank ? ", .." : "", d);
-    LLVMValueRef in = LLVMBuildICmp(M->b, LLVMIntULT, pos[d], ext[d], "");
-    /* only the first offending dimension reports */
-    cg_check(f, LLVMBuildOr(M->b, LLVMBuildNot(M->b, good, ""), in, ""), cg_site(M, at, fmt),
-             pos[d], ext[d]);
-    good = LLVMBuildAnd(M->b, good, in, "");
+    good = LLVMBuildAnd(M->b, good, LLVMBuildICmp(M->b, LLVMIntULT, pos[d], ext[d], ""), "");
     lin = LLVMBuildAdd(M->b, LLVMBuildMul(M->b, lin, ext[d], ""), pos[d], "");
+    vals[d] = pos[d];
+    vals[rank + d] = ext[d];
   }
+  if (fmt.oom)
+    cg_error(M, AC_ERR_NOMEM, at, "out of memory");
+  else if (rank == 1)
+    cg_check(f, good, cg_site(M, at, ir_buf_cstr(&fmt)), pos[0], ext[0]);
+  else
+    cg_check_n(f, good, cg_site(M, at, ir_buf_cstr(&fmt)), 2 * rank, vals);
+  ir_buf_free(&fmt);
   *ok = good;
   return LLVMBuildSelect(M->b, good, lin, cg_i64(M, 0), "");
 }
@@ -138,12 +151,19 @@ static LLVMValueRef *pm_ext(const cg_val *ov) {
 /* ---- scatter ---- */
 
 uint32_t lw_pm_dup_site(cg_module *M, ir_ref e, uint32_t r) {
-  char fmt[160];
-  if (r == 1)
-    snprintf(fmt, sizeof fmt, "scatter: index %%lld written twice");
+  ir_buf fmt;
+  ir_buf_init(&fmt, M->ctx);
+  ir_buf_puts(&fmt, r == 1 ? "scatter: index %lld" : "scatter: index (");
+  for (uint32_t d = 0; r > 1 && d < r; d++)
+    ir_buf_puts(&fmt, d ? ", %lld" : "%lld");
+  ir_buf_puts(&fmt, r == 1 ? " written twice" : ") written twice");
+  uint32_t site = 0;
+  if (fmt.oom)
+    cg_error(M, AC_ERR_NOMEM, e, "out of memory");
   else
-    snprintf(fmt, sizeof fmt, "scatter: index (%%lld, %%lld%s) written twice", r > 2 ? ", .." : "");
-  return cg_site(M, e, fmt);
+    site = cg_site(M, e, ir_buf_cstr(&fmt));
+  ir_buf_free(&fmt);
+  return site;
 }
 
 static uint32_t pm_scatter_kernel(lw *L, ir_ref e, const lw_val *idx, const lw_val *vals,
@@ -171,7 +191,7 @@ static uint32_t pm_scatter_kernel(lw *L, ir_ref e, const lw_val *idx, const lw_v
       LLVMBuildAtomicRMW(M->b, LLVMAtomicRMWBinOpXchg, pm_elem_ptr(f, &fv.l[0], lin),
                          LLVMConstInt(M->t_i8, 1, 0), LLVMAtomicOrderingMonotonic, 0);
   LLVMValueRef fresh = LLVMBuildICmp(M->b, LLVMIntEQ, old, LLVMConstInt(M->t_i8, 0, 0), "");
-  cg_check(f, fresh, sdup, pos[0], r > 1 ? pos[1] : NULL);
+  cg_check_n(f, fresh, sdup, r, pos);
   LLVMBasicBlockRef dup = sk_if(f, fresh);
   lw_pm_read_lin(f, &vv, velem, q, i, e, &x);
   sk_store(f, &ov, lin, &x);

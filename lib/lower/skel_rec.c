@@ -68,9 +68,13 @@ typedef lw_rec_kern rc_kernel;
 /* ---- the array inside the body ---- */
 
 /* The formats of the two read errors ("rec: read of d[%lld, %lld] outside
- * the domain" / "... before it is computed"), `size` bytes each. */
+ * the domain" / "... before it is computed": the whole index, one value a
+ * dimension), `size` bytes each. */
 static void rc_formats(const lw_rec *c, char *out, char *early, size_t size) {
-  const char *dims = c->n == 1 ? "[%lld]" : c->n == 2 ? "[%lld, %lld]" : "[%lld, %lld, ..]";
+  char dims[6 * 64 + 8] = "["; /* ", %lld" per dimension */
+  for (uint32_t d = 0; d < c->n && d < 64; d++)
+    strcat(dims, d ? ", %lld" : "%lld");
+  strcat(dims, "]");
   snprintf(out, size, "rec: read of %s%s outside the domain", c->name, dims);
   snprintf(early, size, "rec: read of %s%s before it is computed", c->name, dims);
 }
@@ -106,15 +110,14 @@ LLVMValueRef lw_rec_read(cg_fn *f, const lw_rec_kern *k, LLVMValueRef *idx, ir_r
     if (c->a[d] && !ordered)
       key = LLVMBuildAdd(M->b, key, LLVMBuildMul(M->b, cg_i64(M, c->a[d]), kd[d], ""), "");
   }
-  LLVMValueRef v0 = idx[0], v1 = c->n > 1 ? idx[1] : NULL;
-  cg_check(f, inside, cg_site(M, at, k->fmt_out), v0, v1);
+  cg_check_n(f, inside, cg_site(M, at, k->fmt_out), c->n, idx);
   if (ordered)
     return inside;
   /* when !ok exactly one fails: "outside" when outside, else "before" */
   LLVMValueRef t = LLVMBuildLoad2(M->b, M->t_i64, k->tcur, "");
   LLVMValueRef ok = LLVMBuildAnd(M->b, inside, LLVMBuildICmp(M->b, LLVMIntSLT, key, t, ""), "");
-  cg_check(f, LLVMBuildOr(M->b, ok, LLVMBuildNot(M->b, inside, ""), ""),
-           cg_site(M, at, k->fmt_early), v0, v1);
+  cg_check_n(f, LLVMBuildOr(M->b, ok, LLVMBuildNot(M->b, inside, ""), ""),
+             cg_site(M, at, k->fmt_early), c->n, idx);
   return ok;
 }
 

@@ -184,7 +184,7 @@ static char nm_kind(const char *path, const char *sym) {
  * the helpers; the runtime library that loads objects will). */
 static const char shim_src[] =
     "#include <stdint.h>\n"
-    "void *acx_helpers[6];\n"
+    "void *acx_helpers[7];\n"
     "void ac_rt_fail(void *t, int32_t s, int64_t a, int64_t b) {\n"
     "  ((void (*)(void *, int32_t, int64_t, int64_t))acx_helpers[0])(t, s, a, b);\n"
     "}\n"
@@ -196,9 +196,13 @@ static const char shim_src[] =
     "void ac_rt_tmp_release(void *t, int64_t m) {\n"
     "  ((void (*)(void *, int64_t))acx_helpers[4])(t, m);\n"
     "}\n"
-    "void ac_rt_yield(void) { ((void (*)(void))acx_helpers[5])(); }\n";
+    "void ac_rt_yield(void) { ((void (*)(void))acx_helpers[5])(); }\n"
+    "void ac_rt_fail_n(void *t, int32_t s, int32_t n, const int64_t *v) {\n"
+    "  ((void (*)(void *, int32_t, int32_t, const int64_t *))acx_helpers[6])(t, s, n, v);\n"
+    "}\n";
 static const char *const shim_names[] = {"ac_rt_fail",     "ac_rt_failed",      "ac_rt_tmp_alloc",
-                                         "ac_rt_tmp_mark", "ac_rt_tmp_release", "ac_rt_yield"};
+                                         "ac_rt_tmp_mark", "ac_rt_tmp_release", "ac_rt_yield",
+                                         "ac_rt_fail_n"};
 
 /* Kernel addresses of plan p from the loaded library h (NULL on failure). */
 static rt_kernel_fn *kernels_of(void *h, const pl_plan *p) {
@@ -218,7 +222,7 @@ static void run_loaded(ac_context *ctx, void *h, const api_aot_out *out) {
   CHECK(helpers != NULL);
   if (!helpers)
     return;
-  for (size_t i = 0; i < 6; i++) {
+  for (size_t i = 0; i < 7; i++) {
     helpers[i] = NULL;
     for (size_t t = 0; rt_helper_symbols[t].name; t++)
       if (strcmp(rt_helper_symbols[t].name, shim_names[i]) == 0)
@@ -227,7 +231,7 @@ static void run_loaded(ac_context *ctx, void *h, const api_aot_out *out) {
   }
   for (size_t t = 0; rt_helper_symbols[t].name; t++) {
     bool known = false;
-    for (size_t i = 0; i < 6; i++)
+    for (size_t i = 0; i < 7; i++)
       known |= strcmp(rt_helper_symbols[t].name, shim_names[i]) == 0;
     if (!known)
       fprintf(stderr, "  the test's forwarders lack %s\n", rt_helper_symbols[t].name);

@@ -448,7 +448,9 @@ static bool prog_check(prog *p, const ac_datum *args) {
     uint32_t line = 0, col = 0;
     if (atomic_load(&call.failed) && (uint32_t)call.site < p->plan->nsites) {
       const pl_site *s = &p->plan->sites[call.site];
-      snprintf(msg, sizeof msg, s->fmt, (long long)call.a, (long long)call.b);
+      int64_t vals[RT_FAIL_VALS];
+      rt_call_values(&call, vals);
+      pl_site_format(msg, sizeof msg, s->fmt, RT_FAIL_VALS, vals);
       line = s->line;
       col = s->col;
     }

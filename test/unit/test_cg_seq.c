@@ -264,7 +264,9 @@ static const char *seq_run(seq_k *s, const char *args) {
     char msg[512] = "?";
     const pl_site *site = (uint32_t)call.site < s->plan->nsites ? &s->plan->sites[call.site] : NULL;
     if (site) {
-      snprintf(msg, sizeof msg, site->fmt, (long long)call.a, (long long)call.b);
+      int64_t vals[RT_FAIL_VALS];
+      rt_call_values(&call, vals);
+      pl_site_format(msg, sizeof msg, site->fmt, RT_FAIL_VALS, vals);
       if (site->line)
         snprintf((char *)b.s, 64, "%u:%u: ", site->line, site->col);
       b.n = strlen(b.s);

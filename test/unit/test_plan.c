@@ -179,6 +179,30 @@ UNIT_TEST(saxpy_runs_on_the_pool) {
   ac_context_destroy(ctx);
 }
 
+/* A check with more than two values (pl_check_n): the message prints every
+ * one, in order, and a value used twice is passed twice. */
+UNIT_TEST(check_with_many_values) {
+  ac_context *ctx = ac_context_create();
+  pl_plan *p = pl_create(ctx, "many", "test.ac");
+  uint32_t x = pl_slots(p, 2);
+  pl_param(p, x, AC_F32, 1);
+  uint32_t s = pl_site_add(p, 2, 5, "bounds %lld..%lld out of range for extent %lld (%lld%%)");
+  uint32_t n = pl_x_word(p, x + 1);
+  uint32_t vals[4] = {pl_x_const(p, -1), pl_x_bin(p, PX_ADD, n, pl_x_const(p, 2)), n, n};
+  pl_check_n(p, pl_x_bin(p, PX_LT, n, pl_x_const(p, 3)), s, 4, vals);
+  finish(p);
+  int64_t m = 4;
+  ac_array *a = ac_array_create(ctx, AC_F32, 1, &m, NULL, NULL);
+  ac_datum arg = arr_datum(a);
+  ac_error *err = NULL;
+  ac_status st = pl_run(p, NULL, NULL, &arg, 1, NULL, 0, &err);
+  check_error(st, err, AC_ERR_RUNTIME,
+              "test.ac:2:5: error: bounds -1..6 out of range for extent 4 (4%)");
+  ac_array_release(a);
+  pl_destroy(p);
+  ac_context_destroy(ctx);
+}
+
 /* ---- per-chunk partial sums ---- */
 
 /* x %0 %1, c %2, partial %3 %4, s %5 */
@@ -826,11 +850,17 @@ UNIT_TEST(finish_rejects_malformed_plans) {
 
   p = pl_create(ctx, "m", NULL);
   pl_site_add(p, 1, 1, "bad %s");
-  expect_finish_error(p, "(site 0): site 0: the message may only contain %% and up to two %lld");
+  expect_finish_error(p, "(site 0): site 0: the message may only contain %% and up to 130 %lld");
 
   p = pl_create(ctx, "m", NULL);
-  pl_site_add(p, 1, 1, "%lld %lld %lld");
-  expect_finish_error(p, "up to two %lld");
+  {
+    /* one more value than a failure carries (RT_FAIL_VALS) */
+    char fmt[4 * (RT_FAIL_VALS + 1) + 1] = "";
+    for (int i = 0; i <= RT_FAIL_VALS; i++)
+      strcat(fmt, "%lld");
+    pl_site_add(p, 1, 1, fmt);
+  }
+  expect_finish_error(p, "up to 130 %lld");
 
   p = pl_create(ctx, "m", NULL);
   pl_kernel_use(p, 0, 0);
@@ -902,12 +932,14 @@ static const char golden[] =
     "result %12 : bool\n"
     "site 0 at 3:7 \"map: arrays have different shapes: %lld and %lld\"\n"
     "site 1 at 0:0 \"tab\\there \\\"quoted\\\" back\\\\slash\\nnl \\x01\\xc3\\xa9 100%%\"\n"
+    "site 2 at 4:1 \"slice: bounds %lld..%lld out of range for extent %lld\"\n"
     "kernel k0 map \"f_k0\" grain 4096 uses %0 %1 %9\n"
     "kernel k1 fold.partial \"f k1\" grain 1 uses\n"
     "body {\n"
     "  set %3 = ((%1 + -1) * 2)\n"
     "  check (%1 == %1) site 0 (%1, -9223372036854775808)\n"
     "  check (%2 != 0) site 1\n"
+    "  check (%1 < 3) site 2 (0, %1, 3)\n"
     "  alloc %9 : f32[,] = [%1, max(%2, 0)] site 0\n"
     "  alloc %13 : i64[] = [chunks(%1, 4096)]\n"
     "  view %15 : f32[] = %9 [(%10 * %11)]\n"
@@ -940,6 +972,7 @@ static pl_plan *golden_plan(ac_context *ctx) {
   pl_result(p, 12, AC_BOOL, 0);
   pl_site_add(p, 3, 7, "map: arrays have different shapes: %lld and %lld");
   pl_site_add(p, 0, 0, "tab\there \"quoted\" back\\slash\nnl \x01\xc3\xa9 100%%");
+  pl_site_add(p, 4, 1, "slice: bounds %lld..%lld out of range for extent %lld");
   pl_kernel_add(p, "map", "f_k0", 4096);
   pl_kernel_add(p, "fold.partial", "f k1", 1);
   pl_kernel_use(p, 0, 9);
@@ -949,6 +982,8 @@ static pl_plan *golden_plan(ac_context *ctx) {
   pl_set(p, 3, pl_x_bin(p, PX_MUL, pl_x_bin(p, PX_ADD, w1, pl_x_const(p, -1)), pl_x_const(p, 2)));
   pl_check(p, pl_x_bin(p, PX_EQ, w1, w1), 0, w1, pl_x_const(p, INT64_MIN));
   pl_check(p, pl_x_bin(p, PX_NE, pl_x_word(p, 2), pl_x_const(p, 0)), 1, PL_AUTO, PL_AUTO);
+  uint32_t three[3] = {pl_x_const(p, 0), w1, pl_x_const(p, 3)};
+  pl_check_n(p, pl_x_bin(p, PX_LT, w1, pl_x_const(p, 3)), 2, 3, three);
   uint32_t ext[2] = {w1, pl_x_bin(p, PX_MAX, pl_x_word(p, 2), pl_x_const(p, 0))};
   pl_alloc(p, 9, AC_F32, 2, ext, 0);
   uint32_t c = pl_x_bin(p, PX_CHUNKS, w1, pl_x_const(p, 4096));
@@ -1285,9 +1320,10 @@ static const bad_text bad_texts[] = {
     {HDR "param %0 : f32[,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,]",
      "t.plan:3:15: error: rank larger than 64"},
     {HDR "param %0 i32", "t.plan:3:10: error: expected ':', found 'i32'"},
-    {HDR "site 1 at 0:0 \"x\"", "t.plan:3:6: error: sites must be numbered in order: expected site 0"},
+    {HDR "site 1 at 0:0 \"x\"",
+     "t.plan:3:6: error: sites must be numbered in order: expected site 0"},
     {HDR "site 0 at 0:0 \"%s\"\nbody {\n}",
-     "t.plan:3:1: error: site 0: the message may only contain %% and up to two %lld"},
+     "t.plan:3:1: error: site 0: the message may only contain %% and up to 130 %lld"},
     {HDR "site 0 at 0:0 \"abc", "t.plan:3:15: error: unterminated string"},
     {HDR "site 0 at 0:0 \"a\\qb\"", "t.plan:3:17: error: unknown escape sequence in a string"},
     {HDR "site 0 at 0:0 \"a\\x4\"", "t.plan:3:17: error: \\x needs two hexadecimal digits"},
@@ -1304,15 +1340,15 @@ static const bad_text bad_texts[] = {
      "t.plan:3:25: error: a grain must be between 1 and 9223372036854775807"},
     {HDR "kernel k0 map \"f\" grain 1 uses %2 %1",
      "t.plan:3:35: error: kernel uses must be ascending and distinct"},
-    {HDR "kernel k0 map \"\" grain 1 uses\nbody {\n}", "t.plan:3:1: error: kernel k0 has no symbol"},
-    {HDR "frob", "t.plan:3:1: error: expected 'param', 'result', 'site', 'kernel' or 'body', found 'frob'"},
-    {HDR "body {\n  launch k0 n 1 chunks auto\n}",
-     "t.plan:4:10: error: kernel k0 is not defined"},
+    {HDR "kernel k0 map \"\" grain 1 uses\nbody {\n}",
+     "t.plan:3:1: error: kernel k0 has no symbol"},
+    {HDR "frob",
+     "t.plan:3:1: error: expected 'param', 'result', 'site', 'kernel' or 'body', found 'frob'"},
+    {HDR "body {\n  launch k0 n 1 chunks auto\n}", "t.plan:4:10: error: kernel k0 is not defined"},
     {HDR "body {\n  check 1 site 0\n}", "t.plan:4:16: error: site 0 is not defined"},
     {HDR S0 "body {\n  alloc %0 : f32[] = [1] site 3\n}",
      "t.plan:5:31: error: site 3 is not defined"},
-    {HDR "body {\n  break unless %0\n}",
-     "t.plan:4:3: error: 'break unless' outside a while loop"},
+    {HDR "body {\n  break unless %0\n}", "t.plan:4:3: error: 'break unless' outside a while loop"},
     {HDR "body {\n  while {\n  } else {\n  }\n}",
      "t.plan:5:3: error: 'else' without an 'if' block"},
     {HDR "body {\n  if %0 {\n  }\n", "t.plan:6:1: error: expected '}', found end of input"},
@@ -1461,7 +1497,7 @@ UNIT_TEST(mutated_texts_never_crash_the_parser) {
   mutation_sweep(golden_extern);
 }
 
-UNIT_MAIN(saxpy_runs_on_the_pool, partial_sums_use_the_chunk_index,
+UNIT_MAIN(saxpy_runs_on_the_pool, check_with_many_values, partial_sums_use_the_chunk_index,
           for_loop_with_assign_does_not_leak, while_break_and_for_bodies,
           if_else_follow_the_bool_byte, views_and_result_hand_out,
           views_must_stay_inside_their_array, checks_fail_with_the_site_message,

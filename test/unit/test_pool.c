@@ -446,16 +446,18 @@ UNIT_TEST(arena_refuses_absurd_sizes) {
 }
 
 UNIT_TEST(helper_symbols_name_the_services) {
-  static const char *const names[] = {"ac_rt_fail",        "ac_rt_failed", "ac_rt_tmp_alloc",
-                                      "ac_rt_tmp_mark",    "ac_rt_tmp_release", "ac_rt_yield"};
+  static const char *const names[] = {"ac_rt_fail",     "ac_rt_failed",      "ac_rt_tmp_alloc",
+                                      "ac_rt_tmp_mark", "ac_rt_tmp_release", "ac_rt_yield",
+                                      "ac_rt_fail_n"};
   size_t n = 0;
   for (; rt_helper_symbols[n].name; n++) {
-    CHECK(n < 6);
-    if (n < 6)
+    CHECK(n < 7);
+    if (n < 7)
       CHECK_STR(rt_helper_symbols[n].name, names[n]);
     CHECK(rt_helper_symbols[n].addr != NULL);
   }
-  CHECK_EQ_INT(n, 6);
+  CHECK_EQ_INT(n, 7);
+  CHECK(rt_helper_symbols[6].addr == (void *)(uintptr_t)ac_rt_fail_n);
   CHECK(rt_helper_symbols[5].addr == (void *)(uintptr_t)ac_rt_yield);
   CHECK(rt_helper_symbols[0].addr == (void *)(uintptr_t)ac_rt_fail);
   CHECK(rt_helper_symbols[2].addr == (void *)(uintptr_t)ac_rt_tmp_alloc);
