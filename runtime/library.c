@@ -421,6 +421,24 @@ static ac_error *fn_relocate(const ac_function *f, const ac_error *e) {
 
 static const rt_fn_hooks lib_hooks = {NULL, fn_relocate, NULL, fn_release};
 
+/* The bundle's declared parameters into f (runtime/function.h). */
+static bool copy_params(ac_function *f, const rt_bundle_fn *bf) {
+  f->params = ac_alloc(f->ctx, (bf->nparams ? bf->nparams : 1) * sizeof *f->params);
+  if (!f->params)
+    return false;
+  memset(f->params, 0, (bf->nparams ? bf->nparams : 1) * sizeof *f->params);
+  f->nparams = bf->nparams;
+  for (uint32_t i = 0; i < bf->nparams; i++) {
+    rt_param *p = &f->params[i];
+    p->first = bf->params[i].first;
+    p->nleaves = bf->params[i].nleaves;
+    if (!(p->name = ac_strdup(f->ctx, bf->params[i].name)) ||
+        !(p->type = ac_strdup(f->ctx, bf->params[i].type)))
+      return false;
+  }
+  return true;
+}
+
 static bool copy_leaves(ac_context *ctx, rt_leaf *dst, const rt_leaf *src, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
     dst[i].type = src[i].type;
@@ -452,7 +470,8 @@ ac_status ac_library_function(ac_library *lib, const char *name, ac_function **o
   if (!f)
     return ir_report(err, NULL, AC_ERR_NOMEM);
   if (!(f->name = ac_strdup(ctx, name)) || !copy_leaves(ctx, f->args, bf->args, bf->nargs) ||
-      !copy_leaves(ctx, f->res, bf->res, bf->nres)) {
+      !copy_leaves(ctx, f->res, bf->res, bf->nres) || !copy_params(f, bf) ||
+      !(f->result_type = ac_strdup(ctx, bf->result_type))) {
     ac_function_destroy(f);
     return ir_report(err, NULL, AC_ERR_NOMEM);
   }

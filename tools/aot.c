@@ -106,6 +106,9 @@ static bool make_bundle(aot_run *R, pl_plan *const *plans, size_t n, char **text
     fns[i].name = f->name;
     fns[i].nargs = (uint32_t)f->nargs;
     fns[i].nres = (uint32_t)f->nres;
+    fns[i].nparams = (uint32_t)f->nparams;
+    fns[i].params = f->params;
+    fns[i].result_type = f->result_type;
     fns[i].args = f->args;
     fns[i].res = f->res;
     fns[i].plan = plans[i];
