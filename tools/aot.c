@@ -401,6 +401,11 @@ static char *make_header(aot_run *R, const api_aot_out *out, const char *code_pa
                     "#define %s_ARRAYC_BUNDLE_HASH 0x%016llxull\n",
                   U, rt_build_id(), U,
                   (unsigned long long)rt_bundle_hash(R->bundle, R->bundle_len));
+  ir_buf_printf(&b,
+                "/* The target this header is for: its _open refuses code for the other\n"
+                " * one (docs/runtime.md, \"Ahead of time\"). */\n"
+                "#define %s_ARRAYC_TARGET \"%s\"\n",
+                U, o->gpu ? "gpu" : "cpu");
   ir_buf_printf(&b, "/* Where arrayc wrote the code file (%s_open's default). */\n"
                     "#define %s_DEFAULT_PATH \"",
                 P, U);
@@ -414,6 +419,16 @@ static char *make_header(aot_run *R, const api_aot_out *out, const char *code_pa
                     "%s_lib;\n",
                 P, R->nfns ? R->nfns : 1, P);
   bool linked = !o->gpu && !o->shared;
+  if (o->gpu)
+    ir_buf_printf(&b,
+                  "\n/* A host object of prefix %s linked into the program (what arrayc\n"
+                  " * --target=cpu writes) is CPU code that goes with its own header, not\n"
+                  " * this one: %s_open refuses to run with one linked. */\n"
+                  "#if defined(__GNUC__)\n"
+                  "extern const char %s_arrayc_bundle[] __attribute__((weak));\n"
+                  "#define %s_ARRAYC_LINKED_BUNDLE %s_arrayc_bundle\n"
+                  "#else\n#define %s_ARRAYC_LINKED_BUNDLE ((const char *)0)\n#endif\n",
+                  P, P, P, U, P, U);
   if (linked) {
     ir_buf_printf(&b, "\n/* In %s. */\nextern const char %s_arrayc_bundle[];\n"
                       "extern const int64_t %s_arrayc_bundle_size;\n",
@@ -460,13 +475,20 @@ static char *make_header(aot_run *R, const api_aot_out *out, const char *code_pa
                   P, P, nk);
   } else {
     ir_buf_printf(&b, "  d.path = path ? path : %s_DEFAULT_PATH;\n  d.prefix = \"%s\";\n", U, P);
+    if (o->gpu)
+      ir_buf_printf(&b,
+                    "  d.bundle = %s_ARRAYC_LINKED_BUNDLE; /* NULL unless a host object is "
+                    "linked */\n",
+                    U);
   }
-  ir_buf_printf(&b, "  d.expect_hash = %s_ARRAYC_BUNDLE_HASH;\n"
-                    "  ac_status st = ac_library_load(ctx, &d, sizeof d, &lib->lib, err);\n"
-                    "  for (size_t i = 0; st == AC_OK && names[i]; i++)\n"
-                    "    st = ac_library_function(lib->lib, names[i], &lib->fn[i], err);\n"
-                    "  if (st != AC_OK)\n    %s_close(lib);\n  return st;\n}\n",
-                U, P);
+  ir_buf_printf(&b,
+                "  d.expect_hash = %s_ARRAYC_BUNDLE_HASH;\n"
+                "  d.expect_backend = %s;\n"
+                "  ac_status st = ac_library_load(ctx, &d, sizeof d, &lib->lib, err);\n"
+                "  for (size_t i = 0; st == AC_OK && names[i]; i++)\n"
+                "    st = ac_library_function(lib->lib, names[i], &lib->fn[i], err);\n"
+                "  if (st != AC_OK)\n    %s_close(lib);\n  return st;\n}\n",
+                U, o->gpu ? "AC_BACKEND_GPU" : "AC_BACKEND_CPU", P);
   for (size_t i = 0; i < R->nfns; i++)
     header_function(R, &b, i, P);
   ir_buf_printf(&b, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* ARRAYC_AOT_%s_H */\n", U);
