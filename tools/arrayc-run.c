@@ -2,7 +2,7 @@
  *
  *   arrayc-run [--backend=auto|interp|cpu|gpu|simt-emu] FILE.ac --fn NAME [ARG ...]
  *              [-o OUT.npy ...] [--repeat N] [--stats] [--profile]
- *              [-O0..-O3 | --passes=LIST] [--load LIB.so ...]
+ *              [-O0..-O3 | --passes=LIST] [--load LIB.so ...] [--cast]
  *
  * This is how the end-to-end tests and benchmarks run programs without a C
  * driver of their own: the module is parsed and verified, the function is
@@ -28,6 +28,10 @@
  * minimum, bank conflicts, active lanes (docs/runtime.md, "Profiling").
  *
  * ARG is a literal typed by the parameter (see tools/args.c) or @FILE.npy.
+ * Types must match exactly unless --cast is given: then a .npy file of
+ * another numeric dtype, or a literal with another type's suffix, is
+ * converted value by value where that is safe (args.h, val_castable), and
+ * a value that does not convert is an error naming the argument.
  * Errors are reported before anything runs and name the argument and the
  * function's signature, which is taken from the module's canonical text (the
  * public API describes only the flattened leaves, but users think in
@@ -58,7 +62,8 @@ static void usage(FILE *f) {
              "  flattened parameter leaf and prints each result leaf on its own line.\n"
              "arguments:\n"
              "  ARG             a literal typed by its parameter: 2.5, -3, 7u32, true, inf,\n"
-             "                  [1, 2, 3], [[1, 2], [3, 4]], [] ; or @PATH.npy\n"
+             "                  [1, 2, 3], [[1, 2], [3, 4]], [] ; or @PATH.npy, whose dtype\n"
+             "                  and number of dimensions must match the parameter's\n"
              "options:\n"
              "  --backend=NAME  interp (the reference), cpu, gpu, simt-emu or auto (the\n"
              "                  GPU when one is present, else the CPU); the default is\n"
@@ -74,6 +79,11 @@ static void usage(FILE *f) {
              "  --profile       with --backend=simt-emu: count each kernel's memory requests,\n"
              "                  sectors, bytes, bank conflicts and active lanes, and print a\n"
              "                  'profile: KERNEL ...' line per kernel to stderr after the results\n"
+             "  --cast          convert .npy arguments of another dtype and suffixed literals\n"
+             "                  of another type to the parameter's type: integer to integer\n"
+             "                  or float, f32 to f64, f64 to f32; each value must fit (and an\n"
+             "                  integer be exact in a float), else an error; never to or from\n"
+             "                  bool, never float to integer\n"
              "  --load LIB.so   load a shared library first (RTLD_GLOBAL), so that its\n"
              "                  functions implement the program's extern fn and extern\n"
              "                  kernel declarations (may be repeated)\n"
@@ -99,6 +109,7 @@ typedef struct options {
   bool stats;
   bool profile;
   bool quiet; /* -w */
+  bool cast;  /* --cast: convert arguments of another type where safe */
   const char *passes; /* NULL: each backend's default */
 } options;
 
@@ -109,13 +120,18 @@ static bool is_negative_literal(const char *a) {
                          strncmp(a + 1, "nan", 3) == 0);
 }
 
-enum { OPT_BACKEND, OPT_FN, OPT_REPEAT, OPT_OUT, OPT_LOAD, OPT_STATS, OPT_PROFILE };
+enum { OPT_BACKEND, OPT_FN, OPT_REPEAT, OPT_OUT, OPT_LOAD, OPT_STATS, OPT_PROFILE, OPT_CAST };
 
 static const tool_opt run_opts[] = {
-    {"--backend", OPT_BACKEND, TOOL_VALUE}, {"--fn", OPT_FN, TOOL_VALUE},
-    {"--repeat", OPT_REPEAT, TOOL_VALUE},   {"-o", OPT_OUT, TOOL_VALUE},
-    {"--load", OPT_LOAD, TOOL_VALUE},       {"--stats", OPT_STATS, TOOL_FLAG},
-    {"--profile", OPT_PROFILE, TOOL_FLAG},  TOOL_COMPILE_OPTS,
+    {"--backend", OPT_BACKEND, TOOL_VALUE},
+    {"--fn", OPT_FN, TOOL_VALUE},
+    {"--repeat", OPT_REPEAT, TOOL_VALUE},
+    {"-o", OPT_OUT, TOOL_VALUE},
+    {"--load", OPT_LOAD, TOOL_VALUE},
+    {"--stats", OPT_STATS, TOOL_FLAG},
+    {"--profile", OPT_PROFILE, TOOL_FLAG},
+    {"--cast", OPT_CAST, TOOL_FLAG},
+    TOOL_COMPILE_OPTS,
 };
 
 /* Returns 0 to go on, otherwise the exit status (-1: --help or
@@ -152,6 +168,9 @@ static int parse_options(int argc, char **argv, options *o) {
       break;
     case OPT_PROFILE:
       o->profile = true;
+      break;
+    case OPT_CAST:
+      o->cast = true;
       break;
     case OPT_OUT:
       o->outs[o->nouts++] = val;
@@ -390,7 +409,7 @@ static void print_leaves(FILE *out, const ac_function *f, const signature *g) {
 /* ---- arguments ---- */
 
 static bool convert_arg(ac_context *ctx, const ac_function *f, const signature *g, size_t i,
-                        const char *text, ac_datum *out) {
+                        const char *text, bool cast, ac_datum *out) {
   ac_scalar t;
   unsigned r;
   ac_function_arg_info(f, i, &t, &r);
@@ -402,13 +421,13 @@ static bool convert_arg(ac_context *ctx, const ac_function *f, const signature *
     char *buf = tool_read_file(PROG, text + 1, &len);
     if (!buf)
       return false;
-    ok = val_from_npy(ctx, (const unsigned char *)buf, len, t, r, out, msg, sizeof msg);
+    ok = val_from_npy(ctx, (const unsigned char *)buf, len, t, r, cast, out, msg, sizeof msg);
     free(buf);
     if (!ok)
       fprintf(stderr, PROG ": %s: %s: %s\n", who, text + 1, msg);
     return ok;
   }
-  ok = val_parse_literal(ctx, text, t, r, out, msg, sizeof msg);
+  ok = val_parse_literal(ctx, text, t, r, cast, out, msg, sizeof msg);
   if (!ok)
     fprintf(stderr, PROG ": %s: %s\n", who, msg);
   return ok;
@@ -619,7 +638,7 @@ static int run_function(ac_context *ctx, ac_module *m, const options *o) {
     rc = 1;
   }
   for (; rc == 0 && made < nargs; made++)
-    if (!convert_arg(ctx, f, &g, made, o->args[made], &args[made]))
+    if (!convert_arg(ctx, f, &g, made, o->args[made], o->cast, &args[made]))
       rc = 1;
   if (rc == 0)
     rc = call_and_report(ctx, f, o, args, nargs, compile_ms);
