@@ -71,6 +71,16 @@ ac_status rt_bundle_print(ac_context *ctx, const rt_bundle *bd, char **out, size
     ir_buf_puts(&b, "function ");
     pl_print_quoted(&b, f->name);
     ir_buf_putc(&b, '\n');
+    for (uint32_t k = 0; k < f->nparams; k++) {
+      ir_buf_puts(&b, "param ");
+      pl_print_quoted(&b, f->params[k].name);
+      ir_buf_printf(&b, " %u ", f->params[k].nleaves);
+      pl_print_quoted(&b, f->params[k].type);
+      ir_buf_putc(&b, '\n');
+    }
+    ir_buf_puts(&b, "returns ");
+    pl_print_quoted(&b, f->result_type ? f->result_type : "");
+    ir_buf_putc(&b, '\n');
     for (uint32_t k = 0; k < f->nargs; k++)
       print_leaf(&b, "arg", &f->args[k]);
     for (uint32_t k = 0; k < f->nres; k++)
@@ -312,6 +322,48 @@ static bool bp_leaves(bp *P, const char *kw, rt_leaf **out, uint32_t *n) {
   return true;
 }
 
+/* `param NAME LEAVES TYPE` lines, then `returns TYPE`. */
+static bool bp_params(bp *P, rt_bundle_fn *f) {
+  size_t cap = 0;
+  for (;;) {
+    if (!bp_next_line(P))
+      return false;
+    if (bp_keyword(P, "returns"))
+      return bp_string(P, &f->result_type) && bp_eol(P);
+    if (!bp_expect_keyword(P, "param"))
+      return false;
+    if (!ac_grow(P->ctx, (void **)&f->params, &cap, f->nparams + 1, sizeof *f->params))
+      return bp_oom(P);
+    rt_param *p = &f->params[f->nparams++];
+    memset(p, 0, sizeof *p);
+    uint64_t n;
+    if (!bp_string(P, &p->name) || !bp_uint(P, UINT32_MAX, &n) || !bp_string(P, &p->type) ||
+        !bp_eol(P))
+      return false;
+    p->nleaves = (uint32_t)n;
+  }
+}
+
+/* Each parameter covers the next nleaves leaves, whose paths start with
+ * its name, and together they cover every leaf. */
+static bool params_agree(rt_bundle_fn *f) {
+  uint32_t first = 0;
+  for (uint32_t i = 0; i < f->nparams; i++) {
+    rt_param *p = &f->params[i];
+    if (p->nleaves > f->nargs - first)
+      return false;
+    p->first = first;
+    size_t n = strlen(p->name);
+    for (uint32_t k = first; k < first + p->nleaves; k++) {
+      const char *l = f->args[k].name;
+      if (strncmp(l, p->name, n) != 0 || (l[n] != 0 && l[n] != '.'))
+        return false;
+    }
+    first += p->nleaves;
+  }
+  return first == f->nargs;
+}
+
 static bool leaves_agree(const rt_leaf *l, uint32_t n, const pl_leaf *p, uint32_t np) {
   if (n != np)
     return false;
@@ -332,8 +384,11 @@ static bool bp_function(bp *P, rt_bundle *B) {
   for (uint32_t i = 0; i + 1 < B->nfns; i++)
     if (strcmp(B->fns[i].name, f->name) == 0)
       return bp_fail(P, "function '%s' twice", f->name);
-  if (!bp_leaves(P, "arg", &f->args, &f->nargs) || !bp_leaves(P, "result", &f->res, &f->nres))
+  if (!bp_params(P, f) || !bp_leaves(P, "arg", &f->args, &f->nargs) ||
+      !bp_leaves(P, "result", &f->res, &f->nres))
     return false;
+  if (!params_agree(f))
+    return bp_fail(P, "the parameters of '%s' do not agree with its leaves", f->name);
   uint64_t n;
   if (!bp_next_line(P) || !bp_expect_keyword(P, "plan") || !bp_uint(P, SIZE_MAX, &n) ||
       !bp_eol(P))
@@ -484,6 +539,8 @@ void rt_bundle_free(ac_context *ctx, rt_bundle *b) {
     ac_free(ctx, f->name);
     free_fn_leaves(ctx, f->args, f->nargs);
     free_fn_leaves(ctx, f->res, f->nres);
+    rt_params_free(ctx, f->params, f->nparams);
+    ac_free(ctx, f->result_type);
     pl_destroy(f->plan);
   }
   ac_free(ctx, b->fns);

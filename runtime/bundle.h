@@ -17,7 +17,7 @@
  *   //arrayc-bundle-end
  *
  * The text:
- *   arrayc-bundle 1                       format version (RT_BUNDLE_VERSION)
+ *   arrayc-bundle 2                       format version (RT_BUNDLE_VERSION)
  *   compiler "0.1.0 g1234abc"             ARRAYC_BUILD_ID of the arrayc that wrote it
  *   target cpu "x86_64-pc-linux-gnu" "znver3"   or: target gpu sm_80
  *   source "bs.ac"                        the module's file name (error positions)
@@ -26,7 +26,11 @@
  *                                         text and a newline (runtime errors then
  *                                         show the line and a caret, as the
  *                                         interpreter's do)
- *   function blackscholes                 then its leaves, one per line:
+ *   function blackscholes                 then its declared parameters:
+ *   param "S" 1 "f32[]"                     name, number of leaves, type as the
+ *   param "p" 2 "(f32, i32)"                language spells it (format 2 on)
+ *   returns "f32[]"                         the result's type
+ *                                         then its leaves, one per line:
  *   arg "S" f32[]                           parameter leaves, in order
  *   result "0" f32[]                        result leaves, in order
  *   plan 812                              then 812 bytes of plan text and a newline
@@ -47,10 +51,13 @@
 
 #include "runtime/function.h"
 
-#define RT_BUNDLE_VERSION 1
+#define RT_BUNDLE_VERSION 2
 
 typedef struct rt_bundle_fn {
   char *name;
+  uint32_t nparams;
+  rt_param *params; /* the declared parameters over args */
+  char *result_type;
   uint32_t nargs, nres;
   rt_leaf *args, *res;
   pl_plan *plan;

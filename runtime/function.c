@@ -84,6 +84,14 @@ static void free_leaves(ac_context *ctx, rt_leaf *l, size_t n) {
   ac_free(ctx, l);
 }
 
+void rt_params_free(ac_context *ctx, rt_param *p, size_t n) {
+  for (size_t i = 0; p && i < n; i++) {
+    ac_free(ctx, p[i].name);
+    ac_free(ctx, p[i].type);
+  }
+  ac_free(ctx, p);
+}
+
 void ac_function_destroy(ac_function *f) {
   if (!f)
     return;
@@ -92,6 +100,8 @@ void ac_function_destroy(ac_function *f) {
     f->hooks->release(f);
   free_leaves(f->ctx, f->args, f->nargs);
   free_leaves(f->ctx, f->res, f->nres);
+  rt_params_free(f->ctx, f->params, f->nparams);
+  ac_free(f->ctx, f->result_type);
   ac_free(f->ctx, f->name);
   ac_free(f->ctx, f);
 }
@@ -145,6 +155,45 @@ void ac_function_result_info(const ac_function *f, size_t i, ac_scalar *type,
     *type = f->res[i].type;
   if (rank)
     *rank = f->res[i].rank;
+}
+
+/* ---- the signature (binding generators) ---- */
+
+const char *ac_function_name(const ac_function *f) {
+  return f->name;
+}
+
+size_t ac_function_num_params(const ac_function *f) {
+  return f->nparams;
+}
+
+const char *ac_function_param_name(const ac_function *f, size_t p) {
+  return p < f->nparams ? f->params[p].name : NULL;
+}
+
+const char *ac_function_param_type(const ac_function *f, size_t p) {
+  return p < f->nparams ? f->params[p].type : NULL;
+}
+
+void ac_function_param_leaves(const ac_function *f, size_t p, size_t *first, size_t *count) {
+  if (p >= f->nparams)
+    return;
+  if (first)
+    *first = f->params[p].first;
+  if (count)
+    *count = f->params[p].nleaves;
+}
+
+const char *ac_function_arg_name(const ac_function *f, size_t i) {
+  return i < f->nargs ? f->args[i].name : NULL;
+}
+
+const char *ac_function_result_type(const ac_function *f) {
+  return f->result_type;
+}
+
+const char *ac_function_result_name(const ac_function *f, size_t i) {
+  return i < f->nres ? f->res[i].name : NULL;
 }
 
 ac_status ac_function_print_plan(const ac_function *f, char **out, ac_error **err) {

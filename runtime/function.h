@@ -23,6 +23,14 @@ typedef struct rt_leaf {
   char *name;    /* "xs", or "p.1" for field 1 of tuple parameter p (owned) */
 } rt_leaf;
 
+/* One declared parameter: its leaves are args[first .. first + nleaves)
+ * (a unit parameter has none). */
+typedef struct rt_param {
+  char *name; /* owned */
+  char *type; /* the language's spelling: "f32[]", "(f32[], i32)" (owned) */
+  uint32_t first, nleaves;
+} rt_param;
+
 typedef struct rt_fnptr rt_fnptr; /* fnptr.c */
 
 /* What the maker of a function supplies. Any hook may be NULL. */
@@ -47,6 +55,12 @@ struct ac_function {
   char *name;         /* owned */
   size_t nargs, nres;
   rt_leaf *args, *res;
+  /* The declared parameters over the argument leaves, and the result's
+   * type spelled as the language does (owned; NULL until the maker sets
+   * them, which both makers do). */
+  size_t nparams;
+  rt_param *params;
+  char *result_type;
   /* Compiled functions: the plan and its kernels (borrowed from the maker,
    * which keeps them alive while f lives). plan NULL = the hooks' call. */
   const pl_plan *plan;
@@ -74,6 +88,9 @@ ac_status rt_fail(ac_context *ctx, ac_error **err, ac_status st, const char *fmt
  * or NULL when memory runs out. The caller fills it in; ac_function_destroy
  * frees it at any stage. */
 ac_function *rt_function_alloc(ac_context *ctx, size_t nargs, size_t nres);
+
+/* Frees n parameters (rt_param: their names and types) and the array. */
+void rt_params_free(ac_context *ctx, rt_param *p, size_t n);
 
 /* "f32", "i32[,]" or "invalid" for a leaf's kind into buf. */
 void rt_leaf_spell(char *buf, size_t size, ac_scalar type, unsigned rank);

@@ -280,15 +280,43 @@ static ac_status gpu_kernels(ac_library *lib, const char *where, const char *ptx
 
 /* ---- loading ---- */
 
+static const char *target_words(bool gpu) {
+  return gpu ? "the GPU (arrayc --target=gpu)" : "the CPU (arrayc --target=cpu)";
+}
+
+/* The code's target against the one its header was written for. */
+static ac_status check_target(ac_context *ctx, const char *where, bool gpu, ac_backend expect,
+                              ac_error **err) {
+  if (expect != AC_BACKEND_CPU && expect != AC_BACKEND_GPU)
+    return AC_OK;
+  if (gpu == (expect == AC_BACKEND_GPU))
+    return AC_OK;
+  return rt_fail(ctx, err, AC_ERR_INVALID,
+                 "%s holds code for %s, but its header was written for %s: include the header "
+                 "arrayc wrote with this code file",
+                 where, target_words(gpu), target_words(expect == AC_BACKEND_GPU));
+}
+
 static ac_status load_bundle(ac_library *lib, const char *where, const char *text, size_t len,
-                             uint64_t expect, ac_error **err) {
+                             uint64_t expect, ac_backend expect_backend, ac_error **err) {
   ac_context *ctx = lib->ctx;
-  if (expect && rt_bundle_hash(text, len) != expect)
+  if (expect && rt_bundle_hash(text, len) != expect) {
+    /* another target's code says so; any other difference is staleness */
+    rt_bundle *other = NULL;
+    ac_status st = AC_OK;
+    if (rt_bundle_parse(ctx, where, text, len, &other, NULL) == AC_OK)
+      st = check_target(ctx, where, other->gpu, expect_backend, err);
+    rt_bundle_free(ctx, other);
+    if (st != AC_OK)
+      return st;
     return rt_fail(ctx, err, AC_ERR_INVALID,
                    "%s is stale: it is not the code file its header was generated with (write "
                    "both again with one arrayc run)",
                    where);
+  }
   ac_status st = rt_bundle_parse(ctx, where, text, len, &lib->b, err);
+  if (st == AC_OK)
+    st = check_target(ctx, where, lib->b->gpu, expect_backend, err);
   if (st == AC_OK)
     st = rt_bundle_check(ctx, where, lib->b, err);
   if (st != AC_OK)
@@ -323,11 +351,23 @@ ac_status ac_library_load(ac_context *ctx, const ac_library_desc *desc, size_t d
   memcpy(&d, desc, desc_size < sizeof d ? desc_size : sizeof d);
   if (!d.path && !d.bundle)
     return rt_fail(ctx, err, AC_ERR_INVALID, "ac_library_load: neither a path nor a bundle");
+  if (d.path && d.bundle && d.expect_backend == AC_BACKEND_GPU)
+    return rt_fail(ctx, err, AC_ERR_INVALID,
+                   "the program links a host object (CPU code, arrayc --target=cpu) with this "
+                   "prefix but opens %s with a header written for the GPU (arrayc "
+                   "--target=gpu): include the header arrayc wrote with the object, or do not "
+                   "link it",
+                   d.path);
   if (d.path && d.bundle)
     return rt_fail(ctx, err, AC_ERR_INVALID,
                    "ac_library_load: a code file (%s) and a linked bundle: give one of them "
                    "(the kernels of a header made without --shared are linked into the "
                    "program, so its _open takes no path)",
+                   d.path);
+  if (d.path && !d.bundle && ends_with(d.path, ".o"))
+    return rt_fail(ctx, err, AC_ERR_INVALID,
+                   "%s is a host object: link it into the program and open it with the header "
+                   "arrayc wrote with it (its _open takes no path)",
                    d.path);
   ac_library *lib = ac_alloc(ctx, sizeof *lib);
   if (!lib)
@@ -342,7 +382,7 @@ ac_status ac_library_load(ac_context *ctx, const ac_library_desc *desc, size_t d
   ac_status st = AC_OK;
   bool ptx = d.path && !d.bundle && ends_with(d.path, ".ptx");
   if (d.bundle) {
-    st = load_bundle(lib, where, d.bundle, d.bundle_len, d.expect_hash, err);
+    st = load_bundle(lib, where, d.bundle, d.bundle_len, d.expect_hash, d.expect_backend, err);
     if (st == AC_OK && lib->b->gpu)
       st = rt_fail(ctx, err, AC_ERR_INVALID,
                    "%s: a GPU bundle is loaded from its .ptx file (give its path, no bundle)",
@@ -352,7 +392,7 @@ ac_status ac_library_load(ac_context *ctx, const ac_library_desc *desc, size_t d
     if (st == AC_OK)
       st = rt_ptx_bundle_text(ctx, d.path, file, flen, &text, &tlen, &hash, err);
     if (st == AC_OK)
-      st = load_bundle(lib, where, text, tlen, d.expect_hash, err);
+      st = load_bundle(lib, where, text, tlen, d.expect_hash, d.expect_backend, err);
     if (st == AC_OK && !lib->b->gpu)
       st = rt_fail(ctx, err, AC_ERR_INVALID, "%s holds a CPU bundle", d.path);
   } else {
@@ -360,7 +400,7 @@ ac_status ac_library_load(ac_context *ctx, const ac_library_desc *desc, size_t d
     size_t blen = 0;
     st = open_shared(lib, &d, &bundle, &blen, err);
     if (st == AC_OK)
-      st = load_bundle(lib, where, bundle, blen, d.expect_hash, err);
+      st = load_bundle(lib, where, bundle, blen, d.expect_hash, d.expect_backend, err);
     if (st == AC_OK && lib->b->gpu)
       st = rt_fail(ctx, err, AC_ERR_INVALID, "%s holds a GPU bundle", d.path);
   }
@@ -421,6 +461,24 @@ static ac_error *fn_relocate(const ac_function *f, const ac_error *e) {
 
 static const rt_fn_hooks lib_hooks = {NULL, fn_relocate, NULL, fn_release};
 
+/* The bundle's declared parameters into f (runtime/function.h). */
+static bool copy_params(ac_function *f, const rt_bundle_fn *bf) {
+  f->params = ac_alloc(f->ctx, (bf->nparams ? bf->nparams : 1) * sizeof *f->params);
+  if (!f->params)
+    return false;
+  memset(f->params, 0, (bf->nparams ? bf->nparams : 1) * sizeof *f->params);
+  f->nparams = bf->nparams;
+  for (uint32_t i = 0; i < bf->nparams; i++) {
+    rt_param *p = &f->params[i];
+    p->first = bf->params[i].first;
+    p->nleaves = bf->params[i].nleaves;
+    if (!(p->name = ac_strdup(f->ctx, bf->params[i].name)) ||
+        !(p->type = ac_strdup(f->ctx, bf->params[i].type)))
+      return false;
+  }
+  return true;
+}
+
 static bool copy_leaves(ac_context *ctx, rt_leaf *dst, const rt_leaf *src, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
     dst[i].type = src[i].type;
@@ -452,7 +510,8 @@ ac_status ac_library_function(ac_library *lib, const char *name, ac_function **o
   if (!f)
     return ir_report(err, NULL, AC_ERR_NOMEM);
   if (!(f->name = ac_strdup(ctx, name)) || !copy_leaves(ctx, f->args, bf->args, bf->nargs) ||
-      !copy_leaves(ctx, f->res, bf->res, bf->nres)) {
+      !copy_leaves(ctx, f->res, bf->res, bf->nres) || !copy_params(f, bf) ||
+      !(f->result_type = ac_strdup(ctx, bf->result_type))) {
     ac_function_destroy(f);
     return ir_report(err, NULL, AC_ERR_NOMEM);
   }

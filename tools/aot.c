@@ -11,6 +11,10 @@
  *   PREFIX.h     the typed C header (docs/runtime.md, "Ahead of time")
  *   PREFIX.plan  the plans' text, for people (--emit=plan)
  *   PREFIX.ll    the combined module's optimised LLVM IR (--emit=llvm)
+ *   PREFIX.json  the manifest for binding generators (--emit=manifest):
+ *                the target, the code file and every function's signature
+ *                as the public API reports it (ac_function_param_*), so it
+ *                says what ac_library_function will say
  * Files are written to a temporary name and renamed, so a failed run never
  * leaves half a file behind.
  */
@@ -106,6 +110,9 @@ static bool make_bundle(aot_run *R, pl_plan *const *plans, size_t n, char **text
     fns[i].name = f->name;
     fns[i].nargs = (uint32_t)f->nargs;
     fns[i].nres = (uint32_t)f->nres;
+    fns[i].nparams = (uint32_t)f->nparams;
+    fns[i].params = f->params;
+    fns[i].result_type = f->result_type;
     fns[i].args = f->args;
     fns[i].res = f->res;
     fns[i].plan = plans[i];
@@ -394,6 +401,11 @@ static char *make_header(aot_run *R, const api_aot_out *out, const char *code_pa
                     "#define %s_ARRAYC_BUNDLE_HASH 0x%016llxull\n",
                   U, rt_build_id(), U,
                   (unsigned long long)rt_bundle_hash(R->bundle, R->bundle_len));
+  ir_buf_printf(&b,
+                "/* The target this header is for: its _open refuses code for the other\n"
+                " * one (docs/runtime.md, \"Ahead of time\"). */\n"
+                "#define %s_ARRAYC_TARGET \"%s\"\n",
+                U, o->gpu ? "gpu" : "cpu");
   ir_buf_printf(&b, "/* Where arrayc wrote the code file (%s_open's default). */\n"
                     "#define %s_DEFAULT_PATH \"",
                 P, U);
@@ -407,6 +419,16 @@ static char *make_header(aot_run *R, const api_aot_out *out, const char *code_pa
                     "%s_lib;\n",
                 P, R->nfns ? R->nfns : 1, P);
   bool linked = !o->gpu && !o->shared;
+  if (o->gpu)
+    ir_buf_printf(&b,
+                  "\n/* A host object of prefix %s linked into the program (what arrayc\n"
+                  " * --target=cpu writes) is CPU code that goes with its own header, not\n"
+                  " * this one: %s_open refuses to run with one linked. */\n"
+                  "#if defined(__GNUC__)\n"
+                  "extern const char %s_arrayc_bundle[] __attribute__((weak));\n"
+                  "#define %s_ARRAYC_LINKED_BUNDLE %s_arrayc_bundle\n"
+                  "#else\n#define %s_ARRAYC_LINKED_BUNDLE ((const char *)0)\n#endif\n",
+                  P, P, P, U, P, U);
   if (linked) {
     ir_buf_printf(&b, "\n/* In %s. */\nextern const char %s_arrayc_bundle[];\n"
                       "extern const int64_t %s_arrayc_bundle_size;\n",
@@ -453,16 +475,160 @@ static char *make_header(aot_run *R, const api_aot_out *out, const char *code_pa
                   P, P, nk);
   } else {
     ir_buf_printf(&b, "  d.path = path ? path : %s_DEFAULT_PATH;\n  d.prefix = \"%s\";\n", U, P);
+    if (o->gpu)
+      ir_buf_printf(&b,
+                    "  d.bundle = %s_ARRAYC_LINKED_BUNDLE; /* NULL unless a host object is "
+                    "linked */\n",
+                    U);
   }
-  ir_buf_printf(&b, "  d.expect_hash = %s_ARRAYC_BUNDLE_HASH;\n"
-                    "  ac_status st = ac_library_load(ctx, &d, sizeof d, &lib->lib, err);\n"
-                    "  for (size_t i = 0; st == AC_OK && names[i]; i++)\n"
-                    "    st = ac_library_function(lib->lib, names[i], &lib->fn[i], err);\n"
-                    "  if (st != AC_OK)\n    %s_close(lib);\n  return st;\n}\n",
-                U, P);
+  ir_buf_printf(&b,
+                "  d.expect_hash = %s_ARRAYC_BUNDLE_HASH;\n"
+                "  d.expect_backend = %s;\n"
+                "  ac_status st = ac_library_load(ctx, &d, sizeof d, &lib->lib, err);\n"
+                "  for (size_t i = 0; st == AC_OK && names[i]; i++)\n"
+                "    st = ac_library_function(lib->lib, names[i], &lib->fn[i], err);\n"
+                "  if (st != AC_OK)\n    %s_close(lib);\n  return st;\n}\n",
+                U, o->gpu ? "AC_BACKEND_GPU" : "AC_BACKEND_CPU", P);
   for (size_t i = 0; i < R->nfns; i++)
     header_function(R, &b, i, P);
   ir_buf_printf(&b, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* ARRAYC_AOT_%s_H */\n", U);
+  ir_buf_cstr(&b);
+  if (b.oom) {
+    ir_buf_free(&b);
+    fprintf(stderr, "arrayc: out of memory\n");
+    return NULL;
+  }
+  return ir_buf_take(&b);
+}
+
+/* ---- the manifest (docs/tools.md, "The manifest") ---- */
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+  unsigned c = s[0];
+  size_t len = c < 0xc2 ? 0 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : c < 0xf5 ? 4 : 0;
+  if (len == 0 || len > n)
+    return 0;
+  for (size_t i = 1; i < len; i++)
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+  if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) || (c == 0xf0 && s[1] < 0x90) ||
+      (c == 0xf4 && s[1] >= 0x90))
+    return 0; /* overlong, a surrogate, past U+10FFFF */
+  return len;
+}
+
+/* s as a JSON string: quotes, backslashes and control characters escaped,
+ * bytes that are not UTF-8 (a file name may hold any) as U+FFFD. */
+static void json_string(ir_buf *b, const char *s) {
+  ir_buf_putc(b, '"');
+  const unsigned char *u = (const unsigned char *)s;
+  size_t n = strlen(s);
+  for (size_t i = 0; i < n;) {
+    unsigned c = u[i];
+    if (c == '"' || c == '\\') {
+      ir_buf_putc(b, '\\');
+      ir_buf_putc(b, (char)c);
+    } else if (c == '\n') {
+      ir_buf_puts(b, "\\n");
+    } else if (c == '\t') {
+      ir_buf_puts(b, "\\t");
+    } else if (c < 0x20 || c == 0x7f) {
+      ir_buf_printf(b, "\\u%04x", c);
+    } else if (c >= 0x80) {
+      size_t len = utf8_len(u + i, n - i);
+      if (len)
+        ir_buf_putn(b, s + i, len);
+      else
+        ir_buf_puts(b, "\\ufffd");
+      i += len ? len : 1;
+      continue;
+    } else {
+      ir_buf_putc(b, (char)c);
+    }
+    i++;
+  }
+  ir_buf_putc(b, '"');
+}
+
+/* One flattened leaf: its index in the call, its path, element type and
+ * rank (0: a scalar). */
+static void json_leaf(ir_buf *b, size_t index, const char *path, ac_scalar sc, unsigned rank) {
+  ir_buf_printf(b, "{\"index\": %zu, \"path\": ", index);
+  json_string(b, path);
+  ir_buf_printf(b, ", \"elem\": \"%s\", \"rank\": %u}", ac_scalar_name(sc), rank);
+}
+
+static const char *base_name(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+static char *make_manifest(aot_run *R, const char *code_path, const char *header_path) {
+  const aot_opts *o = R->o;
+  ir_buf b;
+  ir_buf_init(&b, R->ctx);
+  ir_buf_puts(&b, "{\n  \"manifest\": 1,\n  \"compiler\": ");
+  json_string(&b, rt_build_id());
+  ir_buf_printf(&b, ",\n  \"target\": \"%s\",\n", o->gpu ? "gpu" : "cpu");
+  if (o->gpu) {
+    ir_buf_printf(&b, "  \"gpu\": \"sm_%u\",\n", o->sm);
+  } else {
+    ir_buf_puts(&b, "  \"triple\": ");
+    json_string(&b, R->triple);
+    ir_buf_puts(&b, ",\n  \"cpu\": ");
+    json_string(&b, R->cpu);
+    ir_buf_puts(&b, ",\n");
+  }
+  ir_buf_puts(&b, "  \"source\": ");
+  json_string(&b, R->m->name ? R->m->name : "");
+  ir_buf_puts(&b, ",\n  \"prefix\": ");
+  json_string(&b, R->prefix);
+  ir_buf_puts(&b, ",\n  \"code_file\": ");
+  json_string(&b, base_name(code_path));
+  ir_buf_printf(&b, ",\n  \"code_kind\": \"%s\",\n  \"header\": ",
+                o->gpu      ? "ptx"
+                : o->shared ? "so"
+                            : "obj");
+  json_string(&b, base_name(header_path));
+  ir_buf_printf(&b, ",\n  \"bundle_hash\": \"0x%016llx\",\n  \"functions\": [",
+                (unsigned long long)rt_bundle_hash(R->bundle, R->bundle_len));
+  for (size_t i = 0; i < R->nfns; i++) {
+    const ac_function *f = R->sig[i];
+    ir_buf_printf(&b, "%s\n    {\n      \"name\": ", i ? "," : "");
+    json_string(&b, ac_function_name(f));
+    ir_buf_puts(&b, ",\n      \"params\": [");
+    for (size_t p = 0; p < ac_function_num_params(f); p++) {
+      size_t first = 0, count = 0;
+      ac_function_param_leaves(f, p, &first, &count);
+      ir_buf_printf(&b, "%s\n        {\"name\": ", p ? "," : "");
+      json_string(&b, ac_function_param_name(f, p));
+      ir_buf_puts(&b, ", \"type\": ");
+      json_string(&b, ac_function_param_type(f, p));
+      ir_buf_puts(&b, ", \"leaves\": [");
+      for (size_t k = first; k < first + count; k++) {
+        ac_scalar sc = AC_BOOL;
+        unsigned rank = 0;
+        ac_function_arg_info(f, k, &sc, &rank);
+        ir_buf_puts(&b, k > first ? ", " : "");
+        json_leaf(&b, k, ac_function_arg_name(f, k), sc, rank);
+      }
+      ir_buf_puts(&b, "]}");
+    }
+    ir_buf_puts(&b, ac_function_num_params(f) ? "\n      ],\n" : "],\n");
+    ir_buf_puts(&b, "      \"result_type\": ");
+    json_string(&b, ac_function_result_type(f));
+    ir_buf_puts(&b, ",\n      \"results\": [");
+    for (size_t k = 0; k < ac_function_num_results(f); k++) {
+      ac_scalar sc = AC_BOOL;
+      unsigned rank = 0;
+      ac_function_result_info(f, k, &sc, &rank);
+      ir_buf_puts(&b, k ? ",\n        " : "\n        ");
+      json_leaf(&b, k, ac_function_result_name(f, k), sc, rank);
+    }
+    ir_buf_puts(&b, ac_function_num_results(f) ? "\n      ]\n    }" : "]\n    }");
+  }
+  ir_buf_puts(&b, R->nfns ? "\n  ]\n}\n" : "]\n}\n");
   ir_buf_cstr(&b);
   if (b.oom) {
     ir_buf_free(&b);
@@ -672,6 +838,15 @@ int aot_main(const aot_opts *o, ac_context *ctx, ac_module *m) {
     ok = h && hp && write_file(hp, h, strlen(h));
     free(hp);
     ac_free(ctx, h);
+  }
+  if (ok && o->emit_manifest) {
+    char *jp = path_of(o->out, ".json");
+    char *hp = path_of(o->out, ".h");
+    char *j = jp && hp ? make_manifest(&R, code_path, hp) : NULL;
+    ok = j && write_file(jp, j, strlen(j));
+    ac_free(ctx, j);
+    free(jp);
+    free(hp);
   }
   if (ok && o->emit_plan) {
     char *pp = path_of(o->out, ".plan");

@@ -14,6 +14,7 @@ typedef struct aot_opts {
   bool shared;        /* link PREFIX.so instead of writing PREFIX.o */
   const char *passes; /* the optimisation pipeline */
   bool emit_code, emit_header, emit_plan, emit_llvm;
+  bool emit_manifest; /* PREFIX.json (--emit=manifest; not by default) */
 } aot_opts;
 
 /* Writes the files o asks for; returns the exit status (0, or 1 after

@@ -195,8 +195,18 @@ static bool scan_literal(const char **pp, lit *out, const char *text, char *msg,
 
 /* Types the literal against the expected scalar type (§5) and checks that
  * its value fits. */
-static bool type_literal(const lit *l, ac_scalar want, value *v, char *msg, size_t msgsize) {
+static bool cast_value(ac_scalar from, const value *in, ac_scalar to, value *out, char *msg,
+                       size_t msgsize);
+
+static bool type_literal(const lit *l, ac_scalar want, bool cast, value *v, char *msg,
+                         size_t msgsize) {
   const char *wn = ac_scalar_name(want);
+  if (l->kind != LIT_BOOL && l->has_suffix && l->suffix != want && cast &&
+      val_castable(l->suffix, want)) {
+    value typed; /* the literal as its own type, then converted */
+    return type_literal(l, l->suffix, false, &typed, msg, msgsize) &&
+           cast_value(l->suffix, &typed, want, v, msg, msgsize);
+  }
   if (l->kind == LIT_BOOL) {
     if (want != AC_BOOL)
       return tool_fail(msg, msgsize, "a bool literal cannot be %s", wn);
@@ -206,8 +216,11 @@ static bool type_literal(const lit *l, ac_scalar want, value *v, char *msg, size
   if (want == AC_BOOL)
     return tool_fail(msg, msgsize, "expected true or false for a bool");
   if (l->has_suffix && l->suffix != want)
-    return tool_fail(msg, msgsize, "literal suffix %s does not match the parameter type %s",
-                ac_scalar_name(l->suffix), wn);
+    return tool_fail(msg, msgsize, "literal suffix %s does not match the parameter type %s%s",
+                     ac_scalar_name(l->suffix), wn,
+                     cast ? " (--cast does not convert between these types)"
+                     : val_castable(l->suffix, want) ? " (--cast converts it)"
+                                                     : "");
   if (l->kind == LIT_INT && is_int_type(want)) {
     unsigned bits = (unsigned)ac_scalar_size(want) * 8;
     uint64_t limit; /* the largest magnitude allowed with this sign */
@@ -334,6 +347,86 @@ void val_scalar_bytes(const ac_datum *d, unsigned char out[8]) {
   store_value(d->type, &v, out);
 }
 
+/* ---- --cast ---- */
+
+bool val_castable(ac_scalar from, ac_scalar to) {
+  if (from == to)
+    return true;
+  if (from == AC_BOOL || to == AC_BOOL)
+    return false;
+  if (is_float_type(from))
+    return is_float_type(to); /* f32 <-> f64; never a float to an integer */
+  return true;                /* an integer to an integer or a float */
+}
+
+/* The value held in a `value` of type t as text, for messages. */
+static void value_text(ac_scalar t, const value *v, char *buf, size_t size) {
+  unsigned char bytes[8];
+  store_value(t, v, bytes);
+  ac_datum d = datum_from_bytes(t, bytes);
+  if (is_float_type(t))
+    val_format_float(d.s.f, t == AC_F32, buf, size);
+  else if (is_signed_type(t))
+    snprintf(buf, size, "%lld", (long long)d.s.i);
+  else
+    snprintf(buf, size, "%llu", (unsigned long long)d.s.u);
+}
+
+/* Converts *in of type `from` to type `to` (val_castable(from, to)) into
+ * *out; false with the value and why in msg when the value does not
+ * convert: an integer that does not fit, an integer a float cannot hold
+ * exactly, a finite f64 beyond f32's range. f64 to f32 rounds to nearest. */
+static bool cast_value(ac_scalar from, const value *in, ac_scalar to, value *out, char *msg,
+                       size_t msgsize) {
+  unsigned char bytes[8];
+  store_value(from, in, bytes);
+  ac_datum d = datum_from_bytes(from, bytes);
+  char text[48];
+  value_text(from, in, text, sizeof text);
+  const char *tn = ac_scalar_name(to);
+  if (from == to) {
+    *out = *in;
+    return true;
+  }
+  if (is_float_type(from)) {
+    if (to == AC_F64) {
+      out->f64 = d.s.f;
+      return true;
+    }
+    out->f32 = (float)d.s.f;
+    if (isinf(out->f32) && !isinf(d.s.f))
+      return tool_fail(msg, msgsize, "%s does not fit in f32", text);
+    return true;
+  }
+  bool neg = is_signed_type(from) && d.s.i < 0;
+  uint64_t mag = neg ? (uint64_t)0 - (uint64_t)d.s.i : d.s.u;
+  if (is_float_type(to)) {
+    /* exact when converting back gives the same magnitude (2^64 itself
+     * is out of range of the check and of every integer type) */
+    double r = to == AC_F32 ? (double)(float)mag : (double)mag;
+    if (!(r < 0x1p64) || (uint64_t)r != mag)
+      return tool_fail(msg, msgsize,
+                       "%s is not exact in %s (--cast converts integers to floats "
+                       "only exactly)",
+                       text, tn);
+    if (to == AC_F32)
+      out->f32 = neg ? -(float)mag : (float)mag;
+    else
+      out->f64 = neg ? -(double)mag : (double)mag;
+    return true;
+  }
+  unsigned bits = (unsigned)ac_scalar_size(to) * 8;
+  uint64_t limit; /* the largest magnitude `to` holds with this sign */
+  if (is_signed_type(to))
+    limit = neg ? (uint64_t)1 << (bits - 1) : ((uint64_t)1 << (bits - 1)) - 1;
+  else
+    limit = neg ? 0 : bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+  if (mag > limit)
+    return tool_fail(msg, msgsize, "%s does not fit in %s", text, tn);
+  out->bits = neg ? (uint64_t)0 - mag : mag;
+  return true;
+}
+
 /* ---- array literals ---- */
 
 typedef struct alit {
@@ -341,6 +434,7 @@ typedef struct alit {
   ac_scalar type;
   size_t esize;
   unsigned rank;
+  bool cast; /* --cast: suffixed elements of another type convert */
   int64_t *extents;
   bool *seen; /* extents[d] is fixed once a list at depth d has been closed */
   unsigned char *elems;
@@ -360,7 +454,7 @@ static bool push_elem(alit *a, const char **p) {
   size_t off = (size_t)(*p - a->text);
   if (!scan_literal(p, &l, a->text, a->msg, a->msgsize))
     return false;
-  if (!type_literal(&l, a->type, &v, a->msg, a->msgsize)) {
+  if (!type_literal(&l, a->type, a->cast, &v, a->msg, a->msgsize)) {
     /* Say which element: the message alone would not find it in a long list. */
     size_t k = strlen(a->msg);
     if (k < a->msgsize)
@@ -426,9 +520,9 @@ static bool parse_list(alit *a, const char **p, unsigned d) {
   return true;
 }
 
-static bool parse_array(ac_context *ctx, const char *text, ac_scalar type, unsigned rank,
+static bool parse_array(ac_context *ctx, const char *text, ac_scalar type, unsigned rank, bool cast,
                         ac_datum *out, char *msg, size_t msgsize) {
-  alit a = {text, type, ac_scalar_size(type), rank, NULL, NULL, NULL, 0, 0, msg, msgsize};
+  alit a = {text, type, ac_scalar_size(type), rank, cast, NULL, NULL, NULL, 0, 0, msg, msgsize};
   a.extents = calloc(rank, sizeof *a.extents);
   a.seen = calloc(rank, sizeof *a.seen);
   bool ok = a.extents && a.seen;
@@ -470,10 +564,10 @@ static bool parse_array(ac_context *ctx, const char *text, ac_scalar type, unsig
   return ok;
 }
 
-bool val_parse_literal(ac_context *ctx, const char *text, ac_scalar type, unsigned rank,
+bool val_parse_literal(ac_context *ctx, const char *text, ac_scalar type, unsigned rank, bool cast,
                        ac_datum *out, char *msg, size_t msgsize) {
   if (rank > 0)
-    return parse_array(ctx, text, type, rank, out, msg, msgsize);
+    return parse_array(ctx, text, type, rank, cast, out, msg, msgsize);
   const char *p = text;
   skip_ws(&p);
   if (*p == '[')
@@ -481,7 +575,7 @@ bool val_parse_literal(ac_context *ctx, const char *text, ac_scalar type, unsign
                 ac_scalar_name(type));
   lit l;
   value v;
-  if (!scan_literal(&p, &l, text, msg, msgsize) || !type_literal(&l, type, &v, msg, msgsize))
+  if (!scan_literal(&p, &l, text, msg, msgsize) || !type_literal(&l, type, cast, &v, msg, msgsize))
     return false;
   skip_ws(&p);
   if (*p)
@@ -495,15 +589,78 @@ bool val_parse_literal(ac_context *ctx, const char *text, ac_scalar type, unsign
 
 /* ---- .npy arguments ---- */
 
+/* "[1, 2]": the index of row-major element k of an array of these
+ * extents. */
+static void index_text(int64_t k, unsigned rank, const int64_t *ext, char *buf, size_t size) {
+  int64_t idx[NPY_MAX_RANK];
+  for (unsigned d = rank; d-- > 0;) {
+    idx[d] = ext[d] ? k % ext[d] : 0;
+    k = ext[d] ? k / ext[d] : 0;
+  }
+  size_t n = (size_t)snprintf(buf, size, "[");
+  for (unsigned d = 0; d < rank && n < size; d++)
+    n += (size_t)snprintf(buf + n, size - n, d ? ", %lld" : "%lld", (long long)idx[d]);
+  if (n < size)
+    snprintf(buf + n, size - n, "]");
+}
+
+/* Loads one host-order element of type t into a value. */
+static value load_value(ac_scalar t, const unsigned char *p) {
+  ac_datum d = datum_from_bytes(t, p);
+  value v;
+  if (t == AC_F32)
+    v.f32 = (float)d.s.f;
+  else if (t == AC_F64)
+    v.f64 = d.s.f;
+  else if (t == AC_BOOL)
+    v.bits = d.s.b;
+  else
+    v.bits = d.s.u;
+  return v;
+}
+
+/* --cast: the row-major host elements of a file of another type, converted
+ * to `type` in dst; the first value that does not convert is the error. */
+static bool cast_npy(const npy_info *in, ac_scalar type, unsigned char *dst, char *msg,
+                     size_t msgsize) {
+  size_t fsize = ac_scalar_size(in->type), tsize = ac_scalar_size(type);
+  unsigned char *src = malloc(in->nbytes ? in->nbytes : 1);
+  if (!src)
+    return tool_fail(msg, msgsize, "out of memory (%zu bytes)", in->nbytes);
+  npy_copy_row_major(in, src);
+  bool ok = true;
+  for (int64_t k = 0; ok && k < in->count; k++) {
+    value v = load_value(in->type, src + (size_t)k * fsize), w;
+    char why[200];
+    if (cast_value(in->type, &v, type, &w, why, sizeof why)) {
+      store_value(type, &w, dst + (size_t)k * tsize);
+    } else if (in->rank == 0) {
+      ok = tool_fail(msg, msgsize, "%s", why);
+    } else {
+      char at[NPY_MAX_RANK * 22 + 4];
+      index_text(k, in->rank, in->extents, at, sizeof at);
+      ok = tool_fail(msg, msgsize, "element %s: %s", at, why);
+    }
+  }
+  free(src);
+  return ok;
+}
+
 bool val_from_npy(ac_context *ctx, const unsigned char *buf, size_t len, ac_scalar type,
-                  unsigned rank, ac_datum *out, char *msg, size_t msgsize) {
+                  unsigned rank, bool cast, ac_datum *out, char *msg, size_t msgsize) {
   npy_info info;
   if (!npy_parse(buf, len, &info, msg, msgsize))
     return false;
   char want[64];
   val_type_name(type, rank, want, sizeof want);
-  if (!info.known || info.type != type)
+  if (!info.known)
     return tool_fail(msg, msgsize, "expected %s, got an .npy of dtype %s", want, info.descr);
+  if (info.type != type && !(cast && val_castable(info.type, type)))
+    return tool_fail(msg, msgsize, "expected %s, got an .npy of dtype %s (%s)%s", want, info.descr,
+                     ac_scalar_name(info.type),
+                     cast ? " (--cast does not convert between these types)"
+                     : val_castable(info.type, type) ? " (--cast converts it)"
+                                                     : "");
   if (info.rank != rank) {
     char shape[64 * 22 + 4];
     size_t k = 0;
@@ -515,16 +672,29 @@ bool val_from_npy(ac_context *ctx, const unsigned char *buf, size_t len, ac_scal
     return tool_fail(msg, msgsize, "expected %s, got an .npy of shape %s", want, shape);
   }
   size_t esize = ac_scalar_size(type);
-  if (rank == 0) {
+  if (rank == 0 && info.type == type) {
     unsigned char bytes[8];
     npy_copy_elements(bytes, info.data, 1, esize);
     *out = datum_from_bytes(type, bytes);
     return true;
   }
-  unsigned char *host = malloc(info.nbytes ? info.nbytes : 1);
+  size_t nbytes = (size_t)info.count * esize; /* info.count * its own size fitted in memory */
+  if (info.count > 0 && nbytes / (size_t)info.count != esize)
+    return tool_fail(msg, msgsize, "out of memory (%lld elements)", (long long)info.count);
+  unsigned char *host = malloc(nbytes ? nbytes : 1);
   if (!host)
-    return tool_fail(msg, msgsize, "out of memory (%zu bytes)", info.nbytes);
-  npy_copy_row_major(&info, host);
+    return tool_fail(msg, msgsize, "out of memory (%zu bytes)", nbytes);
+  if (info.type == type) {
+    npy_copy_row_major(&info, host);
+  } else if (!cast_npy(&info, type, host, msg, msgsize)) {
+    free(host);
+    return false;
+  }
+  if (rank == 0) {
+    *out = datum_from_bytes(type, host);
+    free(host);
+    return true;
+  }
   ac_error *err = NULL;
   ac_array *arr = ac_array_create(ctx, type, rank, info.extents, host, &err);
   free(host);

@@ -16,20 +16,31 @@
 /* Writes the spelling of a leaf type ("i32", "f32[]", "u8[,]") to buf. */
 void val_type_name(ac_scalar type, unsigned rank, char *buf, size_t size);
 
+/* Whether arrayc-run --cast converts values of type `from` to type `to`
+ * (docs/tools.md, "Casting arguments"): integer to integer, integer to
+ * float, f32 to f64 and f64 to f32; each value is checked when converted
+ * (it must fit, an integer must be exact in the float, an f64 must not
+ * overflow f32). Never bool to or from another type, never float to
+ * integer. */
+bool val_castable(ac_scalar from, ac_scalar to);
+
 /* Parses `text` as a value of a leaf of the given type and rank (0 = a
  * scalar): a scalar literal, or an array literal nested exactly `rank` deep.
- * Unsuffixed literals take the leaf's type; suffixed ones must match it; the
- * value must fit. On success fills *out (an array datum holds one reference,
- * release it with ac_datum_release) and returns true; otherwise writes a
- * one-line reason to msg and returns false. */
-bool val_parse_literal(ac_context *ctx, const char *text, ac_scalar type, unsigned rank,
+ * Unsuffixed literals take the leaf's type; suffixed ones must match it or,
+ * with `cast`, be castable to it (val_castable); the value must fit. On
+ * success fills *out (an array datum holds one reference, release it with
+ * ac_datum_release) and returns true; otherwise writes a one-line reason to
+ * msg and returns false. */
+bool val_parse_literal(ac_context *ctx, const char *text, ac_scalar type, unsigned rank, bool cast,
                        ac_datum *out, char *msg, size_t msgsize);
 
 /* Makes a leaf of the given type and rank from the contents of a .npy file;
- * the file's dtype and number of dimensions must match exactly (a scalar
- * takes a 0-d array). Same contract as val_parse_literal. */
+ * the file's number of dimensions must match exactly (a scalar takes a 0-d
+ * array) and so must its dtype, unless `cast` allows converting it
+ * (val_castable; a value that does not convert is an error naming the
+ * element and the value). Same contract as val_parse_literal. */
 bool val_from_npy(ac_context *ctx, const unsigned char *buf, size_t len, ac_scalar type,
-                  unsigned rank, ac_datum *out, char *msg, size_t msgsize);
+                  unsigned rank, bool cast, ac_datum *out, char *msg, size_t msgsize);
 
 /* Stores a scalar datum as one host-order element of its type (the bytes
  * an array of that type would hold). */

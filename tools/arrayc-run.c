@@ -2,7 +2,7 @@
  *
  *   arrayc-run [--backend=auto|interp|cpu|gpu|simt-emu] FILE.ac --fn NAME [ARG ...]
  *              [-o OUT.npy ...] [--repeat N] [--stats] [--profile]
- *              [-O0..-O3 | --passes=LIST] [--load LIB.so ...]
+ *              [-O0..-O3 | --passes=LIST] [--load LIB.so ...] [--cast]
  *
  * This is how the end-to-end tests and benchmarks run programs without a C
  * driver of their own: the module is parsed and verified, the function is
@@ -28,10 +28,14 @@
  * minimum, bank conflicts, active lanes (docs/runtime.md, "Profiling").
  *
  * ARG is a literal typed by the parameter (see tools/args.c) or @FILE.npy.
- * Errors are reported before anything runs and name the argument and the
- * function's signature, which is taken from the module's canonical text (the
- * public API describes only the flattened leaves, but users think in
- * parameters).
+ * Types must match exactly unless --cast is given: then a .npy file of
+ * another numeric dtype, or a literal with another type's suffix, is
+ * converted value by value where that is safe (args.h, val_castable), and
+ * a value that does not convert is an error naming the argument.
+ * Errors are reported before anything runs and name the argument (its
+ * leaf path, ac_function_arg_name) and the function's signature, spelled
+ * from the public API's parameters (users think in parameters, not
+ * leaves).
  *
  * Exit status: 0 on success, 1 on a program, argument or runtime error (the
  * library's diagnostic is printed), 2 on a usage error. docs/tools.md is the
@@ -58,7 +62,8 @@ static void usage(FILE *f) {
              "  flattened parameter leaf and prints each result leaf on its own line.\n"
              "arguments:\n"
              "  ARG             a literal typed by its parameter: 2.5, -3, 7u32, true, inf,\n"
-             "                  [1, 2, 3], [[1, 2], [3, 4]], [] ; or @PATH.npy\n"
+             "                  [1, 2, 3], [[1, 2], [3, 4]], [] ; or @PATH.npy, whose dtype\n"
+             "                  and number of dimensions must match the parameter's\n"
              "options:\n"
              "  --backend=NAME  interp (the reference), cpu, gpu, simt-emu or auto (the\n"
              "                  GPU when one is present, else the CPU); the default is\n"
@@ -74,6 +79,11 @@ static void usage(FILE *f) {
              "  --profile       with --backend=simt-emu: count each kernel's memory requests,\n"
              "                  sectors, bytes, bank conflicts and active lanes, and print a\n"
              "                  'profile: KERNEL ...' line per kernel to stderr after the results\n"
+             "  --cast          convert .npy arguments of another dtype and suffixed literals\n"
+             "                  of another type to the parameter's type: integer to integer\n"
+             "                  or float, f32 to f64, f64 to f32; each value must fit (and an\n"
+             "                  integer be exact in a float), else an error; never to or from\n"
+             "                  bool, never float to integer\n"
              "  --load LIB.so   load a shared library first (RTLD_GLOBAL), so that its\n"
              "                  functions implement the program's extern fn and extern\n"
              "                  kernel declarations (may be repeated)\n"
@@ -99,6 +109,7 @@ typedef struct options {
   bool stats;
   bool profile;
   bool quiet; /* -w */
+  bool cast;  /* --cast: convert arguments of another type where safe */
   const char *passes; /* NULL: each backend's default */
 } options;
 
@@ -109,13 +120,18 @@ static bool is_negative_literal(const char *a) {
                          strncmp(a + 1, "nan", 3) == 0);
 }
 
-enum { OPT_BACKEND, OPT_FN, OPT_REPEAT, OPT_OUT, OPT_LOAD, OPT_STATS, OPT_PROFILE };
+enum { OPT_BACKEND, OPT_FN, OPT_REPEAT, OPT_OUT, OPT_LOAD, OPT_STATS, OPT_PROFILE, OPT_CAST };
 
 static const tool_opt run_opts[] = {
-    {"--backend", OPT_BACKEND, TOOL_VALUE}, {"--fn", OPT_FN, TOOL_VALUE},
-    {"--repeat", OPT_REPEAT, TOOL_VALUE},   {"-o", OPT_OUT, TOOL_VALUE},
-    {"--load", OPT_LOAD, TOOL_VALUE},       {"--stats", OPT_STATS, TOOL_FLAG},
-    {"--profile", OPT_PROFILE, TOOL_FLAG},  TOOL_COMPILE_OPTS,
+    {"--backend", OPT_BACKEND, TOOL_VALUE},
+    {"--fn", OPT_FN, TOOL_VALUE},
+    {"--repeat", OPT_REPEAT, TOOL_VALUE},
+    {"-o", OPT_OUT, TOOL_VALUE},
+    {"--load", OPT_LOAD, TOOL_VALUE},
+    {"--stats", OPT_STATS, TOOL_FLAG},
+    {"--profile", OPT_PROFILE, TOOL_FLAG},
+    {"--cast", OPT_CAST, TOOL_FLAG},
+    TOOL_COMPILE_OPTS,
 };
 
 /* Returns 0 to go on, otherwise the exit status (-1: --help or
@@ -152,6 +168,9 @@ static int parse_options(int argc, char **argv, options *o) {
       break;
     case OPT_PROFILE:
       o->profile = true;
+      break;
+    case OPT_CAST:
+      o->cast = true;
       break;
     case OPT_OUT:
       o->outs[o->nouts++] = val;
@@ -202,177 +221,30 @@ static int parse_options(int argc, char **argv, options *o) {
 
 /* ---- the function's signature, for messages ---- */
 
-/* Labels of the flattened parameter leaves ("xs", "p.0", "p.1.1") and the
- * signature text "fn f(xs: f32[], p: (i32, f64)) -> f32", recovered from the
- * canonical module text. When anything about that text is unexpected the
- * labels stay empty and messages fall back to leaf types alone. */
-typedef struct signature {
-  char *text;
-  char **labels;
-  size_t nlabels, cap;
-} signature;
-
-typedef struct sigscan {
-  const char *p, *end;
-  signature *sig;
-  bool ok;
-} sigscan;
-
-static void sig_ws(sigscan *s) {
-  while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\t' || *s->p == '\r'))
-    s->p++;
+/* "fn f(xs: f32[], p: (i32, f64)) -> f32" from the C API's signature
+ * (malloc'd; NULL when memory runs out). */
+static char *signature_text(const ac_function *f) {
+  size_t n = strlen(ac_function_name(f)) + strlen(ac_function_result_type(f)) + 16;
+  for (size_t p = 0; p < ac_function_num_params(f); p++)
+    n += strlen(ac_function_param_name(f, p)) + strlen(ac_function_param_type(f, p)) + 4;
+  char *t = malloc(n);
+  if (!t)
+    return NULL;
+  size_t k = (size_t)snprintf(t, n, "fn %s(", ac_function_name(f));
+  for (size_t p = 0; p < ac_function_num_params(f); p++)
+    k += (size_t)snprintf(t + k, n - k, "%s%s: %s", p ? ", " : "", ac_function_param_name(f, p),
+                          ac_function_param_type(f, p));
+  snprintf(t + k, n - k, ") -> %s", ac_function_result_type(f));
+  return t;
 }
 
-static bool sig_eat(sigscan *s, char c) {
-  sig_ws(s);
-  if (s->p < s->end && *s->p == c) {
-    s->p++;
-    return true;
-  }
-  return false;
-}
-
-static void sig_add_label(sigscan *s, const char *label) {
-  signature *g = s->sig;
-  if (g->nlabels == g->cap) {
-    size_t nc = g->cap * 2 + 8;
-    char **nl = realloc(g->labels, nc * sizeof *nl);
-    if (!nl) {
-      s->ok = false;
-      return;
-    }
-    g->labels = nl;
-    g->cap = nc;
-  }
-  char *copy = malloc(strlen(label) + 1);
-  if (!copy) {
-    s->ok = false;
-    return;
-  }
-  strcpy(copy, label);
-  g->labels[g->nlabels++] = copy;
-}
-
-/* Walks one type, adding a label per leaf; a trailing array suffix on a
- * tuple ((f32, i32)[]) distributes over its fields, so it changes no label.
- * Depth is bounded by the text the library printed from a checked module. */
-static void sig_type(sigscan *s, const char *label, unsigned depth) {
-  if (!s->ok || depth > 64) {
-    s->ok = false;
-    return;
-  }
-  sig_ws(s);
-  if (sig_eat(s, '(')) {
-    size_t len = strlen(label);
-    char *sub = malloc(len + 24);
-    if (!sub) {
-      s->ok = false;
-      return;
-    }
-    for (unsigned k = 0; s->ok && !sig_eat(s, ')'); k++) {
-      if (k > 0 && !sig_eat(s, ','))
-        s->ok = false;
-      snprintf(sub, len + 24, "%s.%u", label, k);
-      sig_type(s, sub, depth + 1);
-      if (s->p >= s->end)
-        s->ok = false;
-    }
-    free(sub);
-  } else {
-    const char *st = s->p;
-    while (s->p < s->end && ((*s->p >= 'a' && *s->p <= 'z') || (*s->p >= '0' && *s->p <= '9')))
-      s->p++;
-    if (s->p == st)
-      s->ok = false;
-    else
-      sig_add_label(s, label);
-  }
-  if (sig_eat(s, '[')) {
-    while (sig_eat(s, ','))
-      ;
-    if (!sig_eat(s, ']'))
-      s->ok = false;
-  }
-}
-
-static void signature_free(signature *g) {
-  for (size_t i = 0; i < g->nlabels; i++)
-    free(g->labels[i]);
-  free(g->labels);
-  free(g->text);
-}
-
-static void signature_of(ac_module *m, const char *fn, size_t nleaves, signature *g) {
-  memset(g, 0, sizeof *g);
-  ac_error *err = NULL;
-  char *text = ac_module_print(m, &err);
-  if (!text) {
-    ac_error_destroy(err);
-    return;
-  }
-  size_t fl = strlen(fn);
-  const char *h = NULL;
-  for (const char *p = text; (p = strstr(p, "fn ")) != NULL; p++)
-    if ((p == text || p[-1] == '\n') && strncmp(p + 3, fn, fl) == 0 && p[3 + fl] == '(') {
-      h = p;
-      break;
-    }
-  const char *brace = h ? strchr(h, '{') : NULL;
-  if (brace) {
-    sigscan s = {h + 3 + fl + 1, brace, g, true};
-    while (s.ok && !sig_eat(&s, ')')) {
-      sig_ws(&s);
-      const char *nm = s.p;
-      while (s.p < s.end && *s.p != ':' && *s.p != ',' && *s.p != ')' && *s.p != ' ')
-        s.p++;
-      char name[256];
-      size_t nl = (size_t)(s.p - nm);
-      if (nl == 0 || nl >= sizeof name || !sig_eat(&s, ':')) {
-        s.ok = false;
-        break;
-      }
-      memcpy(name, nm, nl);
-      name[nl] = 0;
-      sig_type(&s, name, 0);
-      if (!sig_eat(&s, ',')) {
-        if (!sig_eat(&s, ')'))
-          s.ok = false;
-        break;
-      }
-    }
-    /* The signature text with its whitespace collapsed. */
-    size_t n = (size_t)(brace - h);
-    g->text = malloc(n + 1);
-    if (g->text) {
-      size_t k = 0;
-      for (const char *p = h; p < brace; p++) {
-        bool sp = *p == ' ' || *p == '\n' || *p == '\t';
-        if (!sp || (k > 0 && g->text[k - 1] != ' '))
-          g->text[k++] = sp ? ' ' : *p;
-      }
-      while (k > 0 && g->text[k - 1] == ' ')
-        k--;
-      g->text[k] = 0;
-    }
-    if (!s.ok || g->nlabels != nleaves) {
-      for (size_t i = 0; i < g->nlabels; i++)
-        free(g->labels[i]);
-      g->nlabels = 0;
-    }
-  }
-  ac_string_destroy(ac_module_context(m), text);
-}
-
-/* "argument 2 (ys)" or "argument 2" when labels are unknown. */
-static void arg_name(const signature *g, size_t i, char *buf, size_t size) {
-  if (i < g->nlabels)
-    snprintf(buf, size, "argument %zu (%s)", i + 1, g->labels[i]);
-  else
-    snprintf(buf, size, "argument %zu", i + 1);
+/* "argument 2 (ys)", "argument 3 (p.1)": the leaf's path names it. */
+static void arg_name(const ac_function *f, size_t i, char *buf, size_t size) {
+  snprintf(buf, size, "argument %zu (%s)", i + 1, ac_function_arg_name(f, i));
 }
 
 /* Prints "xs: f32[], n: i32" for the flattened leaves of f. */
-static void print_leaves(FILE *out, const ac_function *f, const signature *g) {
+static void print_leaves(FILE *out, const ac_function *f) {
   size_t n = ac_function_num_args(f);
   for (size_t i = 0; i < n; i++) {
     ac_scalar t;
@@ -380,35 +252,32 @@ static void print_leaves(FILE *out, const ac_function *f, const signature *g) {
     char tn[64];
     ac_function_arg_info(f, i, &t, &r);
     val_type_name(t, r, tn, sizeof tn);
-    if (i < g->nlabels)
-      fprintf(out, "%s%s: %s", i ? ", " : "", g->labels[i], tn);
-    else
-      fprintf(out, "%s%s", i ? ", " : "", tn);
+    fprintf(out, "%s%s: %s", i ? ", " : "", ac_function_arg_name(f, i), tn);
   }
 }
 
 /* ---- arguments ---- */
 
-static bool convert_arg(ac_context *ctx, const ac_function *f, const signature *g, size_t i,
-                        const char *text, ac_datum *out) {
+static bool convert_arg(ac_context *ctx, const ac_function *f, size_t i, const char *text,
+                        bool cast, ac_datum *out) {
   ac_scalar t;
   unsigned r;
   ac_function_arg_info(f, i, &t, &r);
   char msg[512], who[300];
-  arg_name(g, i, who, sizeof who);
+  arg_name(f, i, who, sizeof who);
   bool ok;
   if (text[0] == '@') {
     size_t len;
     char *buf = tool_read_file(PROG, text + 1, &len);
     if (!buf)
       return false;
-    ok = val_from_npy(ctx, (const unsigned char *)buf, len, t, r, out, msg, sizeof msg);
+    ok = val_from_npy(ctx, (const unsigned char *)buf, len, t, r, cast, out, msg, sizeof msg);
     free(buf);
     if (!ok)
       fprintf(stderr, PROG ": %s: %s: %s\n", who, text + 1, msg);
     return ok;
   }
-  ok = val_parse_literal(ctx, text, t, r, out, msg, sizeof msg);
+  ok = val_parse_literal(ctx, text, t, r, cast, out, msg, sizeof msg);
   if (!ok)
     fprintf(stderr, PROG ": %s: %s\n", who, msg);
   return ok;
@@ -599,15 +468,14 @@ static int run_function(ac_context *ctx, ac_module *m, const options *o) {
   if (!f)
     return 1;
   size_t nargs = ac_function_num_args(f), nres = ac_function_num_results(f);
-  signature g;
-  signature_of(m, o->fn, nargs, &g);
-  const char *sigtext = g.text ? g.text : o->fn;
+  char *sig = signature_text(f);
+  const char *sigtext = sig ? sig : o->fn;
   int rc = 0;
   ac_datum *args = NULL;
   size_t made = 0;
   if (o->nargs != nargs) {
     fprintf(stderr, PROG ": %s takes %zu argument%s (", sigtext, nargs, nargs == 1 ? "" : "s");
-    print_leaves(stderr, f, &g);
+    print_leaves(stderr, f);
     fprintf(stderr, "), got %zu\n", o->nargs);
     rc = 1;
   } else if (o->nouts && o->nouts != nres) {
@@ -619,14 +487,14 @@ static int run_function(ac_context *ctx, ac_module *m, const options *o) {
     rc = 1;
   }
   for (; rc == 0 && made < nargs; made++)
-    if (!convert_arg(ctx, f, &g, made, o->args[made], &args[made]))
+    if (!convert_arg(ctx, f, made, o->args[made], o->cast, &args[made]))
       rc = 1;
   if (rc == 0)
     rc = call_and_report(ctx, f, o, args, nargs, compile_ms);
   if (args)
     release_all(args, made);
   free(args);
-  signature_free(&g);
+  free(sig);
   ac_function_destroy(f);
   return rc;
 }

@@ -12,8 +12,9 @@
  * the runtime library: PREFIX.ptx for the GPU (the default), or PREFIX.o
  * (--shared: PREFIX.so) for the CPU (--target=cpu, or implied by --shared,
  * --cpu and --emit=obj|so), plus PREFIX.h. --emit=LIST picks
- * among header, obj, so, ptx, plan (PREFIX.plan, the plans) and llvm
- * (PREFIX.ll); PREFIX defaults to FILE's name without its extension.
+ * among header, obj, so, ptx, plan (PREFIX.plan, the plans), llvm
+ * (PREFIX.ll) and manifest (PREFIX.json, the signatures in JSON for
+ * binding generators); PREFIX defaults to FILE's name without its extension.
  *
  * Printing (the second form: --emit with exactly one of plan, llvm, ptx):
  * writes for each function its kernel plan (runtime/plan.h's text form),
@@ -64,7 +65,9 @@ static void usage(FILE *f) {
              "                 for any CPU of the architecture; default: this host's CPU\n"
              "  --shared       CPU: link PREFIX.so (cc, found through $CC) instead of PREFIX.o\n"
              "  --emit=LIST    ahead of time, what to write (comma-separated): header, obj, so,\n"
-             "                 ptx, plan, llvm (default: the code file and header);\n"
+             "                 ptx, plan, llvm, manifest (PREFIX.json, the functions'\n"
+             "                 signatures for binding generators) (default: the code file\n"
+             "                 and header);\n"
              "                 exactly one of plan, llvm, ptx prints that for each function\n"
              "  --ptx-stats    with --emit=ptx: per kernel, registers, spills, shared memory,\n"
              "                 occupancy on --gpu=sm_XY and the hot loop's instructions\n"
@@ -228,8 +231,11 @@ static bool aot_emit_list(const char *list, aot_opts *o, bool *gpu) {
       o->emit_plan = true;
     } else if (n == 4 && strncmp(p, "llvm", 4) == 0) {
       o->emit_llvm = true;
+    } else if (n == 8 && strncmp(p, "manifest", 8) == 0) {
+      o->emit_manifest = true;
     } else {
-      tool_usage_error(PROG, "unknown --emit kind '%.*s' (header, obj, so, ptx, plan, llvm)",
+      tool_usage_error(PROG,
+                       "unknown --emit kind '%.*s' (header, obj, so, ptx, plan, llvm, manifest)",
                        (int)n, p);
       return false;
     }

@@ -31,7 +31,9 @@
  * time output only from the arrayc it was built with (same release and
  * commit: ac_library_compiler_id), and a generated header also checks that
  * the code file is the one written with it. Either mismatch is an error
- * saying "stale" and which compiler made what.
+ * saying "stale" and which compiler made what; a header for one target
+ * (GPU or CPU) with the code file of the other is an error naming both
+ * targets.
  */
 #ifndef ARRAYC_LIBRARY_H
 #define ARRAYC_LIBRARY_H
@@ -74,6 +76,12 @@ typedef struct ac_library_desc {
   /* CPU: worker threads (0: all cores, or ARRAYC_NUM_THREADS). GPU: the
    * device ordinal is ARRAYC_GPU_DEVICE, else 0. */
   unsigned num_threads;
+  /* The target a generated header was written for: AC_BACKEND_CPU or
+   * AC_BACKEND_GPU (AC_BACKEND_AUTO, 0: do not check). Code for the other
+   * target is refused with a message naming both targets, and so is a
+   * linked bundle (a host object linked into the program) with a path when
+   * the header is the GPU's. */
+  ac_backend expect_backend;
 } ac_library_desc;
 
 /* Loads ahead-of-time code as desc says; desc_size is sizeof(ac_library_desc)

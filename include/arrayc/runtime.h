@@ -119,6 +119,33 @@ AC_API size_t ac_function_num_results(const ac_function *f);
 AC_API void ac_function_arg_info(const ac_function *f, size_t i, ac_scalar *type, unsigned *rank);
 AC_API void ac_function_result_info(const ac_function *f, size_t i, ac_scalar *type,
                                     unsigned *rank);
+/* The signature as declared, for binding generators (docs/api.md,
+ * "Signatures"). Every string is borrowed from f (valid until
+ * ac_function_destroy) and never NULL for an index in range; an index out
+ * of range gives NULL and writes nothing. They work the same for functions
+ * compiled from source and functions of an ahead-of-time library.
+ *
+ * Parameters: ac_function_num_params declared parameters, in order. Each
+ * has its name, its type spelled as the language prints it ("f32[,]",
+ * "(f32[], (i32, bool))", "()"), and the run of flattened argument leaves
+ * it covers: leaves first .. first + count - 1 (count is 1 for a scalar or
+ * an array, the number of scalar and array fields for a tuple, 0 for
+ * unit). A leaf's name is its path: the parameter's name, then ".K" for
+ * field K of each tuple level ("p", "p.1", "p.1.0").
+ *
+ * Results are unnamed in the language: a function returns one value, whose
+ * type ac_function_result_type spells; its leaves are positional. A leaf's
+ * name is its path in that value: "" for a result that is not a tuple,
+ * "0", "1", "1.0", ... for the fields of a tuple result. */
+AC_API const char *ac_function_name(const ac_function *f);
+AC_API size_t ac_function_num_params(const ac_function *f);
+AC_API const char *ac_function_param_name(const ac_function *f, size_t p);
+AC_API const char *ac_function_param_type(const ac_function *f, size_t p);
+AC_API void ac_function_param_leaves(const ac_function *f, size_t p, size_t *first, size_t *count);
+AC_API const char *ac_function_arg_name(const ac_function *f, size_t i);
+AC_API const char *ac_function_result_type(const ac_function *f);
+AC_API const char *ac_function_result_name(const ac_function *f, size_t i);
+
 /* Number of kernels in the compiled plan (0 for the interpreter). */
 AC_API size_t ac_function_num_kernels(const ac_function *f);
 /* Kernel `kernel` (0 .. ac_function_num_kernels - 1) of f: its symbol

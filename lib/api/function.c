@@ -175,6 +175,41 @@ static bool make_leaves(ac_context *ctx, size_t ntypes, const ir_type *types,
   return !w.oom;
 }
 
+/* The type t spelled as the language prints it (ac_alloc'd), or NULL. */
+static char *type_text(ac_context *ctx, ir_type t) {
+  ir_buf b;
+  ir_buf_init(&b, ctx);
+  ir_ty_print(ctx, t, &b);
+  ir_buf_cstr(&b);
+  char *s = b.oom ? NULL : ir_buf_take(&b);
+  ir_buf_free(&b);
+  return s;
+}
+
+/* f's declared parameters (names[i] of type types[i]) over its leaves, and
+ * its result type: what ac_function_param_* report. */
+static bool make_params(ac_function *f, size_t n, const ir_type *types, const char *const *names,
+                        ir_type result) {
+  ac_context *ctx = f->ctx;
+  f->params = ac_alloc(ctx, (n ? n : 1) * sizeof *f->params);
+  if (!f->params)
+    return false;
+  memset(f->params, 0, (n ? n : 1) * sizeof *f->params);
+  f->nparams = n;
+  uint32_t first = 0;
+  for (size_t i = 0; i < n; i++) {
+    leaf_walk w = {ctx, NULL, 0, NULL, false};
+    walk_leaves(&w, types[i], names[i]);
+    rt_param *p = &f->params[i];
+    p->first = first;
+    p->nleaves = (uint32_t)w.n;
+    first += p->nleaves;
+    if (w.oom || !(p->name = ac_strdup(ctx, names[i])) || !(p->type = type_text(ctx, types[i])))
+      return false;
+  }
+  return (f->result_type = type_text(ctx, result)) != NULL;
+}
+
 /* ---- the hooks the runtime calls (runtime/function.h) ---- */
 
 static ac_status fn_interp(ac_function *f, const ac_datum *args, size_t nargs, ac_datum *results,
@@ -242,7 +277,8 @@ static ac_status function_new(ac_module *m, const char *name, ac_runtime *rt, bo
     }
     const char *rname = "";
     ok = make_leaves(ctx, fd->nparams, ptypes, pnames, &f->args, &f->nargs) &&
-         make_leaves(ctx, 1, &fd->result, &rname, &f->res, &f->nres);
+         make_leaves(ctx, 1, &fd->result, &rname, &f->res, &f->nres) &&
+         make_params(f, fd->nparams, ptypes, pnames, fd->result);
   }
   ac_free(ctx, ptypes);
   ac_free(ctx, (void *)pnames);

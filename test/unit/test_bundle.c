@@ -39,10 +39,12 @@ static const char plan_pair[] =
 static char *golden(const char *compiler) {
   static char buf[4096];
   snprintf(buf, sizeof buf,
-           "arrayc-bundle 1\ncompiler \"%s\"\ntarget cpu \"x86_64-pc-linux-gnu\" \"generic\"\n"
+           "arrayc-bundle 2\ncompiler \"%s\"\ntarget cpu \"x86_64-pc-linux-gnu\" \"generic\"\n"
            "source \"b \\\"q\\\".ac\"\nprefix \"bb\"\nsource-text 14\nfn inc(x)\n  x\n\n"
-           "function \"inc\"\narg \"xs\" f32[]\nresult \"\" f32[]\nplan %zu\n%s\n"
-           "function \"pair\"\narg \"p.0\" i32\narg \"p.1\" bool\nresult \"\" i32\nplan %zu\n%s\n"
+           "function \"inc\"\nparam \"xs\" 1 \"f32[]\"\nreturns \"f32[]\"\narg \"xs\" "
+           "f32[]\nresult \"\" f32[]\nplan %zu\n%s\n"
+           "function \"pair\"\nparam \"p\" 2 \"(i32, bool)\"\nreturns \"i32\"\n"
+           "arg \"p.0\" i32\narg \"p.1\" bool\nresult \"\" i32\nplan %zu\n%s\n"
            "end\n",
            compiler, strlen(plan_inc), plan_inc, strlen(plan_pair), plan_pair);
   return buf;
@@ -62,6 +64,10 @@ UNIT_TEST(round_trip) {
     CHECK_STR(b->cpu, "generic");
     CHECK(b->source_text && b->source_len == 14 && strcmp(b->source_text, "fn inc(x)\n  x\n") == 0);
     CHECK_STR(b->fns[1].args[1].name, "p.1");
+    CHECK(b->fns[1].nparams == 1 && b->fns[1].params[0].nleaves == 2);
+    CHECK_STR(b->fns[1].params[0].name, "p");
+    CHECK_STR(b->fns[1].params[0].type, "(i32, bool)");
+    CHECK_STR(b->fns[1].result_type, "i32");
     CHECK_EQ_INT(b->fns[1].args[1].type, AC_BOOL);
     CHECK_EQ_INT(b->fns[0].res[0].rank, 1);
     /* error positions name the source file */
@@ -107,18 +113,25 @@ UNIT_TEST(bad_bundles) {
   static const struct {
     const char *from, *to, *msg;
   } cases[] = {
-      {"arrayc-bundle 1", "arrayc-bundle 2", "bundle line 1: bundle format 2; this runtime reads"},
-      {"arrayc-bundle 1", "arrayc-bundel 1", "bundle line 1: expected 'arrayc-bundle'"},
+      {"arrayc-bundle 2", "arrayc-bundle 1", "bundle line 1: bundle format 1; this runtime reads"},
+      {"arrayc-bundle 2", "arrayc-bundle 3", "bundle line 1: bundle format 3; this runtime reads"},
+      {"arrayc-bundle 2", "arrayc-bundel 2", "bundle line 1: expected 'arrayc-bundle'"},
       {"target cpu", "target tpu", "bundle line 3: expected 'cpu' or 'gpu'"},
       {"target cpu \"x86_64-pc-linux-gnu\" \"generic\"", "target gpu sm_80",
        "the plan of 'inc' is not for the bundle's target"},
       {"arg \"xs\" f32[]", "arg \"xs\" f64[]", "the leaves of 'inc' do not agree with its plan"},
       {"arg \"xs\" f32[]", "arg \"xs\" f32[,]", "the leaves of 'inc' do not agree"},
-      {"arg \"xs\" f32[]", "arg \"xs\" q32[]", "bundle line 10: expected a scalar type"},
-      {"arg \"xs\" f32[]", "arg \"xs f32[]", "bundle line 10: unterminated string"},
+      {"arg \"xs\" f32[]", "arg \"xs\" q32[]", "bundle line 12: expected a scalar type"},
+      {"arg \"xs\" f32[]", "arg \"xs f32[]", "bundle line 12: unterminated string"},
       {"arg \"xs\" f32[]", "arg \"x\\qs\" f32[]", "unknown escape '\\q'"},
       {"arg \"xs\" f32[]", "arg \"x\\x00s\" f32[]", "a NUL byte in a string"},
       {"result \"\" f32[]\n", "", "the leaves of 'inc' do not agree"},
+      {"param \"xs\" 1", "param \"xs\" 2", "the parameters of 'inc' do not agree with its leaves"},
+      {"param \"xs\" 1", "param \"ys\" 1", "the parameters of 'inc' do not agree"},
+      {"param \"p\" 2", "param \"p\" 1", "the parameters of 'pair' do not agree"},
+      {"param \"xs\" 1 \"f32[]\"\n", "", "the parameters of 'inc' do not agree"},
+      {"returns \"f32[]\"\n", "", "bundle line 11: expected 'param'"},
+      {"param \"xs\" 1", "param \"xs\" x", "expected a number"},
       {"function \"pair\"", "function \"inc\"", "function 'inc' twice"},
       {"plan 2", "plan 99999", "the plan runs past the end of the bundle"},
       {"plan 2", "plan 1", ""}, /* a plan cut short: the plan parser's error */

@@ -276,6 +276,70 @@ UNIT_TEST(compile_and_call_on_each_backend) {
   ac_context_destroy(ctx);
 }
 
+/* The signature as declared (runtime.h, ac_function_param_* and friends)
+ * of functions compiled from source, on the interpreter and the CPU: the
+ * same lines test/lit/aot/signature.test expects of ahead-of-time
+ * libraries. */
+static void signature_text(const ac_function *f, char *buf, size_t size) {
+  size_t n = (size_t)snprintf(buf, size, "%s:", ac_function_name(f));
+  for (size_t p = 0; p < ac_function_num_params(f) && n < size; p++) {
+    size_t first = 99, count = 99;
+    ac_function_param_leaves(f, p, &first, &count);
+    n += (size_t)snprintf(buf + n, size - n, " %s: %s %zu+%zu", ac_function_param_name(f, p),
+                          ac_function_param_type(f, p), first, count);
+    for (size_t k = first; k < first + count && n < size; k++)
+      n += (size_t)snprintf(buf + n, size - n, " [%s]", ac_function_arg_name(f, k));
+    n += n < size ? (size_t)snprintf(buf + n, size - n, ";") : 0;
+  }
+  if (n < size)
+    n += (size_t)snprintf(buf + n, size - n, " -> %s", ac_function_result_type(f));
+  for (size_t k = 0; k < ac_function_num_results(f) && n < size; k++)
+    n += (size_t)snprintf(buf + n, size - n, " ['%s']", ac_function_result_name(f, k));
+}
+
+UNIT_TEST(signature_from_source) {
+  static const char *text =
+      "fn mix(xs: f32[,], p: (i32, (f64, bool)), u: (), k: u8) -> (f32[,], i64) {\n"
+      "  (map(|x| x * 2.0, xs), if p.1.1 { i64(p.0) } else { i64(k) })\n"
+      "}\n"
+      "fn pairs(ps: (i32, f32)[]) -> f32 {\n"
+      "  fold(|a, b| a + b, 0.0, map(|q| q.1, ps))\n"
+      "}\n"
+      "fn none() -> i32 {\n  7\n}\n";
+  static const char *const want[] = {
+      "mix: xs: f32[,] 0+1 [xs]; p: (i32, (f64, bool)) 1+3 [p.0] [p.1.0] [p.1.1]; u: () 4+0; "
+      "k: u8 4+1 [k]; -> (f32[,], i64) ['0'] ['1']",
+      "pairs: ps: (i32[], f32[]) 0+2 [ps.0] [ps.1]; -> f32 ['']", "none: -> i32 ['']"};
+  ac_context *ctx = ac_context_create();
+  ac_module *m = parse(ctx, text);
+  ac_error *err = NULL;
+  CHECK(m && show(ac_module_verify(m, &err), &err) == AC_OK);
+  ac_backend bes[2] = {AC_BACKEND_INTERP, AC_BACKEND_CPU};
+  for (int b = 0; m && b < 2; b++) {
+    for (size_t i = 0; i < 3; i++) {
+      ac_function *f = NULL;
+      const char *name = i == 0 ? "mix" : i == 1 ? "pairs" : "none";
+      if (show(ac_function_create(m, name, bes[b], &f, &err), &err) != AC_OK) {
+        CHECK(!"function created");
+        continue;
+      }
+      char buf[512];
+      signature_text(f, buf, sizeof buf);
+      CHECK_STR(buf, want[i]);
+      /* out of range: NULL, nothing written */
+      size_t first = 7, count = 7;
+      ac_function_param_leaves(f, ac_function_num_params(f), &first, &count);
+      CHECK(first == 7 && count == 7);
+      CHECK(!ac_function_param_name(f, 9) && !ac_function_param_type(f, 9));
+      CHECK(!ac_function_arg_name(f, ac_function_num_args(f)));
+      CHECK(!ac_function_result_name(f, ac_function_num_results(f)));
+      ac_function_destroy(f);
+    }
+  }
+  ac_module_destroy(m);
+  ac_context_destroy(ctx);
+}
+
 /* Warnings (core.h's ac_context_set_warning_handler): compiling for the
  * SIMT emulator warns about a nested fold that each GPU thread runs
  * sequentially, once per source position across functions that both
@@ -636,4 +700,4 @@ UNIT_TEST(allocation_failures_are_errors) {
 UNIT_MAIN(runtimes_of_each_backend, arrays_copy_or_borrow, arrays_read_back,
           compile_and_call_on_each_backend, errors_then_success, default_runtime_and_printing,
           four_threads_call_one_function, allocation_failures_are_errors,
-          warnings_once_per_position)
+          warnings_once_per_position, signature_from_source)
