@@ -18,8 +18,8 @@ Every fenced block says what it is, and that decides what is done with it:
               the compiler library (`pkg-config --cflags --libs arrayc` of
               the installation below), then run
   ```arrayc   a complete program of the language: arrayc-opt must accept it
-  ```output   what the block run last before it printed (stdout and stderr
-              together); compared, see below
+  ```output   what the block run last before it printed; compared, see
+              below
   ```text, ```cmake, ```ebnf
               prose, not run (```cmake: see install.consumer, which builds
               a consumer project with these commands)
@@ -72,7 +72,10 @@ and whose pkg-config files are on PKG_CONFIG_PATH. ARRAYC_* variables are
 cleared, so the tools run with their defaults (`auto`: the GPU if there is
 one, else the CPU), and the kernel cache lives in the scratch directory.
 
-An ```output block is compared line by line with what was printed.
+An ```output block is compared line by line with what was printed:
+standard output, then standard error (what a terminal shows for a command
+that prints its results and then diagnostics or statistics; a pipe would
+reorder them).
 A line `...` stands for any number of lines, and `...` within a line for
 any text (times, versions, long counts); numbers elsewhere match within a
 relative 1e-6 (float results may differ in the last digit between the
@@ -80,7 +83,12 @@ backends that `auto` may pick); everything else must be equal. An
 ```output block with no block run before it is an error.
 
 usage: check_snippets.py --build DIR --source DIR [--libdir LIBDIR]
-                         [--cc CC] [--cflags FLAGS] [--self-test] [FILE.md ...]
+                         [--cc CC] [--cflags FLAGS] [--self-test]
+                         [--tools-doc TOOLS.md] [FILE.md ...]
+
+--tools-doc checks that TOOLS.md (docs/tools.md) names every option that
+the --help of arrayc, arrayc-opt and arrayc-run lists (README.md says the
+tools are documented completely there).
 
 --self-test first checks the checker on small built-in documents, a right
 one and wrong ones that it must report. Skipped blocks are listed with
@@ -94,6 +102,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -180,7 +189,8 @@ DIRECTIVE_ARGS = {"skip": True, "only-last": True, "needs-gpu": False, "needs": 
 
 def parse_directives(text, line, problems):
     out = {}
-    for part in text.split(";"):
+    # a `;` followed by a directive's name separates two (reasons may hold `;`)
+    for part in re.split(r";\s*(?=[a-z-]+\b\s*(?::|;|$))", text):
         part = part.strip()
         if not part:
             continue
@@ -263,17 +273,25 @@ def same_output(expected, got):
 # ---- running ----------------------------------------------------------------------
 
 
-def run(cmd, cwd, env, stdin=None):
-    """(status, output): stdout and stderr together; status -1 on a timeout."""
+def run(cmd, cwd, env):
+    """(status, output): stdout, then stderr; status -1 on a timeout. (Not
+    interleaved: a pipe buffers stdout, so the order would not be the one a
+    terminal shows; stdout then stderr is, for a command that prints its
+    results and then its diagnostics or statistics.) A timeout ends the
+    command's whole process group."""
     try:
-        p = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                           timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return -1, "timed out after %d s" % TIMEOUT_S
+        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
     except OSError as e:
         return -1, str(e)
-    return p.returncode, p.stdout.decode("utf-8", "replace")
+    try:
+        out, err = p.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        return -1, "timed out after %d s" % TIMEOUT_S
+    return p.returncode, (out + err).decode("utf-8", "replace")
 
 
 class Env:
@@ -588,11 +606,37 @@ def self_test(env):
             c.check_document("<%s>" % name, doc, sd)
             if not c.failures:
                 problems.append("the checker accepts a document with a %s" % name)
+    help_text = "options:\n  -o OUT   output\n  -h, --help  help\n  --fn NAME  f\n"
+    if help_options(help_text) != ["-o", "-h", "--help", "--fn"] or \
+            undocumented_options(help_text, "`-o OUT`, `-h`, `--help`, `--fn NAME`") or \
+            undocumented_options(help_text, "`-o OUT`, `-h`, `--fn NAME`") != ["--help"]:
+        problems.append("the check of the tools' options is wrong")
     if not same_output("a\n...\nz\n", "a\nb\nc\nz\n") or same_output("a\n...\nz\n", "a\nb\n") \
             or not same_output("t: ... ms\n", "t: 0.5 ms\n") or same_output("1.5\n", "1.6\n") \
             or same_output("1\n", "2\n") or not same_output("[nan, 2.0]\n", "[nan, 2.0000001]\n"):
         problems.append("same_output compares wrongly")
     return problems
+
+
+# ---- the tools' options --------------------------------------------------------
+
+TOOLS = ("arrayc", "arrayc-opt", "arrayc-run")
+
+
+def help_options(help_text):
+    """The options a tool's --help lists: the words starting with `-` at the
+    start of its lines under `options:` (`-h, --help` gives both)."""
+    opts = []
+    for line in help_text.split("\n"):
+        m = re.match(r"^ {2}(-[^\s,]*(?:, -[^\s,]+)*)", line)
+        if m:
+            opts += [re.match(r"-[-\w]*", o).group(0) for o in m.group(1).split(", ")]
+    return opts
+
+
+def undocumented_options(help_text, doc_text):
+    """The options of help_text that doc_text does not name (as `OPTION...`)."""
+    return [o for o in help_options(help_text) if "`" + o not in doc_text]
 
 
 # ---- main -------------------------------------------------------------------------
@@ -621,6 +665,8 @@ def main():
     ap.add_argument("--cflags", default="", help="extra flags for every compile and link "
                     "(a sanitizer build's)")
     ap.add_argument("--self-test", action="store_true", help="check the checker first")
+    ap.add_argument("--tools-doc", help="check that this document (docs/tools.md) names every "
+                    "option that arrayc, arrayc-opt and arrayc-run --help list")
     ap.add_argument("docs", nargs="*", help="Markdown files to check")
     a = ap.parse_args()
     if not a.docs and not a.self_test:
@@ -646,6 +692,16 @@ def main():
                 print("self-test: " + p)
             ok = not problems
             print("self-test: %s" % ("ok" if ok else "FAILED"))
+        if a.tools_doc:
+            with open(a.tools_doc, encoding="utf-8") as f:
+                doc_text = f.read()
+            for tool in TOOLS:
+                status, out = run([os.path.join(prefix, "bin", tool), "--help"], None, None)
+                missing = undocumented_options(out, doc_text) if status == 0 else ["(--help fails)"]
+                for o in missing:
+                    print("%s: %s's option %s is not documented" % (a.tools_doc, tool, o))
+                ok = ok and not missing
+            print("%s: the options of %s checked" % (a.tools_doc, ", ".join(TOOLS)))
         all_skips = []
         for i, doc in enumerate(a.docs):
             with open(doc, encoding="utf-8") as f:
