@@ -55,6 +55,10 @@ separated by `;`:
                                       fragment declares). The wrapper
                                       declares what the fragment uses and,
                                       usually, checks what it did
+                                      An ```arrayc fragment likewise goes
+                                      into test/docs/wrap/NAME.ac where it
+                                      says // @SNIPPET@, and arrayc-opt
+                                      must accept the whole
   <!-- doc-test: status: N -->        the block must end with exit status N
                                       (a command that fails on purpose)
 
@@ -68,7 +72,8 @@ the next. It starts with a symbolic link to every top-level entry of the
 source tree (so `examples/dotp.ac` is there, as in the repository root) and
 `build`, a link to the build being tested. The build is installed into a
 prefix (as test/install/consumer.sh does) whose bin/ comes first on PATH
-and whose pkg-config files are on PKG_CONFIG_PATH. ARRAYC_* variables are
+and whose pkg-config files are on PKG_CONFIG_PATH; $PREFIX names it
+(install.md's commands use it). ARRAYC_* variables are
 cleared, so the tools run with their defaults (`auto`: the GPU if there is
 one, else the CPU), and the kernel cache lives in the scratch directory.
 
@@ -89,6 +94,10 @@ usage: check_snippets.py --build DIR --source DIR [--libdir LIBDIR]
 --tools-doc checks that TOOLS.md (docs/tools.md) names every option that
 the --help of arrayc, arrayc-opt and arrayc-run lists (README.md says the
 tools are documented completely there).
+
+--cflags (a sanitizer build's -fsanitize=...) is added to every compile and
+link, including the documents' own `cc` commands (a `cc` with them comes
+first on PATH); Python blocks are then skipped.
 
 --self-test first checks the checker on small built-in documents, a right
 one and wrong ones that it must report. Skipped blocks are listed with
@@ -120,6 +129,7 @@ KNOWN = RUNNABLE + PROSE + ("arrayc", "arrayc-error", "output")
 UNSAFE_RE = re.compile(r"\b(apt-get|apt|sudo|ldconfig|ctest)\b|\bcmake\s+(-S|-B|--build|--install)"
                        r"|\brm\s+-[a-z]*r")
 SNIPPET_RE = re.compile(r"^[ \t]*/\* @SNIPPET@ \*/[ \t]*\n", re.M)  # where a wrapper takes it
+SNIPPET_AC_RE = re.compile(r"^[ \t]*// @SNIPPET@[ \t]*\n", re.M)  # the same in an .ac wrapper
 DECLARED = "/* @DECLARED@ */"  # there: the addresses of the functions the fragment declares
 WRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wrap")
 
@@ -171,7 +181,7 @@ def parse_markdown(text, problems):
                 problems.append((pending[0], "a doc-test directive must come just before a "
                                  "fenced block"))
             pending = (i + 1, parse_directives(d.group(1), i + 1, problems))
-        elif "doc-test" in lines[i] and "<!--" in lines[i]:
+        elif "doc-test" in lines[i] and lines[i].lstrip().startswith("<!--"):
             problems.append((i + 1, "malformed directive (write <!-- doc-test: WHAT -->)"))
         elif lines[i].strip() and pending:
             problems.append((pending[0], "a doc-test directive must come just before a "
@@ -305,6 +315,7 @@ class Env:
         self.cc = cc
         self.cflags = cflags
         self.gpu = gpu  # None when present, else why not
+        self.sanitized = False  # a sanitizer build: Python cannot load its libraries
 
     def variables(self, scratch):
         env = {k: v for k, v in os.environ.items() if not k.startswith("ARRAYC_")}
@@ -314,6 +325,7 @@ class Env:
                                        if env.get("PKG_CONFIG_PATH") else "")
         env["ARRAYC_CACHE_DIR"] = os.path.join(scratch, ".cache")
         env["CC"] = self.cc
+        env["PREFIX"] = self.prefix
         env.pop("LIT_FILTER_OUT", None)
         return env
 
@@ -378,6 +390,11 @@ class Checker:
                 self.skip(doc, b, "needs a GPU: " + self.env.gpu)
                 last = (b, None)
                 continue
+            if b.info == "python" and self.env.sanitized:
+                self.skip(doc, b, "a sanitizer build: python3 is not instrumented, so it "
+                          "cannot load arrayc's libraries")
+                last = (b, None)
+                continue
             if "needs" in d and not shutil.which(d["needs"], path=env["PATH"]):
                 self.skip(doc, b, "needs %s, which is not on PATH" % d["needs"])
                 last = (b, None)
@@ -406,7 +423,12 @@ class Checker:
         want_status = int(d.get("status", "0"))
         if b.info == "arrayc":
             path = base + ".ac"
-            write(path, b.text)
+            text = b.text
+            if "wrap" in d:
+                text = self.wrap(doc, b, d["wrap"])
+                if text is None:
+                    return None
+            write(path, text)
             status, out = run(["arrayc-opt", path], scratch, env)
             if status != 0:
                 self.fail(doc, b.line, "arrayc-opt rejects the program (status %d):\n%s"
@@ -455,13 +477,20 @@ class Checker:
         return out
 
     def wrap(self, doc, b, name):
-        path = os.path.join(WRAP_DIR, name + ".c")
+        """The fragment of block b inside wrapper NAME (.c or .ac)."""
+        path = os.path.join(WRAP_DIR, name + (".ac" if b.info == "arrayc" else ".c"))
         try:
             with open(path, encoding="utf-8") as f:
                 wrapper = f.read()
         except OSError as e:
             self.fail(doc, b.line, "wrap: %s" % e)
             return None
+        if b.info == "arrayc":
+            if len(SNIPPET_AC_RE.findall(wrapper)) != 1:
+                self.fail(doc, b.line, "wrap: %s must have one line // @SNIPPET@" % path)
+                return None
+            m = SNIPPET_AC_RE.search(wrapper)
+            return wrapper[:m.start()] + b.text + wrapper[m.end():]
         if len(SNIPPET_RE.findall(wrapper)) != 1:
             self.fail(doc, b.line, "wrap: %s must have one line /* @SNIPPET@ */" % path)
             return None
@@ -554,6 +583,15 @@ print([1.0, 2.5])
 exit 1
 ```
 
+<!-- doc-test: needs-gpu -->
+```sh
+arrayc-run --backend=gpu ex.ac --fn inc 1
+```
+
+```output
+2
+```
+
 ```text
 fn f(x: i32) -> i32
 ```
@@ -594,8 +632,10 @@ def self_test(env):
         os.mkdir(good)
         c = Checker(env)
         c.check_document("<good>", GOOD_DOC, good)
-        want = {"sh": 2, "python": 1, "c": 2, "arrayc": 0, "output": 4, "file": 1}
-        if c.failures or c.counts != want or len(c.skips) != 1:
+        gpu = env.gpu is None
+        want = {"sh": 2 + gpu, "python": 0 if env.sanitized else 1, "c": 2, "arrayc": 0,
+                "output": 5, "file": 1}
+        if c.failures or c.counts != want or len(c.skips) != 1 + env.sanitized + (not gpu):
             problems.append("the correct self-test document fails or is not fully checked "
                             "(%s, %d skips):\n%s" % (c.counts, len(c.skips),
                                                      "\n".join(c.failures)))
@@ -684,7 +724,18 @@ def main():
         if err:
             print("cmake --install %s failed:\n%s" % (build, err))
             return 1
-        env = Env(build, source, prefix, a.libdir, a.cc, a.cflags, None)
+        cc = a.cc
+        if a.cflags:
+            # a sanitizer build: every `cc` the documents run gets its flags
+            bindir = os.path.join(tmp, "cc-bin")
+            os.mkdir(bindir)
+            cc = os.path.join(bindir, "cc")
+            write(cc, "#!/bin/sh\nexec %s %s \"$@\"\n" % (shlex.quote(shutil.which(a.cc)),
+                                                        a.cflags))
+            os.chmod(cc, 0o755)
+            os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+        env = Env(build, source, prefix, a.libdir, cc, "", None)
+        env.sanitized = bool(a.cflags)
         env.gpu = gpu_absent(prefix, env.variables(tmp))
         if a.self_test:
             problems = self_test(env)
