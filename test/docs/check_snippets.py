@@ -640,6 +640,8 @@ def self_test(env):
                             "(%s, %d skips):\n%s" % (c.counts, len(c.skips),
                                                      "\n".join(c.failures)))
         for i, (name, doc) in enumerate(BAD_DOCS.items()):
+            if name == "failing Python" and env.sanitized:
+                continue  # Python is not run at all
             sd = os.path.join(d, "bad%d" % i)
             os.mkdir(sd)
             c = Checker(env)
