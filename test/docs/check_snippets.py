@@ -20,9 +20,11 @@ Every fenced block says what it is, and that decides what is done with it:
   ```arrayc   a complete program of the language: arrayc-opt must accept it
   ```output   what the block run last before it printed; compared, see
               below
-  ```text, ```cmake, ```ebnf
-              prose, not run (```cmake: see install.consumer, which builds
-              a consumer project with these commands)
+  ```cmake    with wrap: (below), the CMakeLists.txt of a project whose
+              other files are the scratch directory's: configured with
+              CMAKE_PREFIX_PATH naming the installation, and built
+  ```text, ```ebnf, and ```cmake without wrap:
+              prose, not run
 
 A block with no language is an error (say ```text for a diagram), and so
 is a ```text block with a shell prompt (a line starting `$ `): a command
@@ -55,10 +57,12 @@ separated by `;`:
                                       fragment declares). The wrapper
                                       declares what the fragment uses and,
                                       usually, checks what it did
-                                      An ```arrayc fragment likewise goes
-                                      into test/docs/wrap/NAME.ac where it
-                                      says // @SNIPPET@, and arrayc-opt
-                                      must accept the whole
+                                      An ```arrayc or ```cmake fragment
+                                      likewise goes into NAME.ac or
+                                      NAME.cmake where it says
+                                      // @SNIPPET@ or # @SNIPPET@, and
+                                      the whole must be accepted by
+                                      arrayc-opt, or configure and build
   <!-- doc-test: status: N -->        the block must end with exit status N
                                       (a command that fails on purpose)
 
@@ -130,6 +134,7 @@ UNSAFE_RE = re.compile(r"\b(apt-get|apt|sudo|ldconfig|ctest)\b|\bcmake\s+(-S|-B|
                        r"|\brm\s+-[a-z]*r")
 SNIPPET_RE = re.compile(r"^[ \t]*/\* @SNIPPET@ \*/[ \t]*\n", re.M)  # where a wrapper takes it
 SNIPPET_AC_RE = re.compile(r"^[ \t]*// @SNIPPET@[ \t]*\n", re.M)  # the same in an .ac wrapper
+SNIPPET_CMAKE_RE = re.compile(r"^[ \t]*# @SNIPPET@[ \t]*\n", re.M)  # and a .cmake one
 DECLARED = "/* @DECLARED@ */"  # there: the addresses of the functions the fragment declares
 WRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wrap")
 
@@ -335,7 +340,8 @@ class Checker:
         self.env = env
         self.failures = []
         self.skips = []  # (doc, line, reason)
-        self.counts = {"sh": 0, "python": 0, "c": 0, "arrayc": 0, "output": 0, "file": 0}
+        self.counts = {"sh": 0, "python": 0, "c": 0, "arrayc": 0, "cmake": 0, "output": 0,
+                       "file": 0}
 
     def fail(self, doc, line, msg):
         self.failures.append("%s:%d: %s" % (doc, line, msg))
@@ -382,7 +388,8 @@ class Checker:
             if "skip" in d:
                 self.skip(doc, b, d["skip"])
                 continue
-            if b.info in PROSE or b.info == "arrayc-error":
+            if (b.info in PROSE and not (b.info == "cmake" and "wrap" in d)) or \
+                    b.info == "arrayc-error":
                 if d:
                     self.fail(doc, b.line, "doc-test directives on a block that is not run")
                 continue
@@ -434,6 +441,8 @@ class Checker:
                 self.fail(doc, b.line, "arrayc-opt rejects the program (status %d):\n%s"
                           % (status, out))
             return None
+        if b.info == "cmake":
+            return self.run_cmake(doc, b, base, scratch, env)
         if b.info == "sh":
             text = b.text
             if "only-last" in d:
@@ -476,20 +485,49 @@ class Checker:
                       % (b.info, status, want_status, out))
         return out
 
+    def run_cmake(self, doc, b, base, scratch, env):
+        """A CMake fragment inside its wrapper is the CMakeLists.txt of a
+        project whose other files are the scratch directory's: configured
+        against the installation and built."""
+        text = self.wrap(doc, b, b.directives["wrap"])
+        if text is None:
+            return None
+        src, bld = base + ".src", base + ".build"
+        os.mkdir(src)
+        for name in os.listdir(scratch):
+            path = os.path.join(scratch, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                shutil.copy(path, src)
+        write(os.path.join(src, "CMakeLists.txt"), text)
+        log = ""
+        for cmd in (["cmake", "-S", src, "-B", bld, "-DCMAKE_PREFIX_PATH=" + self.env.prefix,
+                     "-DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF", "-DCMAKE_C_COMPILER=" + self.env.cc],
+                    ["cmake", "--build", bld]):
+            status, out = run(cmd, scratch, env)
+            log += out
+            if status != 0:
+                self.fail(doc, b.line, "the CMake project does not %s (%s; status %d):\n%s"
+                          % ("configure" if len(cmd) > 3 else "build", src, status, out))
+                return None
+        return log
+
     def wrap(self, doc, b, name):
-        """The fragment of block b inside wrapper NAME (.c or .ac)."""
-        path = os.path.join(WRAP_DIR, name + (".ac" if b.info == "arrayc" else ".c"))
+        """The fragment of block b inside wrapper NAME (.c, .ac or .cmake)."""
+        ext = {"arrayc": ".ac", "cmake": ".cmake"}.get(b.info, ".c")
+        path = os.path.join(WRAP_DIR, name + ext)
         try:
             with open(path, encoding="utf-8") as f:
                 wrapper = f.read()
         except OSError as e:
             self.fail(doc, b.line, "wrap: %s" % e)
             return None
-        if b.info == "arrayc":
-            if len(SNIPPET_AC_RE.findall(wrapper)) != 1:
-                self.fail(doc, b.line, "wrap: %s must have one line // @SNIPPET@" % path)
+        if b.info in ("arrayc", "cmake"):
+            marker = SNIPPET_AC_RE if b.info == "arrayc" else SNIPPET_CMAKE_RE
+            if len(marker.findall(wrapper)) != 1:
+                self.fail(doc, b.line, "wrap: %s must have one line %s"
+                          % (path, "// @SNIPPET@" if b.info == "arrayc" else "# @SNIPPET@"))
                 return None
-            m = SNIPPET_AC_RE.search(wrapper)
+            m = marker.search(wrapper)
             return wrapper[:m.start()] + b.text + wrapper[m.end():]
         if len(SNIPPET_RE.findall(wrapper)) != 1:
             self.fail(doc, b.line, "wrap: %s must have one line /* @SNIPPET@ */" % path)
@@ -634,7 +672,7 @@ def self_test(env):
         c.check_document("<good>", GOOD_DOC, good)
         gpu = env.gpu is None
         want = {"sh": 2 + gpu, "python": 0 if env.sanitized else 1, "c": 2, "arrayc": 0,
-                "output": 5, "file": 1}
+                "cmake": 0, "output": 5, "file": 1}
         if c.failures or c.counts != want or len(c.skips) != 1 + env.sanitized + (not gpu):
             problems.append("the correct self-test document fails or is not fully checked "
                             "(%s, %d skips):\n%s" % (c.counts, len(c.skips),
@@ -648,6 +686,17 @@ def self_test(env):
             c.check_document("<%s>" % name, doc, sd)
             if not c.failures:
                 problems.append("the checker accepts a document with a %s" % name)
+    with tempfile.TemporaryDirectory() as d:
+        for text, good in (('message(STATUS "found arrayc ${arrayc_VERSION}")', True),
+                           ('message(FATAL_ERROR "no")', False)):
+            doc = "<!-- doc-test: wrap: cmake_project -->\n```cmake\n%s\n```\n" % text
+            sd = os.path.join(d, "good" if good else "bad")
+            os.mkdir(sd)
+            c = Checker(env)
+            c.check_document("<cmake>", doc, sd)
+            if bool(c.failures) == good or c.counts["cmake"] != 1:
+                problems.append("the checker %s a CMake fragment that %s" % (
+                    "rejects" if good else "accepts", "configures" if good else "fails"))
     help_text = "options:\n  -o OUT   output\n  -h, --help  help\n  --fn NAME  f\n"
     if help_options(help_text) != ["-o", "-h", "--help", "--fn"] or \
             undocumented_options(help_text, "`-o OUT`, `-h`, `--help`, `--fn NAME`") or \
@@ -769,11 +818,11 @@ def main():
             for s in c.skips:
                 print("%s:%d: skipped: %s" % s)
             all_skips += c.skips
-            print("%s: %d sh, %d python, %d C, %d arrayc blocks run, %d outputs compared, "
-                  "%d files written, %d skipped; %d failures"
+            print("%s: %d sh, %d python, %d C, %d arrayc, %d CMake blocks run, %d outputs "
+                  "compared, %d files written, %d skipped; %d failures"
                   % (name, c.counts["sh"], c.counts["python"], c.counts["c"],
-                     c.counts["arrayc"], c.counts["output"], c.counts["file"], len(c.skips),
-                     len(c.failures)))
+                     c.counts["arrayc"], c.counts["cmake"], c.counts["output"],
+                     c.counts["file"], len(c.skips), len(c.failures)))
             ok = ok and not c.failures
         for s in all_skips:
             log_skip("%s:%d: %s" % s)
