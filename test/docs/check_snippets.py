@@ -47,22 +47,21 @@ separated by `;`:
                                       written to NAME in the scratch
                                       directory (the commands after it use
                                       it); nothing is run
-  <!-- doc-test: wrap: NAME -->       a C fragment (declarations, or the
-                                      statements of a function): put into
-                                      test/docs/wrap/NAME.c where that file
-                                      says /* @SNIPPET@ */, and compiled and run
-                                      as a complete program (where the
-                                      wrapper says /* @DECLARED@ */: the
-                                      address of each function the
-                                      fragment declares). The wrapper
-                                      declares what the fragment uses and,
-                                      usually, checks what it did
-                                      An ```arrayc or ```cmake fragment
-                                      likewise goes into NAME.ac or
-                                      NAME.cmake where it says
-                                      // @SNIPPET@ or # @SNIPPET@, and
-                                      the whole must be accepted by
-                                      arrayc-opt, or configure and build
+  <!-- doc-test: wrap: NAME -->       a fragment, completed by a wrapper
+                                      in test/docs/wrap/ that declares what
+                                      it uses and, usually, checks what it
+                                      did. C (declarations, or statements
+                                      of a function): put into NAME.c at
+                                      its line /* @SNIPPET@ */, compiled
+                                      and run as a complete program; where
+                                      the wrapper says /* @DECLARED@ */ go
+                                      the addresses of the functions the
+                                      fragment declares, so that one that
+                                      does not exist fails to link. arrayc:
+                                      NAME.ac at // @SNIPPET@, which
+                                      arrayc-opt must accept. CMake:
+                                      NAME.cmake at # @SNIPPET@, the
+                                      project above
   <!-- doc-test: status: N -->        the block must end with exit status N
                                       (a command that fails on purpose)
 
@@ -77,9 +76,10 @@ source tree (so `examples/dotp.ac` is there, as in the repository root) and
 `build`, a link to the build being tested. The build is installed into a
 prefix (as test/install/consumer.sh does) whose bin/ comes first on PATH
 and whose pkg-config files are on PKG_CONFIG_PATH; $PREFIX names it
-(install.md's commands use it). ARRAYC_* variables are
-cleared, so the tools run with their defaults (`auto`: the GPU if there is
-one, else the CPU), and the kernel cache lives in the scratch directory.
+(install.md's commands use it), and `cc` is the build's C compiler.
+ARRAYC_* variables are cleared, so the tools run with their defaults
+(`auto`: the GPU if there is one, else the CPU), and the kernel cache lives
+in the scratch directory.
 
 An ```output block is compared line by line with what was printed:
 standard output, then standard error (what a terminal shows for a command
@@ -100,13 +100,14 @@ the --help of arrayc, arrayc-opt and arrayc-run lists (README.md says the
 tools are documented completely there).
 
 --cflags (a sanitizer build's -fsanitize=...) is added to every compile and
-link, including the documents' own `cc` commands (a `cc` with them comes
-first on PATH); Python blocks are then skipped.
+link, including the documents' own `cc` commands (`cc` on PATH is CC with
+FLAGS); Python blocks are then skipped.
 
 --self-test first checks the checker on small built-in documents, a right
 one and wrong ones that it must report. Skipped blocks are listed with
 their reasons (and appended to $ARRAYC_SKIP_LOG when it is set). Exit
-status: 0 when everything holds, 1 otherwise.
+status: 0 when everything holds, 1 otherwise, 77 ("SKIPPED: why") when the
+C compiler, cmake, pkg-config or bash is missing.
 """
 
 import argparse
@@ -775,16 +776,14 @@ def main():
         if err:
             print("cmake --install %s failed:\n%s" % (build, err))
             return 1
-        cc = a.cc
-        if a.cflags:
-            # a sanitizer build: every `cc` the documents run gets its flags
-            bindir = os.path.join(tmp, "cc-bin")
-            os.mkdir(bindir)
-            cc = os.path.join(bindir, "cc")
-            write(cc, "#!/bin/sh\nexec %s %s \"$@\"\n" % (shlex.quote(shutil.which(a.cc)),
-                                                        a.cflags))
-            os.chmod(cc, 0o755)
-            os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+        # the documents' `cc` is the build's C compiler, with a sanitizer
+        # build's flags
+        bindir = os.path.join(tmp, "cc-bin")
+        os.mkdir(bindir)
+        cc = os.path.join(bindir, "cc")
+        write(cc, "#!/bin/sh\nexec %s %s \"$@\"\n" % (shlex.quote(shutil.which(a.cc)), a.cflags))
+        os.chmod(cc, 0o755)
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
         env = Env(build, source, prefix, a.libdir, cc, "", None)
         env.sanitized = bool(a.cflags)
         env.gpu = gpu_absent(prefix, env.variables(tmp))
