@@ -93,7 +93,12 @@ backends that `auto` may pick); everything else must be equal. An
 
 usage: check_snippets.py --build DIR --source DIR [--libdir LIBDIR]
                          [--cc CC] [--cflags FLAGS] [--self-test]
-                         [--tools-doc TOOLS.md] [FILE.md ...]
+                         [--tools-doc TOOLS.md] [--language-doc LANGUAGE.md]
+                         [FILE.md ...]
+
+--language-doc names a document whose `arrayc` and `arrayc-error` examples
+and their `output` blocks test/docs/check_docs.py checks (language.md):
+only its other blocks are looked at here.
 
 --tools-doc checks that TOOLS.md (docs/tools.md) names every option that
 the --help of arrayc, arrayc-opt and arrayc-run lists (README.md says the
@@ -355,7 +360,10 @@ class Checker:
         os.symlink(self.env.build, os.path.join(d, "build"))
         os.mkdir(os.path.join(d, ".doc-test"))
 
-    def check_document(self, doc, text, scratch):
+    def check_document(self, doc, text, scratch, language_doc=False):
+        """Runs the blocks of one document in scratch. In a language_doc
+        (language.md) the arrayc, arrayc-error and output blocks are
+        check_docs.py's, and left alone here."""
         problems = []
         blocks = parse_markdown(text, problems)
         for line, p in problems:
@@ -365,6 +373,8 @@ class Checker:
         last = None  # (block, output or None when it was not run), the block run last
         for n, b in enumerate(blocks):
             d = b.directives
+            if language_doc and b.info in ("arrayc", "arrayc-error", "output"):
+                continue
             if b.info == "output":
                 self.counts["output"] += 1
                 if last is None:
@@ -759,9 +769,12 @@ def main():
     ap.add_argument("--self-test", action="store_true", help="check the checker first")
     ap.add_argument("--tools-doc", help="check that this document (docs/tools.md) names every "
                     "option that arrayc, arrayc-opt and arrayc-run --help list")
+    ap.add_argument("--language-doc", action="append", default=[],
+                    help="a document (language.md) whose arrayc examples and their output "
+                    "blocks check_docs.py checks: only its other blocks are run here")
     ap.add_argument("docs", nargs="*", help="Markdown files to check")
     a = ap.parse_args()
-    if not a.docs and not a.self_test:
+    if not a.docs and not a.language_doc and not a.self_test:
         ap.error("nothing to check")
     for tool in (a.cc, "cmake", "pkg-config", "bash"):
         if not shutil.which(tool):
@@ -804,14 +817,15 @@ def main():
                 ok = ok and not missing
             print("%s: the options of %s checked" % (a.tools_doc, ", ".join(TOOLS)))
         all_skips = []
-        for i, doc in enumerate(a.docs):
+        language_docs = [os.path.abspath(p) for p in a.language_doc]
+        for i, doc in enumerate(a.docs + a.language_doc):
             with open(doc, encoding="utf-8") as f:
                 text = f.read()
             scratch = os.path.join(tmp, "doc%d" % i)
             os.mkdir(scratch)
             c = Checker(env)
             name = os.path.relpath(os.path.abspath(doc), source)
-            c.check_document(name, text, scratch)
+            c.check_document(name, text, scratch, os.path.abspath(doc) in language_docs)
             for f in c.failures:
                 print(f)
             for s in c.skips:
