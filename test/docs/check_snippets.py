@@ -48,9 +48,9 @@ separated by `;`:
                                       directory (the commands after it use
                                       it); nothing is run
   <!-- doc-test: wrap: NAME -->       a fragment, completed by a wrapper
-                                      in test/docs/wrap/ that declares what
-                                      it uses and, usually, checks what it
-                                      did. C (declarations, or statements
+                                      in test/docs/Inputs/wrap/ that
+                                      declares what it uses and, usually,
+                                      checks what it did. C (declarations, or statements
                                       of a function): put into NAME.c at
                                       its line /* @SNIPPET@ */, compiled
                                       and run as a complete program; where
@@ -142,7 +142,7 @@ SNIPPET_RE = re.compile(r"^[ \t]*/\* @SNIPPET@ \*/[ \t]*\n", re.M)  # where a wr
 SNIPPET_AC_RE = re.compile(r"^[ \t]*// @SNIPPET@[ \t]*\n", re.M)  # the same in an .ac wrapper
 SNIPPET_CMAKE_RE = re.compile(r"^[ \t]*# @SNIPPET@[ \t]*\n", re.M)  # and a .cmake one
 DECLARED = "/* @DECLARED@ */"  # there: the addresses of the functions the fragment declares
-WRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wrap")
+WRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs", "wrap")
 
 
 class Block:
