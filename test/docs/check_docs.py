@@ -33,7 +33,8 @@ after each must show the reader what runs, exactly as CAPTION_FORMATS says
 block and its `output` block must be ERROR_CAPTION. The script checks them,
 so the visible command cannot drift from the one that is run.
 
-Other fenced blocks (C, EBNF, plain text) are prose and are not checked. An
+Other fenced blocks (C, EBNF, plain text) are not checked here (language.md's
+C block is test/docs/check_snippets.py's, with the other documents). An
 `output` block or a directive anywhere else is a mistake in the document and is
 reported, so that an example cannot silently stop being checked.
 
