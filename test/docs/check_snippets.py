@@ -117,6 +117,7 @@ C compiler, cmake, pkg-config or bash is missing.
 
 import argparse
 import math
+import json
 import os
 import re
 import shlex
@@ -131,7 +132,7 @@ FLOAT_RTOL = 1e-6
 FENCE_RE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*([^`\s]*)\s*$")
 DIRECTIVE_RE = re.compile(r"^\s*<!--\s*doc-test:(.*?)-->\s*$")
 RUNNABLE = ("sh", "python", "c")
-PROSE = ("text", "cmake", "ebnf")
+PROSE = ("text", "cmake", "ebnf", "json")  # json: must parse
 KNOWN = RUNNABLE + PROSE + ("arrayc", "arrayc-error", "output")
 # Commands that would change the machine or the build being tested (the
 # scratch directory's `build` is that build): a block with one of them must
@@ -403,6 +404,11 @@ class Checker:
                     b.info == "arrayc-error":
                 if d:
                     self.fail(doc, b.line, "doc-test directives on a block that is not run")
+                if b.info == "json":
+                    try:
+                        json.loads(b.text)
+                    except ValueError as e:
+                        self.fail(doc, b.line, "a json block that is not JSON: %s" % e)
                 continue
             if "needs-gpu" in d and self.env.gpu:
                 self.skip(doc, b, "needs a GPU: " + self.env.gpu)
