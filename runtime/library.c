@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct ac_library {
   ac_context *ctx;
@@ -78,6 +79,10 @@ void ac_library_close(ac_library *lib) {
 
 /* ---- reading the code file ---- */
 
+/* The most bytes read from a code file that is not a regular file
+ * (docs/runtime.md §11). */
+#define LIB_MAX_FILE ((size_t)256 << 20)
+
 static ac_status read_file(ac_context *ctx, const char *path, char **out, size_t *len,
                            ac_error **err) {
   *out = NULL;
@@ -86,12 +91,21 @@ static ac_status read_file(ac_context *ctx, const char *path, char **out, size_t
     return rt_fail(ctx, err, AC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
   ir_buf b;
   ir_buf_init(&b, ctx);
+  /* a regular file ends; /dev/zero or a pipe behind a .ptx name may not */
+  struct stat st;
+  size_t limit = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) ? SIZE_MAX : LIB_MAX_FILE;
   char chunk[65536];
   size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len <= limit)
     ir_buf_putn(&b, chunk, n);
   bool bad = ferror(f) != 0;
   fclose(f);
+  if (b.len > limit) {
+    ir_buf_free(&b);
+    return rt_fail(ctx, err, AC_ERR_IO,
+                   "%s: more than %u MiB, the limit for a code file that is not a regular file",
+                   path, (unsigned)(LIB_MAX_FILE >> 20));
+  }
   if (bad) {
     ir_buf_free(&b);
     return rt_fail(ctx, err, AC_ERR_IO, "cannot read %s", path);

@@ -1,4 +1,5 @@
 /* tools/toolutil.c: file reading and diagnostics for the tools. */
+#define _POSIX_C_SOURCE 200809L /* fileno */
 #include "toolutil.h"
 
 #include "ir.h" /* ir_closest */
@@ -7,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 char *tool_read_file(const char *prog, const char *path, size_t *len) {
   FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
@@ -14,11 +16,24 @@ char *tool_read_file(const char *prog, const char *path, size_t *len) {
     fprintf(stderr, "%s: cannot read %s: %s\n", prog, path, strerror(errno));
     return NULL;
   }
+  /* a regular file ends; a pipe, a device or a terminal may not */
+  struct stat st;
+  size_t limit = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) ? SIZE_MAX / 2 : TOOL_MAX_INPUT;
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap);
   while (buf) {
     size_t got = fread(buf + n, 1, cap - n, f);
     n += got;
+    if (n > limit) {
+      /* /dev/zero, a pipe that never ends: refused, not read into memory */
+      fprintf(stderr,
+              "%s: %s: more than %u MiB, the limit for an input that is not a regular file\n", prog,
+              path, (unsigned)(TOOL_MAX_INPUT >> 20));
+      free(buf);
+      if (f != stdin)
+        fclose(f);
+      return NULL;
+    }
     if (n < cap) {
       if (ferror(f)) {
         fprintf(stderr, "%s: cannot read %s: %s\n", prog, path, strerror(errno));
@@ -27,14 +42,15 @@ char *tool_read_file(const char *prog, const char *path, size_t *len) {
       }
       break;
     }
-    char *nb = realloc(buf, cap * 2);
+    size_t ncap = cap * 2 > limit + 1 ? limit + 1 : cap * 2;
+    char *nb = realloc(buf, ncap);
     if (!nb) {
       free(buf);
       buf = NULL;
       break;
     }
     buf = nb;
-    cap *= 2;
+    cap = ncap;
   }
   if (f != stdin)
     fclose(f);

@@ -2,6 +2,11 @@
 #ifndef ARRAYC_TOOLUTIL_H
 #define ARRAYC_TOOLUTIL_H
 
+/* The most bytes a tool reads from an input that is not a regular file (a
+ * pipe, a device, standard input from either): docs/tools.md. A regular
+ * file is read whole. */
+#define TOOL_MAX_INPUT ((size_t)256 << 20)
+
 #include "arrayc/arrayc.h"
 
 #include <stdio.h>
