@@ -1234,8 +1234,34 @@ bool chk_check(chk *c, ir_ref r, ir_type expect) {
 
 /* ---- the call graph ---- */
 
+/* The chain of `height` nested calls, more than CHK_MAX_CALL_DEPTH, that
+ * starts at function f (deeper[] gives each function's deepest callee),
+ * reported at f's call that begins it. */
+static void call_chain_error(chk *c, uint32_t f, uint32_t height, const uint32_t *deeper,
+                             const uint32_t *deep_edge) {
+  ir_buf b;
+  ir_buf_init(&b, c->ctx);
+  uint32_t n = 0;
+  for (uint32_t g = f; g != UINT32_MAX; g = deeper[g], n++) {
+    if (n < 3 || deeper[g] == UINT32_MAX)
+      ir_buf_printf(&b, "%s%s", n ? " -> " : "", ir_sym_str(c->ctx, c->m->funcs[g].name));
+    else if (n == 3)
+      ir_buf_puts(&b, " -> ..");
+  }
+  if (b.oom)
+    chk_oom(c);
+  else
+    chk_fail_at(c, c->edges[deep_edge[f]].loc,
+                "calls nested too deeply: %s is %u nested calls, more than the limit of %d",
+                ir_buf_cstr(&b), height, CHK_MAX_CALL_DEPTH);
+  ir_buf_free(&b);
+}
+
 /* Finds a cycle by depth-first search from each function in order and
- * reports it as "f -> g -> f" at the call that leaves its first function. */
+ * reports it as "f -> g -> f" at the call that leaves its first function.
+ * Without a cycle, the search finishes each function after its callees,
+ * which gives the longest chain of nested calls from it; one longer than
+ * CHK_MAX_CALL_DEPTH is an error. Linear in the calls. */
 static void check_recursion(chk *c) {
   size_t nf = c->m->nfuncs, ne = c->nedges;
   if (ne == 0)
@@ -1247,7 +1273,10 @@ static void check_recursion(chk *c) {
   uint32_t *stack = ac_alloc(c->ctx, nf * sizeof *stack); /* functions on the path */
   size_t *next = ac_alloc(c->ctx, nf * sizeof *next);     /* next edge to try */
   uint32_t *via = ac_alloc(c->ctx, nf * sizeof *via);     /* edge taken from stack[i] */
-  if (!start || !order || !color || !stack || !next || !via) {
+  uint32_t *height = ac_alloc(c->ctx, nf * sizeof *height); /* longest chain below, in calls */
+  uint32_t *deeper = ac_alloc(c->ctx, nf * sizeof *deeper); /* the callee it goes through */
+  uint32_t *deep_edge = ac_alloc(c->ctx, nf * sizeof *deep_edge); /* and that call */
+  if (!start || !order || !color || !stack || !next || !via || !height || !deeper || !deep_edge) {
     chk_oom(c);
     goto done;
   }
@@ -1272,6 +1301,22 @@ static void check_recursion(chk *c) {
       if (next[u] == start[u + 1]) {
         color[u] = 2;
         sp--;
+        /* every callee of u is finished: the first deepest one in source
+         * order gives u's height */
+        height[u] = 0;
+        deeper[u] = UINT32_MAX;
+        for (size_t i = start[u]; i < start[u + 1]; i++) {
+          uint32_t e = order[i], v = c->edges[e].to;
+          if (color[v] == 2 && height[v] + 1 > height[u]) {
+            height[u] = height[v] + 1;
+            deeper[u] = v;
+            deep_edge[u] = e;
+          }
+        }
+        if (height[u] > CHK_MAX_CALL_DEPTH) {
+          call_chain_error(c, u, height[u], deeper, deep_edge);
+          goto done;
+        }
         continue;
       }
       uint32_t e = order[next[u]++];
@@ -1307,6 +1352,9 @@ done:
   ac_free(c->ctx, stack);
   ac_free(c->ctx, next);
   ac_free(c->ctx, via);
+  ac_free(c->ctx, height);
+  ac_free(c->ctx, deeper);
+  ac_free(c->ctx, deep_edge);
 }
 
 /* ---- extern kernels (docs/language.md §3.4) ---- */

@@ -24,6 +24,12 @@
  * C stack). */
 #define CHK_MAX_DEPTH 4000
 
+/* Longest chain of nested calls a program may have (docs/language.md §3):
+ * calls are inlined or nest on the C stack and in the interpreter's
+ * evaluation, so a chain is bounded where it is cheap to find, before any
+ * of that work. */
+#define CHK_MAX_CALL_DEPTH 1000
+
 /* What a scope entry is: the rec's own array may only be indexed. */
 enum { ENV_PLAIN = 0, ENV_SELF = 1 };
 

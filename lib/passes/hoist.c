@@ -107,8 +107,13 @@ typedef struct hs {
   ac_context *ctx;
   hs_info *info; /* by node; grown to m->nnodes before each query */
   size_t ninfo;
-  ir_ref *memo; /* hs_walk: node of the function's old body -> new node */
-  size_t nmemo;
+  /* hs_walk: node of the function's old body -> new node, valid where
+   * mstamp is the current function's (one allocation for all functions:
+   * clearing a module-sized table per function was quadratic) */
+  ir_ref *memo;
+  uint32_t *mstamp;
+  size_t nmemo, capmemo, capstamp;
+  uint32_t mcur;
   uint8_t *fn; /* HF_* by function */
   uint64_t hoisted, guarded; /* of the current function */
   ir_sym name_val, name_arr;
@@ -761,7 +766,7 @@ static ir_ref hs_site(hs *h, ir_ref site) {
 
 /* Bottom-up: inner sites first, so what they hoist can move further out. */
 static ir_ref hs_walk(hs *h, ir_ref r, uint32_t depth) {
-  if (r < h->nmemo && h->memo[r])
+  if (r < h->nmemo && h->mstamp[r] == h->mcur)
     return h->memo[r];
   if (depth > HS_MAX_DEPTH || h->oom)
     return r;
@@ -787,8 +792,10 @@ static ir_ref hs_walk(hs *h, ir_ref r, uint32_t depth) {
   }
   if (hs_is_site(h, res))
     res = hs_site(h, res);
-  if (r < h->nmemo)
+  if (r < h->nmemo) {
     h->memo[r] = res;
+    h->mstamp[r] = h->mcur;
+  }
   return res;
 }
 
@@ -813,18 +820,19 @@ ac_status ps_hoist(ps_ctx *c) {
     ir_ref body = m->funcs[f].body;
     if (!body || m->funcs[f].is_extern)
       continue;
-    h.nmemo = m->nnodes;
-    h.memo = ac_alloc(h.ctx, h.nmemo * sizeof *h.memo);
-    if (!h.memo) {
+    /* the table covers the nodes made before this function's walk; the
+     * stamps of the new tail start at 0, which no function uses */
+    size_t old = h.capstamp;
+    if (!ac_grow(h.ctx, (void **)&h.memo, &h.capmemo, m->nnodes, sizeof *h.memo) ||
+        !ac_grow(h.ctx, (void **)&h.mstamp, &h.capstamp, m->nnodes, sizeof *h.mstamp)) {
       h.oom = true;
       break;
     }
-    memset(h.memo, 0, h.nmemo * sizeof *h.memo);
+    memset(h.mstamp + old, 0, (h.capstamp - old) * sizeof *h.mstamp);
+    h.nmemo = m->nnodes;
+    h.mcur = (uint32_t)f + 1;
     h.hoisted = h.guarded = 0;
     ir_ref nb = hs_walk(&h, body, 0);
-    ac_free(h.ctx, h.memo);
-    h.memo = NULL;
-    h.nmemo = 0;
     if (h.oom || m->oom || nb == body || !ps_printable(m, nb))
       continue;
     m->funcs[f].body = nb;
@@ -833,6 +841,8 @@ ac_status ps_hoist(ps_ctx *c) {
   }
   ac_free(h.ctx, h.info);
   ac_free(h.ctx, h.fn);
+  ac_free(h.ctx, h.memo);
+  ac_free(h.ctx, h.mstamp);
   if (h.oom || m->oom)
     return ir_report(c->err, NULL, AC_ERR_NOMEM);
   return AC_OK;

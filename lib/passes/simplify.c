@@ -749,7 +749,8 @@ static ir_ref sp_binary_ident(sp *s, ir_ref r, int *keep) {
  * when c is 0, exact in integer arithmetic, which wraps; the sum is
  * written x - |c| when c is negative as a signed value. */
 static ir_ref sp_reassoc(sp *s, ir_ref r) {
-  const ir_node *n = sp_node(s, r);
+  /* a copy: making nodes (sp_pin, sp_mklit) may move the node array */
+  const ir_node nc = *sp_node(s, r), *n = &nc;
   ir_ref inner = ir_kid(s->m, r, 0);
   const ir_node *in = sp_node(s, inner);
   ac_scalar sc, sc1, sc2;
@@ -925,7 +926,8 @@ static ir_ref sp_lettup(sp *s, ir_ref r, uint32_t depth) {
 /* A rewrite of r, whose children are simplified: a new node (not yet
  * simplified), or r or IR_NONE when nothing applies (or memory ran out). */
 static ir_ref sp_rewrite(sp *s, ir_ref r, uint32_t depth, uint32_t nest) {
-  const ir_node *n = sp_node(s, r);
+  /* a copy: the rewrites make nodes, which may move the node array */
+  const ir_node nc = *sp_node(s, r), *n = &nc;
   ir_op op = (ir_op)n->op;
   uint32_t nk = n->nkids;
   ir_ref k0 = nk > 0 ? ir_kid(s->m, r, 0) : IR_NONE;
