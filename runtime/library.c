@@ -18,6 +18,7 @@
 #include "arrayc/library.h"
 
 #include "runtime/bundle.h"
+#include "runtime/dlfile.h"
 #include "runtime/plan_impl.h"
 
 #include "ir.h"
@@ -162,12 +163,12 @@ static bool find_bundle(ac_library *lib, const char *prefix, const char **bundle
 static ac_status open_shared(ac_library *lib, const ac_library_desc *d, const char **bundle,
                              size_t *len, ac_error **err) {
   ac_context *ctx = lib->ctx;
-  lib->dl = dlopen(d->path, RTLD_NOW | RTLD_LOCAL);
-  if (!lib->dl) {
-    const char *why = dlerror();
-    return rt_fail(ctx, err, AC_ERR_IO, "cannot load %s: %s", d->path,
-                   why ? why : "dlopen failed");
-  }
+  char why[512];
+  ac_status ds = rt_dlopen_file(d->path, RTLD_NOW | RTLD_LOCAL, &lib->dl, why, sizeof why);
+  if (ds == AC_ERR_NOMEM)
+    return ir_report(err, NULL, AC_ERR_NOMEM);
+  if (ds != AC_OK)
+    return rt_fail(ctx, err, ds, "%s", why);
   char *first = d->prefix ? ac_strdup(ctx, d->prefix) : prefix_of(ctx, d->path, false);
   char *second = d->prefix ? NULL : prefix_of(ctx, d->path, true);
   if (!first)

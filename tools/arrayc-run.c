@@ -48,6 +48,8 @@
 #include "opts.h"
 #include "toolutil.h"
 
+#include "runtime/dlfile.h"
+
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,11 +182,15 @@ static int parse_options(int argc, char **argv, options *o) {
       break;
     case OPT_LOAD:
       /* global scope: dlsym(RTLD_DEFAULT) finds the externs it defines */
-      if (!dlopen(val, RTLD_NOW | RTLD_GLOBAL)) {
-        const char *why = dlerror();
-        fprintf(stderr, PROG ": cannot load '%s': %s\n", val, why ? why : "unknown error");
+    {
+      /* a path, as ac_library_open takes it (runtime/dlfile.h) */
+      void *dl;
+      char why[512];
+      if (rt_dlopen_file(val, RTLD_NOW | RTLD_GLOBAL, &dl, why, sizeof why) != AC_OK) {
+        fprintf(stderr, PROG ": %s\n", why);
         return 1;
       }
+    }
       break;
     case OPT_BACKEND:
       if (!ac_backend_from_name(val, &o->backend)) {

@@ -95,7 +95,11 @@ AC_API ac_status ac_library_load(ac_context *ctx, const ac_library_desc *desc, s
                                  ac_library **out, ac_error **err);
 
 /* ac_library_load of a code file alone (path; prefix as in the desc, may
- * be NULL): the call for programs without a generated header. */
+ * be NULL): the call for programs without a generated header. The path is
+ * taken as fopen takes it: "libfoo.so" is the file in the current
+ * directory, not a search of the library path. A shared object must be a
+ * complete ELF object of this machine (AC_ERR_INVALID otherwise: damaged,
+ * truncated). */
 AC_API ac_status ac_library_open(ac_context *ctx, const char *path, const char *prefix,
                                  ac_library **out, ac_error **err);
 
