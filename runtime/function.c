@@ -6,9 +6,9 @@
  * and for those the runtime library loaded ahead of time
  * (runtime/library.c) alike.
  *
- * ac_function_call checks every argument leaf (kind, scalar type, rank)
- * against the signature, so the backends may trust their inputs, and then
- * runs the plan (pl_run on the pool, pl_run_gpu on the device) or, for a
+ * ac_function_call checks every argument leaf (kind, scalar type, rank,
+ * and that an array datum's type is its array's) against the signature, so the backends may trust
+ * their inputs, and then runs the plan (pl_run on the pool, pl_run_gpu on the device) or, for a
  * function without a plan, the maker's call hook (the interpreter). Runtime
  * errors of a plan carry only a position; the maker's relocate hook may
  * rebuild them against the source so that their text shows the source line
@@ -265,6 +265,14 @@ static ac_status check_args(const ac_function *f, const ac_datum *args, ac_error
     if (strcmp(want, got) != 0)
       return rt_fail(f->ctx, err, AC_ERR_INVALID, "argument %zu (%s): expected %s, got %s",
                      i + 1, l->name, want, got);
+    /* the datum's own type must say what its array holds: every backend
+     * refuses it here, before anything runs */
+    if (d->kind == AC_DATUM_ARRAY && d->type != d->array->type) {
+      rt_leaf_spell(got, sizeof got, d->type, 0);
+      return rt_fail(f->ctx, err, AC_ERR_INVALID,
+                     "argument %zu (%s): the datum's type %s is not its array's element type %s",
+                     i + 1, l->name, got, ac_scalar_name(d->array->type));
+    }
   }
   return AC_OK;
 }

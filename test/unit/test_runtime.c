@@ -470,6 +470,62 @@ out:
   ac_context_destroy(ctx);
 }
 
+/* Arguments are checked alike on every backend before anything runs, and a
+ * failed call leaves the caller's results as they were (docs/runtime.md
+ * §4): an array datum whose type disagrees with its array, a run-time
+ * error, and one after a first result was already made. */
+UNIT_TEST(failed_calls_leave_results_untouched) {
+  static const char *text = "fn two(xs: i64[], i: i64) -> (i64[], i64) {\n"
+                            "  (map(|x| x + 1, xs), xs[i])\n"
+                            "}\n";
+  ac_context *ctx = ac_context_create();
+  ac_module *m = parse(ctx, text);
+  ac_backend bes[3] = {AC_BACKEND_INTERP, AC_BACKEND_CPU, AC_BACKEND_SIMT_EMU};
+  for (int b = 0; m && b < 3; b++) {
+    ac_runtime *rt = NULL;
+    ac_function *f = NULL;
+    ac_error *err = NULL;
+    if (show(ac_runtime_create(ctx, bes[b], &rt, &err), &err) != AC_OK ||
+        show(ac_runtime_compile(rt, m, "two", &f, &err), &err) != AC_OK) {
+      CHECK(!"two compiles");
+      ac_runtime_destroy(rt);
+      continue;
+    }
+    int64_t v[3] = {10, 20, 30};
+    ac_array *va = ac_array_create(ctx, AC_I64, 1, (int64_t[]){3}, v, NULL);
+    ac_datum args[2] = {array_datum(va), scalar_i64(1)}, res[2], before[2];
+    memset(res, 0xa5, sizeof res);
+    memcpy(before, res, sizeof res);
+    /* the datum says f64, its array holds i64 */
+    args[0].type = AC_F64;
+    CHECK_EQ_INT(ac_function_call(f, args, 2, res, 2, &err), AC_ERR_INVALID);
+    CHECK_STR(ac_error_message(err),
+              "argument 1 (xs): the datum's type f64 is not its array's element type i64");
+    ac_error_destroy(err);
+    CHECK(memcmp(res, before, sizeof res) == 0);
+    args[0].type = AC_I64;
+    /* out of bounds: the map's result exists when the index fails */
+    args[1] = scalar_i64(7);
+    CHECK_EQ_INT(ac_function_call(f, args, 2, res, 2, &err), AC_ERR_RUNTIME);
+    CHECK_EQ_INT(ac_error_line(err), 2);
+    ac_error_destroy(err);
+    CHECK(memcmp(res, before, sizeof res) == 0);
+    /* and the next call works */
+    args[1] = scalar_i64(2);
+    CHECK_EQ_INT(show(ac_function_call(f, args, 2, res, 2, &err), &err), AC_OK);
+    CHECK_EQ_INT(res[1].s.i, 30);
+    int64_t out[3] = {0};
+    CHECK_EQ_INT(ac_array_read(res[0].array, out, sizeof out, NULL), AC_OK);
+    CHECK(out[0] == 11 && out[1] == 21 && out[2] == 31);
+    ac_datum_release(&res[0]);
+    ac_array_release(va);
+    ac_function_destroy(f);
+    ac_runtime_destroy(rt);
+  }
+  ac_module_destroy(m);
+  ac_context_destroy(ctx);
+}
+
 /* ac_function_create without a runtime: CPU and AUTO compile on the
  * context's default runtime, which the context frees. */
 UNIT_TEST(default_runtime_and_printing) {
@@ -698,6 +754,7 @@ UNIT_TEST(allocation_failures_are_errors) {
 }
 
 UNIT_MAIN(runtimes_of_each_backend, arrays_copy_or_borrow, arrays_read_back,
-          compile_and_call_on_each_backend, errors_then_success, default_runtime_and_printing,
+          compile_and_call_on_each_backend, errors_then_success,
+          failed_calls_leave_results_untouched, default_runtime_and_printing,
           four_threads_call_one_function, allocation_failures_are_errors,
           warnings_once_per_position, signature_from_source)
