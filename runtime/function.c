@@ -298,18 +298,28 @@ ac_status ac_function_call(ac_function *f, const ac_datum *args, size_t nargs,
   for (size_t i = 0; !gpu && i < nargs; i++) /* arrays a GPU call made: fetch them */
     if (args[i].kind == AC_DATUM_ARRAY && (st = rt_resid_host(args[i].array, err)) != AC_OK)
       return st;
-  if (!f->plan) {
-    if (!f->hooks || !f->hooks->call)
-      return rt_fail(f->ctx, err, AC_ERR_INTERNAL, "function '%s' has no code", f->name);
-    return f->hooks->call(f, args, nargs, results, nresults, err);
-  }
+  if (!f->plan && (!f->hooks || !f->hooks->call))
+    return rt_fail(f->ctx, err, AC_ERR_INTERNAL, "function '%s' has no code", f->name);
+  /* The executors write results as they go (and clear them when they
+   * fail); the caller's are written only when the call succeeds, so a
+   * failed call leaves them untouched (runtime.h). */
+  enum { FN_SMALL = 8 };
+  ac_datum small[FN_SMALL];
+  ac_datum *out = nresults <= FN_SMALL ? small : ac_alloc(f->ctx, nresults * sizeof *out);
+  if (!out)
+    return ir_report(err, NULL, AC_ERR_NOMEM);
   ac_error *e = NULL;
-  if (gpu)
-    st = pl_run_gpu_tmp(f->plan, f->gpu, f->gkernels, &f->gtmp, args, nargs, results, nresults,
-                        &e);
+  if (!f->plan)
+    st = f->hooks->call(f, args, nargs, out, nresults, &e);
+  else if (gpu)
+    st = pl_run_gpu_tmp(f->plan, f->gpu, f->gkernels, &f->gtmp, args, nargs, out, nresults, &e);
   else
-    st = pl_run(f->plan, f->pool, f->kernels, args, nargs, results, nresults, &e);
-  if (st != AC_OK && e && (e->line || e->file) && f->hooks && f->hooks->relocate) {
+    st = pl_run(f->plan, f->pool, f->kernels, args, nargs, out, nresults, &e);
+  if (st == AC_OK && nresults)
+    memcpy(results, out, nresults * sizeof *out);
+  if (out != small)
+    ac_free(f->ctx, out);
+  if (st != AC_OK && f->plan && e && (e->line || e->file) && f->hooks && f->hooks->relocate) {
     ac_error *here = f->hooks->relocate(f, e);
     if (here) {
       ac_error_destroy(e);

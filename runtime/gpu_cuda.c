@@ -87,6 +87,26 @@
  * "CUDA error in cuXxx: CUDA_ERROR_NAME: description", with the driver's
  * own name and description (cuGetErrorName/String), or ours when the driver
  * cannot give them (the stub library fails those calls too).
+ *
+ * Device faults (docs/runtime.md, "Device faults"): most failures concern
+ * one operation, and the device stays usable (out of memory, a launch the
+ * driver refuses, a module it cannot load). Some lose the CONTEXT: a
+ * kernel's illegal access or other exception, and the driver's own
+ * failures, are "sticky": CUDA reports the same error for every later call
+ * in that context, until the last reference to it goes and the driver
+ * destroys it with all its memory and modules. After a failure whose code
+ * may be sticky (cu_sticky), the device asks the driver whether the context
+ * still works (one synchronisation of the stream); if not, the device is
+ * LOST: the failure's message says so, and from then on every operation
+ * fails at once, without calling the driver, with "the GPU's CUDA context
+ * was lost earlier (first error)" and what to do (AC_ERR_RUNTIME). Frees,
+ * unloads and the device's destruction skip the driver too (the context
+ * takes everything with it) but free our host memory. The device cannot
+ * recover by itself: the primary context is shared with every array and
+ * function on it (and any other CUDA code in the process), and retaining
+ * it again gives the same lost context until all of them release it. So a
+ * program destroys the runtime and its arrays, and a new runtime then gets
+ * a fresh context.
  */
 #define _POSIX_C_SOURCE 200809L /* dlopen */
 
@@ -166,6 +186,10 @@ typedef struct cu_gpu {
   uint64_t seen[CU_SEEN];
   unsigned seen_next;
   uint64_t tick;
+  /* A lost context (see "Device faults" at the top): 0 no, 1 being
+   * recorded, 2 lost, with the failure that found it in lost_why */
+  _Atomic int lost;
+  char lost_why[512];
 } cu_gpu;
 
 /* One launch held back in a batch: everything that decides what it does
@@ -293,7 +317,83 @@ static ac_status cu_fail(ac_context *ctx, const cu_api *cu, CUresult r, const ch
                    desc ? desc : "unknown error");
 }
 
-#define CU_FAIL(g, r, fn, what, err) cu_fail((g)->base.ctx, &(g)->cu, r, fn, what, false, err)
+/* Failures after which the context may be lost (CUDA's "sticky" errors:
+ * the process's context is left in an inconsistent state and every later
+ * call fails the same way), or not usable at all; cu_dev_fail asks. */
+static bool cu_sticky(CUresult r) {
+  switch (r) {
+  case CUDA_ERROR_ECC_UNCORRECTABLE:
+  case CUDA_ERROR_ILLEGAL_ADDRESS:
+  case CUDA_ERROR_LAUNCH_TIMEOUT:
+  case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+  case CUDA_ERROR_ASSERT:
+  case CUDA_ERROR_HARDWARE_STACK_ERROR:
+  case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+  case CUDA_ERROR_MISALIGNED_ADDRESS:
+  case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+  case CUDA_ERROR_INVALID_PC:
+  case CUDA_ERROR_LAUNCH_FAILED:
+  case CUDA_ERROR_INVALID_CONTEXT:
+  case CUDA_ERROR_DEINITIALIZED:
+  case CUDA_ERROR_UNKNOWN:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static bool cu_is_lost(cu_gpu *g) {
+  return atomic_load_explicit(&g->lost, memory_order_acquire) != 0;
+}
+
+/* The error of an operation on a lost device (no driver call). */
+static ac_status cu_lost_error(cu_gpu *g, ac_error **err) {
+  bool why = atomic_load_explicit(&g->lost, memory_order_acquire) == 2;
+  return cu_report(g->base.ctx, AC_ERR_RUNTIME, err,
+                   "the GPU's CUDA context was lost earlier (%s): destroy the runtime and the "
+                   "arrays on its GPU, then create a new runtime",
+                   why ? g->lost_why : "a fault in another thread's operation");
+}
+
+/* Whether g's context no longer works: after a failure that may be
+ * sticky, the driver fails a synchronisation of our stream too. Makes the
+ * context current itself (a push nests inside a caller's). */
+static bool cu_context_gone(cu_gpu *g) {
+  if (g->cu.CtxPushCurrent(g->pctx) != CUDA_SUCCESS)
+    return true;
+  CUresult r = g->cu.StreamSynchronize(g->stream);
+  CUcontext popped;
+  (void)g->cu.CtxPopCurrent(&popped);
+  return r != CUDA_SUCCESS;
+}
+
+/* A failure of a device operation: cu_fail, and when the failure lost the
+ * context (see "Device faults" at the top), the device is marked lost and
+ * the message says so. */
+static ac_status cu_dev_fail(cu_gpu *g, CUresult r, const char *fn, const char *what,
+                             ac_error **err) {
+  ac_context *ctx = g->base.ctx;
+  if (!cu_sticky(r) || cu_is_lost(g) || !cu_context_gone(g))
+    return cu_fail(ctx, &g->cu, r, fn, what, false, err);
+  ac_error *e = NULL;
+  ac_status st = cu_fail(ctx, &g->cu, r, fn, what, false, &e);
+  int none = 0;
+  if (atomic_compare_exchange_strong(&g->lost, &none, 1)) {
+    snprintf(g->lost_why, sizeof g->lost_why, "%s", e ? e->message : "CUDA error");
+    atomic_store_explicit(&g->lost, 2, memory_order_release);
+  }
+  if (!e)
+    return ir_report(err, NULL, st);
+  ac_status lost = cu_report(ctx, AC_ERR_RUNTIME, err,
+                             "%s; the GPU's CUDA context is lost: every later operation on this "
+                             "runtime fails (destroy the runtime and the arrays on its GPU, then "
+                             "create a new runtime)",
+                             e->message);
+  ac_error_destroy(e);
+  return lost;
+}
+
+#define CU_FAIL(g, r, fn, what, err) cu_dev_fail(g, r, fn, what, err)
 
 /* Makes the device's context current on the calling thread (see the top of
  * the file); every successful cu_enter is paired with a cu_leave. */
@@ -306,6 +406,8 @@ static _Thread_local cu_gpu *cu_scoped;
 static _Thread_local unsigned cu_scope_depth;
 
 static ac_status cu_enter(cu_gpu *g, ac_error **err) {
+  if (cu_is_lost(g))
+    return cu_lost_error(g, err);
   if (cu_scoped == g)
     return AC_OK;
   CUresult r = g->cu.CtxPushCurrent(g->pctx);
@@ -325,7 +427,7 @@ static bool cu_scope_enter(rt_gpu *gp) {
     cu_scope_depth++;
     return true;
   }
-  if (cu_scoped) /* another device's scope: no nesting across devices */
+  if (cu_scoped || cu_is_lost(g)) /* another device's scope: no nesting across devices */
     return false;
   if (g->cu.CtxPushCurrent(g->pctx) != CUDA_SUCCESS)
     return false; /* the operations push for themselves and report */
@@ -485,14 +587,17 @@ static bool cu_graph_run(cu_gpu *g, cu_batch *b, CUresult *r) {
   return done;
 }
 
-/* Destroys every cached graph (its kernels' module is going away). */
+/* Destroys every cached graph (its kernels' module is going away); on a
+ * lost device only our records of them (the context took the graphs). */
 static void cu_graphs_clear(cu_gpu *g) {
   if (!g->graph)
     return;
+  bool lost = cu_is_lost(g);
   pthread_mutex_lock(&g->graph_mu);
   for (unsigned i = 0; i < CU_GRAPHS; i++)
     if (g->graph[i].exec) {
-      (void)g->cu.GraphExecDestroy(g->graph[i].exec);
+      if (!lost)
+        (void)g->cu.GraphExecDestroy(g->graph[i].exec);
       ac_free(g->base.ctx, g->graph[i].l);
       g->graph[i] = (struct cu_graph){0};
     }
@@ -551,7 +656,7 @@ static void cu_destroy(rt_gpu *gp) {
   cu_gpu *g = (cu_gpu *)gp;
   if (gp->ops == &cu_trace_ops)
     cu_trace_report(g);
-  if (cu_enter(g, NULL) == AC_OK) {
+  if (!cu_is_lost(g) && cu_enter(g, NULL) == AC_OK) {
     rt_gkernel *k;
     (void)cu_flush(g, &k);
     (void)g->cu.StreamSynchronize(g->stream);
@@ -560,6 +665,8 @@ static void cu_destroy(rt_gpu *gp) {
     if (g->stage)
       (void)g->cu.MemFreeHost(g->stage);
     cu_leave(g);
+  } else {
+    cu_graphs_clear(g); /* our records (a lost context took the rest) */
   }
   if (g->stage)
     pthread_mutex_destroy(&g->stage_mu);
@@ -616,8 +723,8 @@ static ac_status cu_alloc(rt_gpu *gp, size_t bytes, rt_dptr *out, ac_error **err
 
 static void cu_free(rt_gpu *gp, rt_dptr p) {
   cu_gpu *g = (cu_gpu *)gp;
-  if (!p || cu_enter(g, NULL) != AC_OK)
-    return;
+  if (!p || cu_is_lost(g) || cu_enter(g, NULL) != AC_OK)
+    return; /* a lost context takes its memory with it */
   /* the launches held back may use p: they go first, and a failure is
    * the batch's to report */
   rt_gkernel *k = NULL;
@@ -1252,7 +1359,7 @@ static ac_status cu_load_module(cu_gpu *g, const char *ptx, CUmodule *mod, ac_er
   if (r != CUDA_SUCCESS) {
     *mod = NULL;
     ac_error *e = NULL;
-    st = cu_fail(ctx, &g->cu, r, "cuModuleLoadDataEx", NULL, false, &e);
+    st = cu_dev_fail(g, r, "cuModuleLoadDataEx", NULL, &e);
     const char *el = cu_log(elog, CU_ERROR_LOG), *il = cu_log(ilog, CU_INFO_LOG);
     if (e && (*el || *il)) {
       /* The log says which line of the PTX and why: append it. */
@@ -1317,7 +1424,7 @@ void rt_cuda_module_free(rt_gpu *gp, rt_cuda_module *m) {
   cu_gpu *g = cu_of(gp);
   if (!g || !m)
     return;
-  if (cu_enter(g, NULL) == AC_OK) {
+  if (!cu_is_lost(g) && cu_enter(g, NULL) == AC_OK) {
     /* Launches of its kernels may still be held back or queued, and
      * cached graphs may name them. */
     rt_gkernel *k;
@@ -1326,6 +1433,8 @@ void rt_cuda_module_free(rt_gpu *gp, rt_cuda_module *m) {
     cu_graphs_clear(g);
     (void)g->cu.ModuleUnload(m->mod);
     cu_leave(g);
+  } else {
+    cu_graphs_clear(g); /* records naming its kernels (a lost context took the module) */
   }
   ac_free(g->base.ctx, m);
 }

@@ -19,6 +19,16 @@
  * kernel nodes, run node by node when launched. A kernel's maximum
  * block is its `.maxntid`, else 1024. The state is global and locked: a
  * driver is process state.
+ *
+ * Device faults: besides failing calls (cuda_mock_fail: an out-of-memory
+ * allocation, a launch the driver refuses, a module the JIT rejects, an
+ * error reported at a synchronisation), the context can be LOST
+ * (cuda_mock_lose), as a kernel's illegal access loses a real one: every
+ * later call in it fails with the same sticky error until the last
+ * reference to the primary context goes, which destroys the context and
+ * everything in it. Live allocations, modules, streams, pinned blocks and
+ * graphs are counted (and listed, so that a destroyed context frees them),
+ * so the tests can check that a fault leaks nothing.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -84,7 +94,14 @@ struct CUgraphExec_st {
   struct CUgraphNode_st node[MK_GRAPH_NODES];
 };
 
-enum { MK_MAX_ALLOCS = 4096, MK_MAX_STREAMS = 16, MK_MAX_DEPTH = 8, MK_SMS = 4, MK_MAX_INFLIGHT = 1 << 16 };
+enum {
+  MK_MAX_ALLOCS = 4096,
+  MK_MAX_STREAMS = 16,
+  MK_MAX_DEPTH = 8,
+  MK_SMS = 4,
+  MK_MAX_INFLIGHT = 1 << 16,
+  MK_MAX_OBJS = 1024 /* live modules, live executable graphs */
+};
 
 static pthread_mutex_t mk_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct CUctx_st mk_ctx;
@@ -118,6 +135,13 @@ static struct {
   } inflight[MK_MAX_INFLIGHT]; /* pinned sources of queued copies */
   int ninflight;
   CUstream streams[MK_MAX_STREAMS]; /* live streams */
+  CUmodule mods[MK_MAX_OBJS];       /* live modules (st.modules of them) */
+  CUgraphExec execs[MK_MAX_OBJS];   /* live executable graphs (st.graphs) */
+  /* cuda_mock_lose: the call that loses the context, armed until it comes */
+  char lose_sym[64];
+  CUresult lose_code;
+  int lose_skip;
+  bool lose_armed;
   cuda_mock_stats st;
 } mk = {.devices = 1, .pools = 1};
 
@@ -128,6 +152,9 @@ void cuda_mock_reset(void) {
   mk.devices = 1;
   mk.pools = 1;
   mk.fail_sym[0] = '\0';
+  mk.lose_armed = false;
+  if (mk.st.retains <= 0) /* a lost context lives on while referenced */
+    mk.st.lost = CUDA_SUCCESS;
   pthread_mutex_unlock(&mk_lock);
 }
 
@@ -145,6 +172,20 @@ void cuda_mock_fail(const char *sym, CUresult code, int skip, int times) {
   mk.fail_code = code;
   mk.fail_skip = skip;
   mk.fail_times = times;
+  pthread_mutex_unlock(&mk_lock);
+}
+
+void cuda_mock_lose(const char *sym, CUresult code, int skip) {
+  pthread_mutex_lock(&mk_lock);
+  if (!sym) {
+    mk.st.lost = code;
+  } else {
+    strncpy(mk.lose_sym, sym, sizeof mk.lose_sym - 1);
+    mk.lose_sym[sizeof mk.lose_sym - 1] = '\0';
+    mk.lose_code = code;
+    mk.lose_skip = skip;
+    mk.lose_armed = true;
+  }
   pthread_mutex_unlock(&mk_lock);
 }
 
@@ -173,12 +214,20 @@ static CUresult mk_injected(const char *sym) {
   return mk.fail_code;
 }
 
-/* The checks every context-bound call makes. */
+/* The checks every context-bound call makes: a lost context's sticky
+ * error first, then an injected failure; the call that loses the context
+ * (cuda_mock_lose) goes on. */
 static CUresult mk_enter(const char *sym) {
   if (!mk.inited)
     return CUDA_ERROR_NOT_INITIALIZED;
   if (mk_depth == 0 || mk_stack[mk_depth - 1] != &mk_ctx || mk.st.retains <= 0)
     return CUDA_ERROR_INVALID_CONTEXT;
+  if (mk.st.lost != CUDA_SUCCESS)
+    return mk.st.lost;
+  if (mk.lose_armed && strcmp(mk.lose_sym, sym) == 0 && mk.lose_skip-- <= 0) {
+    mk.lose_armed = false;
+    mk.st.lost = mk.lose_code;
+  }
   return mk_injected(sym);
 }
 
@@ -254,6 +303,12 @@ static const struct {
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
      "an illegal memory access was encountered"},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU",
+     "no kernel image is available for execution on the device"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+     "too many resources requested for launch"},
+    {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -387,12 +442,35 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) {
   MK_LOCKED(mk_retain(ctx, dev));
 }
 
+/* The last reference to a lost context is gone: the driver destroys it
+ * with everything in it, and the next retain makes a fresh one. (A context
+ * that is not lost keeps its objects, so the tests see leaks.) */
+static void mk_destroy_lost(void) {
+  int n = mk.nalloc + mk.st.streams + mk.st.modules + mk.nhost + mk.st.graphs;
+  while (mk.nalloc)
+    free(mk.allocs[--mk.nalloc].p);
+  while (mk.st.streams)
+    free(mk.streams[--mk.st.streams]);
+  while (mk.st.modules)
+    free(mk.mods[--mk.st.modules]);
+  while (mk.nhost)
+    free(mk.host[--mk.nhost].p);
+  mk.st.pinned = 0;
+  while (mk.st.graphs)
+    free(mk.execs[--mk.st.graphs]);
+  for (int i = 0; i < mk.ninflight; i++)
+    free(mk.inflight[i].snap);
+  mk.ninflight = 0;
+  mk.st.reclaimed += n;
+  mk.st.lost = CUDA_SUCCESS;
+}
+
 static CUresult mk_release(CUdevice dev) {
   CUresult r = mk_plain("cuDevicePrimaryCtxRelease_v2");
   if (r == CUDA_SUCCESS && mk.st.retains <= 0)
     r = CUDA_ERROR_INVALID_CONTEXT;
-  if (r == CUDA_SUCCESS)
-    mk.st.retains--;
+  if (r == CUDA_SUCCESS && --mk.st.retains == 0 && mk.st.lost != CUDA_SUCCESS)
+    mk_destroy_lost();
   return r;
 }
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
@@ -761,8 +839,12 @@ static CUresult mk_load(CUmodule *mod, const void *image, unsigned nopts, CUjit_
     if (maxntid && (!body || maxntid < body))
       f->max_threads = atoi(maxntid + strlen(".maxntid "));
   }
+  if (mk.st.modules == MK_MAX_OBJS) {
+    free(m);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   *mod = m;
-  mk.st.modules++;
+  mk.mods[mk.st.modules++] = m;
   return CUDA_SUCCESS;
 }
 CUresult cuModuleLoadDataEx(CUmodule *mod, const void *image, unsigned int nopts,
@@ -787,9 +869,14 @@ CUresult cuModuleGetFunction(CUfunction *fn, CUmodule mod, const char *name) {
 
 static CUresult mk_unload(CUmodule mod) {
   CUresult r = mk_enter("cuModuleUnload");
+  int i = mk.st.modules - 1;
+  while (i >= 0 && mk.mods[i] != mod)
+    i--;
+  if (r == CUDA_SUCCESS && i < 0)
+    r = CUDA_ERROR_INVALID_HANDLE;
   if (r == CUDA_SUCCESS) {
     free(mod);
-    mk.st.modules--;
+    mk.mods[i] = mk.mods[--mk.st.modules];
   }
   return r;
 }
@@ -932,12 +1019,12 @@ static CUresult mk_graph_inst(CUgraphExec *exec, CUgraph graph, unsigned long lo
   CUresult r = mk_enter("cuGraphInstantiateWithFlags");
   if (r == CUDA_SUCCESS && (!exec || !graph || flags))
     r = CUDA_ERROR_INVALID_VALUE;
-  if (r == CUDA_SUCCESS && !(*exec = malloc(sizeof **exec)))
+  if (r == CUDA_SUCCESS && (mk.st.graphs == MK_MAX_OBJS || !(*exec = malloc(sizeof **exec))))
     r = CUDA_ERROR_OUT_OF_MEMORY;
   if (r == CUDA_SUCCESS) {
     (*exec)->n = graph->n;
     memcpy((*exec)->node, graph->node, sizeof graph->node);
-    mk.st.graphs++;
+    mk.execs[mk.st.graphs++] = *exec;
   }
   return r;
 }
@@ -965,11 +1052,14 @@ CUresult cuGraphLaunch(CUgraphExec exec, CUstream s) {
 
 static CUresult mk_graph_exec_destroy(CUgraphExec exec) {
   CUresult r = mk_enter("cuGraphExecDestroy");
-  if (r == CUDA_SUCCESS && !exec)
+  int i = mk.st.graphs - 1;
+  while (i >= 0 && mk.execs[i] != exec)
+    i--;
+  if (r == CUDA_SUCCESS && i < 0)
     r = CUDA_ERROR_INVALID_VALUE;
   if (r == CUDA_SUCCESS) {
     free(exec);
-    mk.st.graphs--;
+    mk.execs[i] = mk.execs[--mk.st.graphs];
   }
   return r;
 }

@@ -20,7 +20,7 @@ typedef struct cuda_mock_stats {
   int inits;               /* successful cuInit calls */
   int allocs;              /* live device allocations */
   int async_allocs;        /* cuMemAllocAsync calls that succeeded (total) */
-  int streams, modules;    /* live */
+  int streams, modules;    /* live (the runtime uses no events) */
   int retains;             /* primary context references */
   int depth;               /* context stack depth of the calling thread */
   int launches;            /* successful launches (total) */
@@ -43,6 +43,8 @@ typedef struct cuda_mock_stats {
   int graphs;              /* live executable graphs */
   int graph_launches;      /* cuGraphLaunch (total) */
   int graph_kernels;       /* kernel nodes run by graph launches (total; not in launches) */
+  CUresult lost;           /* the sticky error of a lost context (cuda_mock_lose), else 0 */
+  int reclaimed;           /* objects a lost context took with it when destroyed (total) */
 } cuda_mock_stats;
 
 /* Back to one device with memory pools, no failures (live objects stay). */
@@ -53,10 +55,20 @@ typedef void cuda_mock_config_fn(int devices, int pools);
  * `skip` calls that succeed) return `code`; times < 0: every call. */
 typedef void cuda_mock_fail_fn(const char *sym, CUresult code, int skip, int times);
 typedef void cuda_mock_get_stats_fn(cuda_mock_stats *out);
+/* The context is lost after the call of the entry point exported as `sym`
+ * that follows `skip` others (that call itself succeeds: a kernel's fault
+ * shows later, as on a GPU): from then on every call that needs the
+ * context returns `code`, as the driver's sticky errors do (pushing and
+ * popping it still work). Releasing the last reference to the primary
+ * context destroys it with everything in it (allocations, modules,
+ * streams, pinned blocks, graphs: st.reclaimed counts them) and the next
+ * retain makes a fresh one. sym NULL: lost at once. */
+typedef void cuda_mock_lose_fn(const char *sym, CUresult code, int skip);
 
 cuda_mock_reset_fn cuda_mock_reset;
 cuda_mock_config_fn cuda_mock_config;
 cuda_mock_fail_fn cuda_mock_fail;
 cuda_mock_get_stats_fn cuda_mock_get_stats;
+cuda_mock_lose_fn cuda_mock_lose;
 
 #endif
