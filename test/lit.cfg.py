@@ -60,24 +60,56 @@ else:
             _log.write("lit tests that need ptxas (REQUIRES: ptxas): ptxas not found "
                        "(no CUDA toolkit)\n")
 
-# A C compiler ($CC, else cc) for the ahead-of-time tests, which compile C
-# programs against generated headers: `REQUIRES: cc`.
-#   %cc       the compiler
+# A C compiler for the ahead-of-time tests, which compile C programs
+# against generated headers: `REQUIRES: cc`. It is the compiler this build
+# was made with (a program must link the same sanitizer runtime as
+# libarrayc_rt), else $CC, else cc.
+#   %cc       the compiler, with this build's -fsanitize option
 #   %incdir   the public headers (include/)
 #   %rtlink   the link flags of libarrayc_rt in this build (with an rpath)
 #   %cuda-mock  the fake CUDA driver of test/unit/cuda_mock.c (for
 #             ARRAYC_LIBCUDA): loads PTX modules without a GPU
-# In a sanitizer build (-DARRAYC_SANITIZE=ON) libarrayc_rt is instrumented,
-# so the programs linking it are too (%cc carries the flags), and tests that
-# load it into an uninstrumented process (Python) say `UNSUPPORTED: asan`.
-_cc = shutil.which(os.environ.get("CC") or "cc")
+#   %san-preload  the sanitizer's shared runtime (for LD_PRELOAD), or
+#             nothing in a plain build
+# In a sanitizer build (-DARRAYC_SANITIZE=ON: feature `asan`;
+# -DARRAYC_TSAN=ON: `tsan`) libarrayc_rt is instrumented, so the programs
+# linking it are too (%cc carries the flags), and an uninstrumented
+# process (Python) that loads it must preload the sanitizer's runtime:
+# `env LD_PRELOAD=%san-preload`.
+_cc = getattr(config, "cc", "")
+if not (_cc and os.path.isfile(_cc)):
+    _cc = shutil.which(os.environ.get("CC") or "cc")
 _sanitize = getattr(config, "sanitize", "").upper() in ("ON", "1", "TRUE", "YES")
-if _sanitize:
+_san_flags = getattr(config, "sanitizer_flags", "")
+if _sanitize or "address" in _san_flags:
     config.available_features.add("asan")
+if "thread" in _san_flags:
+    config.available_features.add("tsan")
+_san_preload = ""
+if _cc and _san_flags:
+    import subprocess
+    # GCC's libasan.so / libtsan.so, or Clang's shared runtime
+    _names = (["libtsan.so", "libclang_rt.tsan.so", "libclang_rt.tsan-x86_64.so"]
+              if "thread" in _san_flags else
+              ["libasan.so", "libclang_rt.asan.so", "libclang_rt.asan-x86_64.so"])
+    for _name in _names:
+        try:
+            _path = subprocess.run([_cc, "-print-file-name=" + _name], capture_output=True,
+                                   text=True).stdout.strip()
+        except OSError:
+            _path = ""
+        if os.path.isabs(_path) and os.path.exists(_path):
+            _san_preload = os.path.realpath(_path)
+            break
+    if _san_preload:
+        config.available_features.add("san-preload")
+    else:
+        lit_config.note("no shared sanitizer runtime found: tests that preload it are "
+                        "unsupported")
+config.substitutions.append(("%san-preload", _san_preload))
 if _cc:
     config.available_features.add("cc")
-    config.substitutions.append(
-        ("%cc", _cc + (" -fsanitize=address,undefined" if _sanitize else "")))
+    config.substitutions.append(("%cc", _cc + (" " + _san_flags if _san_flags else "")))
 else:
     lit_config.note("no C compiler (cc, or $CC): ahead-of-time tests are unsupported")
 config.substitutions.append(("%incdir", os.path.join(config.arrayc_src_root, "include")))
