@@ -27,22 +27,18 @@ static ir_ref clone_with_kids(ac_module *m, ir_ref r, const ir_ref *kids) {
   return c;
 }
 
-/* Rebuilds r applying f to each child with its binder count; returns r itself
- * when no child changed. */
-typedef ir_ref (*kid_fn)(ac_module *m, ir_ref kid, uint32_t binders, void *ud);
-
-static ir_ref map_kids(ac_module *m, ir_ref r, kid_fn f, void *ud) {
+ir_ref ir_map_kids(ac_module *m, ir_ref r, ir_kid_fn f, void *ud, bool fresh) {
   uint32_t nk = ir_node_get(m, r)->nkids;
   if (nk == 0)
-    return r;
+    return fresh ? clone_with_kids(m, r, NULL) : r;
   ir_ref small[16];
   ir_ref *nkids = nk <= 16 ? small : ac_alloc(m->ctx, nk * sizeof *nkids);
   if (!nkids) {
     m->oom = true;
     return IR_NONE;
   }
-  bool changed = false, failed = false;
-  for (uint32_t i = 0; i < nk; i++) {
+  bool changed = fresh, failed = false;
+  for (uint32_t i = 0; i < nk && !failed; i++) {
     ir_ref k = ir_kid(m, r, i);
     nkids[i] = k ? f(m, k, ir_binders(m, r, i), ud) : IR_NONE;
     if (k && !nkids[i])
@@ -76,7 +72,7 @@ static ir_ref shift_at(ac_module *m, ir_ref e, int32_t d, uint32_t cutoff) {
     return v;
   }
   shift_st st = {d, cutoff};
-  return map_kids(m, e, shift_rec, &st);
+  return ir_map_kids(m, e, shift_rec, &st, false);
 }
 
 static ir_ref shift_rec(ac_module *m, ir_ref e, uint32_t binders, void *ud) {
@@ -106,23 +102,7 @@ static ir_ref copy_at(ac_module *m, ir_ref e, int32_t d, uint32_t cutoff) {
     return v;
   }
   shift_st st = {d, cutoff};
-  ir_ref r = map_kids(m, e, copy_rec, &st);
-  if (r != e)
-    return r;
-  /* a leaf, or children that are all absent */
-  uint32_t nk = n->nkids;
-  ir_ref small[16];
-  ir_ref *kids = nk <= 16 ? small : ac_alloc(m->ctx, nk * sizeof *kids);
-  if (!kids) {
-    m->oom = true;
-    return IR_NONE;
-  }
-  for (uint32_t i = 0; i < nk; i++)
-    kids[i] = ir_kid(m, e, i);
-  r = clone_with_kids(m, e, kids);
-  if (kids != small)
-    ac_free(m->ctx, kids);
-  return r;
+  return ir_map_kids(m, e, copy_rec, &st, true);
 }
 
 static ir_ref copy_rec(ac_module *m, ir_ref e, uint32_t binders, void *ud) {
@@ -163,7 +143,7 @@ static ir_ref subst_at(ac_module *m, ir_ref e, subst_st st) {
     }
     return e;
   }
-  return map_kids(m, e, subst_rec, &st);
+  return ir_map_kids(m, e, subst_rec, &st, false);
 }
 
 ir_ref ir_subst(ac_module *m, ir_ref e, uint32_t j, ir_ref s) {

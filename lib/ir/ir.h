@@ -330,6 +330,12 @@ ir_ref ir_shift(ac_module *m, ir_ref e, int32_t d, uint32_t cutoff);
 /* The same shift applied to a fresh copy of every node of e (no subtree is
  * shared with e, so the copy may be typed differently). */
 ir_ref ir_copy_shift(ac_module *m, ir_ref e, int32_t d, uint32_t cutoff);
+/* Node r rebuilt with f applied to each child (given the number of
+ * binders r puts around it): r itself when no child changed, unless
+ * `fresh`, which always makes a new node (a leaf too). IR_NONE when f
+ * fails (returns IR_NONE for a child) or memory runs out (m->oom). */
+typedef ir_ref (*ir_kid_fn)(ac_module *m, ir_ref kid, uint32_t binders, void *ud);
+ir_ref ir_map_kids(ac_module *m, ir_ref r, ir_kid_fn f, void *ud, bool fresh);
 /* After parsing the functions from index `first` on: replaces every call of a
  * function with function parameters (is_template) by a copy of its body for
  * the functions given, then removes those functions (lib/ir/specialise.c).

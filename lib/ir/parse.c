@@ -1563,6 +1563,25 @@ static bool parse_local_fn(parser *p, ir_sym sym, size_t nbase) {
  * `|x, ..| let (x, ..): (T, ..) = (x, ..); let result: R = body; result`:
  * the parameters are bound twice, unnamed for the lambda and named for the
  * typed let, so the body is parsed where it ends up. */
+/* A parameter's name and the ':' after it, pushed on p->names; one already
+ * pushed since nbase (the function's others) is a duplicate. */
+static bool parse_param_name(parser *p, size_t nbase) {
+  if (p->tok.kind != TOK_IDENT) {
+    expected(p, "a parameter name");
+    return false;
+  }
+  name_loc nl = {intern_tok(p, &p->tok), p->tok.loc};
+  for (size_t j = nbase; nl.sym && j < p->nnames; j++)
+    if (p->names[j].sym == nl.sym) {
+      scope_error(p, nl.loc, "duplicate parameter '%s'", ir_sym_str(p->ctx, nl.sym));
+      return false;
+    }
+  if (!nl.sym || !PUSH(p, p->names, p->nnames, p->capnames, nl))
+    return false;
+  advance(p);
+  return expect(p, TOK_COLON, "':' and the parameter's type");
+}
+
 static bool parse_local_def(parser *p) {
   ir_loc loc = p->tok.loc;
   advance(p); /* 'fn' */
@@ -1576,20 +1595,7 @@ static bool parse_local_def(parser *p) {
   if (!sym || !open_bracket(p))
     return false;
   while (p->tok.kind != TOK_RPAREN && !p->failed) {
-    if (p->tok.kind != TOK_IDENT) {
-      expected(p, "a parameter name");
-      return false;
-    }
-    name_loc nl = {intern_tok(p, &p->tok), p->tok.loc};
-    for (size_t j = nbase; nl.sym && j < p->nnames; j++)
-      if (p->names[j].sym == nl.sym) {
-        scope_error(p, nl.loc, "duplicate parameter '%s'", ir_sym_str(p->ctx, nl.sym));
-        return false;
-      }
-    if (!nl.sym || !PUSH(p, p->names, p->nnames, p->capnames, nl))
-      return false;
-    advance(p);
-    if (!expect(p, TOK_COLON, "':' and the parameter's type"))
+    if (!parse_param_name(p, nbase))
       return false;
     ir_type t = parse_type(p);
     if (!t || !PUSH(p, p->types, p->ntypes, p->captypes, t) || !accept(p, TOK_COMMA))
@@ -1999,21 +2005,9 @@ static bool parse_fn(parser *p) {
     return false;
   if (p->tok.kind != TOK_RPAREN) {
     do {
-      if (p->tok.kind != TOK_IDENT) {
-        expected(p, "a parameter name");
+      if (!parse_param_name(p, nbase))
         return false;
-      }
-      name_loc nl = {intern_tok(p, &p->tok), p->tok.loc};
-      for (size_t j = nbase; nl.sym && j < p->nnames; j++)
-        if (p->names[j].sym == nl.sym) {
-          scope_error(p, nl.loc, "duplicate parameter '%s'", ir_sym_str(p->ctx, nl.sym));
-          return false;
-        }
-      if (!nl.sym || !PUSH(p, p->names, p->nnames, p->capnames, nl))
-        return false;
-      advance(p);
-      if (!expect(p, TOK_COLON, "':' and the parameter's type"))
-        return false;
+      name_loc nl = p->names[p->nnames - 1];
       ir_loc tloc = p->tok.loc;
       p->fn_types = !ext;
       ir_type t = parse_type(p);

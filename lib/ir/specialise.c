@@ -60,19 +60,6 @@ static bool is_template(const sp *S, int64_t f) {
   return f >= 0 && (uint64_t)f < S->m->nfuncs && S->m->funcs[f].is_template;
 }
 
-/* A fresh node like r with children kids. */
-static ir_ref sp_clone(sp *S, ir_ref r, const ir_ref *kids) {
-  ir_node old = *ir_node_get(S->m, r);
-  ir_ref c = ir_node_new(S->m, (ir_op)old.op, old.loc, old.nkids, kids);
-  if (!c)
-    return sp_oom(S);
-  ir_node *n = ir_node_get(S->m, c);
-  uint32_t k = n->kids;
-  *n = old;
-  n->kids = k;
-  return c;
-}
-
 /* `let (names): t = v; body`, n >= 1 names (t may be IR_TY_NONE). */
 static ir_ref sp_let(sp *S, ir_loc loc, uint32_t n, uint32_t names, ir_type t, ir_ref v,
                      ir_ref body) {
@@ -180,6 +167,17 @@ typedef struct inst {
 
 /* A copy of template body node r, b binders below the body's top, with the
  * function parameters' uses replaced. */
+/* The walks' state through ir_map_kids: the binders b below the body's
+ * top (sp_subst) or the depth (sp_expand). */
+typedef struct sp_walk {
+  sp *S;
+  const inst *I;
+  uint32_t b;
+} sp_walk;
+
+static ir_ref subst_kid(ac_module *m, ir_ref k, uint32_t binders, void *ud);
+static ir_ref expand_kid(ac_module *m, ir_ref k, uint32_t binders, void *ud);
+
 static ir_ref sp_subst(sp *S, const inst *I, ir_ref r, uint32_t b) {
   if (S->st != AC_OK)
     return IR_NONE;
@@ -220,23 +218,14 @@ static ir_ref sp_subst(sp *S, const inst *I, ir_ref r, uint32_t b) {
     ir_ref c = ir_copy_shift(S->m, r, 0, 0);
     return c ? c : sp_oom(S);
   }
-  ir_ref small[16];
-  ir_ref *kids = n.nkids <= 16 ? small : ac_alloc(S->ctx, n.nkids * sizeof *kids);
-  if (!kids)
-    return sp_oom(S);
-  ir_ref res = IR_NONE;
-  uint32_t i = 0;
-  for (; i < n.nkids; i++) {
-    ir_ref k = ir_kid(S->m, r, i);
-    kids[i] = k ? sp_subst(S, I, k, b + ir_binders(S->m, r, i)) : IR_NONE;
-    if (k && !kids[i])
-      break;
-  }
-  if (i == n.nkids)
-    res = sp_clone(S, r, kids);
-  if (kids != small)
-    ac_free(S->ctx, kids);
-  return res;
+  sp_walk w = {S, I, b};
+  ir_ref res = ir_map_kids(S->m, r, subst_kid, &w, true);
+  return res || S->st != AC_OK ? res : sp_oom(S);
+}
+
+static ir_ref subst_kid(ac_module *m, ir_ref k, uint32_t binders, void *ud) {
+  const sp_walk *w = ud;
+  return sp_subst(w->S, w->I, k, w->b + binders);
 }
 
 static ir_ref sp_expand(sp *S, ir_ref r, uint32_t depth);
@@ -361,25 +350,14 @@ static ir_ref sp_expand(sp *S, ir_ref r, uint32_t depth) {
                    "'%s' has function parameters: it can only be called, with the functions "
                    "it takes",
                    ir_sym_str(S->ctx, S->m->funcs[n.attr].name));
-  if (n.nkids == 0)
-    return r;
-  ir_ref small[16];
-  ir_ref *kids = n.nkids <= 16 ? small : ac_alloc(S->ctx, n.nkids * sizeof *kids);
-  if (!kids)
-    return sp_oom(S);
-  bool changed = false;
-  uint32_t i = 0;
-  for (; i < n.nkids; i++) {
-    ir_ref k = ir_kid(S->m, r, i);
-    kids[i] = k ? sp_expand(S, k, depth + ir_binders(S->m, r, i)) : IR_NONE;
-    if (k && !kids[i])
-      break;
-    changed |= kids[i] != k;
-  }
-  ir_ref res = i < n.nkids ? IR_NONE : changed ? sp_clone(S, r, kids) : r;
-  if (kids != small)
-    ac_free(S->ctx, kids);
-  return res;
+  sp_walk w = {S, NULL, depth};
+  ir_ref res = ir_map_kids(S->m, r, expand_kid, &w, false);
+  return res || S->st != AC_OK ? res : sp_oom(S);
+}
+
+static ir_ref expand_kid(ac_module *m, ir_ref k, uint32_t binders, void *ud) {
+  const sp_walk *w = ud;
+  return sp_expand(w->S, k, w->b + binders);
 }
 
 ac_status ir_specialise(ac_module *m, size_t first, ac_error **err) {
