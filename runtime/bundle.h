@@ -9,8 +9,8 @@
  * and its kernel plan (runtime/plan.h's text form). In a host object it is
  * the read-only symbol PREFIX_arrayc_bundle (with PREFIX_arrayc_bundle_size
  * and PREFIX_arrayc_bundle_hash, its rt_bundle_hash: ac_library_open checks
- * it before it parses anything); in a PTX file it is a block of `//` comment lines before the PTX, which
- * the driver ignores:
+ * it before it parses anything); in a PTX file it is a block of `//`
+ * comment lines before the PTX, which the driver ignores:
  *
  *   //arrayc-bundle LEN HASH          LEN bytes of bundle text follow, each
  *   //LINE                            line behind "//"; HASH = rt_bundle_hash
