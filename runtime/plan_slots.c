@@ -17,7 +17,8 @@
  * and the rules (each names the instruction, kernel or leaf that breaks it):
  *   - a word has one type: leaves that overlap agree (the same data word
  *     has the same element type and rank everywhere, an extent is never a
- *     data word or a scalar);
+ *     data word or a written scalar; a scalar leaf that is only read, a
+ *     result or an assign's source, may be an extent: `len(xs)`);
  *   - `set` and `for` write scalars only, `free` and a view's source are
  *     data words, an expression never reads a data word (an address is not
  *     a count, an extent or a bound), `if` and `break unless` test scalars;
@@ -26,9 +27,9 @@
  *   - every word that is read (by an expression, an if, a view, an assign,
  *     a result, or a kernel that does not write it) is written somewhere:
  *     a parameter, an instruction or a kernel's `writes`;
- *   - every kernel is launched: lowering launches each kernel it makes, so
- *     `launch k1` edited from `launch k0` (k0's only launch) is refused
- *     rather than run where k0's words are set up.
+ * A kernel index edited in a `launch` is not caught here: lowering makes
+ * kernels it may not launch (a nested operation's fallback), so "every
+ * kernel is launched" is no rule; the checksum catches that edit.
  * What remains trusted is values: a plan whose words are well typed can
  * still compute a wrong count from the right words (docs/runtime.md §11).
  * This pass is flow-insensitive and linear in the plan's size.
@@ -89,6 +90,12 @@ static bool ps_type(ps *S, pl_part part, uint32_t index, uint32_t slot, unsigned
 /* A leaf's words: data + extents, or one scalar. */
 static bool ps_leaf(ps *S, pl_part part, uint32_t index, uint32_t slot, uint8_t sc, uint32_t rank,
                     unsigned mark) {
+  /* an extent read as an i64 scalar (a result `len(xs)`, an assign's
+   * source) is a read of a number, which extents are */
+  if (rank == 0 && mark == PS_READ && (S->w[slot].flags & PS_KIND) == PS_EXTENT) {
+    S->w[slot].flags |= PS_READ;
+    return true;
+  }
   if (!ps_type(S, part, index, slot, rank ? PS_DATA : PS_SCALAR, sc, rank))
     return false;
   for (uint32_t r = 0; r < rank; r++)
@@ -236,29 +243,14 @@ static bool ps_written(ps *S) {
   return true;
 }
 
-/* Every kernel is launched (by one instruction or more). */
-static bool ps_launches(ps *S, bool *launched) {
-  const pl_plan *p = S->p;
-  for (uint32_t i = 0; i < p->ninsts; i++)
-    if (p->insts[i].op == PI_LAUNCH)
-      launched[p->insts[i].k] = true;
-  for (uint32_t k = 0; k < p->nkernels; k++)
-    if (!launched[k])
-      return pl_fail(S->f, PP_KERNEL, k, "kernel k%u is never launched", k);
-  return true;
-}
-
 ac_status pl_check_slots(const pl_plan *p, pl_fault *f) {
-  size_t n = (size_t)p->nslots * sizeof(ps_word) + (size_t)p->nkernels * sizeof(bool);
+  size_t n = (size_t)p->nslots * sizeof(ps_word);
   void *scratch = ac_alloc(p->ctx, n ? n : 1);
   if (!scratch)
     return AC_ERR_NOMEM;
   ps S = {p, f, scratch};
-  bool *launched = (bool *)(void *)(S.w + p->nslots);
-  memset(S.w, 0, (size_t)p->nslots * sizeof *S.w);
-  memset(launched, 0, (size_t)p->nkernels * sizeof *launched);
-  bool ok = ps_leaves(&S) && ps_insts(&S) && ps_exprs(&S) && ps_kernels(&S) && ps_written(&S) &&
-            ps_launches(&S, launched);
+  memset(S.w, 0, n);
+  bool ok = ps_leaves(&S) && ps_insts(&S) && ps_exprs(&S) && ps_kernels(&S) && ps_written(&S);
   ac_free(p->ctx, scratch);
   return ok ? AC_OK : AC_ERR_INTERNAL;
 }
