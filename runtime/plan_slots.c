@@ -136,24 +136,31 @@ static bool ps_exprs(ps *S) {
   return true;
 }
 
-/* Leaves first (they fix the data and extent words), then the other uses. */
+/* Leaves first (they fix the data and extent words), then the other uses.
+ * Leaves that are only read as scalars (a scalar result, a scalar
+ * assign's source) come last: they may be extents, which the leaves that
+ * write them must have typed first. */
 static bool ps_leaves(ps *S) {
   const pl_plan *p = S->p;
   for (uint32_t i = 0; i < p->nparams; i++)
     if (!ps_leaf(S, PP_PARAM, i, p->params[i].slot, p->params[i].sc, p->params[i].rank, PS_WRITTEN))
       return false;
-  for (uint32_t i = 0; i < p->nresults; i++)
-    if (!ps_leaf(S, PP_RESULT, i, p->results[i].slot, p->results[i].sc, p->results[i].rank,
-                 PS_READ))
-      return false;
-  for (uint32_t i = 0; i < p->ninsts; i++) {
-    const pl_inst *in = &p->insts[i];
-    if (in->op == PI_ALLOC || in->op == PI_VIEW || in->op == PI_ASSIGN) {
-      if (!ps_leaf(S, PP_INST, i, in->a, in->sc, in->rank, PS_WRITTEN))
+  for (int pass = 0; pass < 2; pass++) {
+    for (uint32_t i = 0; i < p->nresults; i++) {
+      const pl_leaf *l = &p->results[i];
+      if ((l->rank == 0) == (pass == 1) &&
+          !ps_leaf(S, PP_RESULT, i, l->slot, l->sc, l->rank, PS_READ))
         return false;
     }
-    if (in->op == PI_ASSIGN && !ps_leaf(S, PP_INST, i, in->b, in->sc, in->rank, PS_READ))
-      return false;
+    for (uint32_t i = 0; i < p->ninsts; i++) {
+      const pl_inst *in = &p->insts[i];
+      if (pass == 0 && (in->op == PI_ALLOC || in->op == PI_VIEW || in->op == PI_ASSIGN) &&
+          !ps_leaf(S, PP_INST, i, in->a, in->sc, in->rank, PS_WRITTEN))
+        return false;
+      if (in->op == PI_ASSIGN && (in->rank == 0) == (pass == 1) &&
+          !ps_leaf(S, PP_INST, i, in->b, in->sc, in->rank, PS_READ))
+        return false;
+    }
   }
   return true;
 }
