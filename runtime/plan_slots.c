@@ -26,7 +26,7 @@
  *     `ptr` argument is a data word and its scalar arguments are not;
  *   - every word that is read (by an expression, an if, a view, an assign,
  *     a result, or a kernel that does not write it) is written somewhere:
- *     a parameter, an instruction or a kernel's `writes`;
+ *     a parameter, an instruction or a kernel's `writes`.
  * A kernel index edited in a `launch` is not caught here: lowering makes
  * kernels it may not launch (a nested operation's fallback), so "every
  * kernel is launched" is no rule; the checksum catches that edit.
