@@ -7,9 +7,10 @@
  * also carries the module's BUNDLE: the text below, naming the compiler
  * that made it, the target, and for each function its flattened signature
  * and its kernel plan (runtime/plan.h's text form). In a host object it is
- * the read-only symbol PREFIX_arrayc_bundle (with PREFIX_arrayc_bundle_size);
- * in a PTX file it is a block of `//` comment lines before the PTX, which
- * the driver ignores:
+ * the read-only symbol PREFIX_arrayc_bundle (with PREFIX_arrayc_bundle_size
+ * and PREFIX_arrayc_bundle_hash, its rt_bundle_hash: ac_library_open checks
+ * it before it parses anything); in a PTX file it is a block of `//`
+ * comment lines before the PTX, which the driver ignores:
  *
  *   //arrayc-bundle LEN HASH          LEN bytes of bundle text follow, each
  *   //LINE                            line behind "//"; HASH = rt_bundle_hash
@@ -80,8 +81,9 @@ typedef struct rt_bundle {
 /* The runtime's own compiler identity (ARRAYC_BUILD_ID). */
 const char *rt_build_id(void);
 
-/* 64-bit FNV-1a of the bytes: the header's check that a code file is the
- * one it was generated with. */
+/* 64-bit FNV-1a of the bytes: the checksum of a bundle (a .ptx block's
+ * HASH, a shared object's PREFIX_arrayc_bundle_hash) and the header's check
+ * that a code file is the one it was generated with. */
 uint64_t rt_bundle_hash(const void *data, size_t len);
 
 /* The text of b (ac_alloc'd through ctx, NUL-terminated, *len bytes). The

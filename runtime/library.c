@@ -141,8 +141,17 @@ static bool ends_with(const char *s, const char *suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* Looks up PREFIX_arrayc_bundle and its size in the dlopen'd object. */
-static bool find_bundle(ac_library *lib, const char *prefix, const char **bundle, size_t *len) {
+/* The bundle of a shared object: PREFIX_arrayc_bundle, its size and its
+ * checksum (PREFIX_arrayc_bundle_size, PREFIX_arrayc_bundle_hash). */
+typedef struct lib_embedded {
+  const char *text;
+  size_t len;
+  const uint64_t *hash; /* NULL: the object has none */
+} lib_embedded;
+
+/* Looks up the bundle of `prefix` in the dlopen'd object; false when it
+ * has none (the checksum may still be missing: checked by the caller). */
+static bool find_bundle(ac_library *lib, const char *prefix, lib_embedded *e) {
   size_t n = strlen(prefix) + 32;
   char *sym = ac_alloc(lib->ctx, n);
   if (!sym)
@@ -151,15 +160,20 @@ static bool find_bundle(ac_library *lib, const char *prefix, const char **bundle
   const char *text = dlsym(lib->dl, sym);
   snprintf(sym, n, "%s_arrayc_bundle_size", prefix);
   const int64_t *size = dlsym(lib->dl, sym);
+  snprintf(sym, n, "%s_arrayc_bundle_hash", prefix);
+  const uint64_t *hash = dlsym(lib->dl, sym);
   ac_free(lib->ctx, sym);
   if (!text || !size || *size < 0)
     return false;
-  *bundle = text;
-  *len = (size_t)*size;
+  e->text = text;
+  e->len = (size_t)*size;
+  e->hash = hash;
   return true;
 }
 
-/* The bundle of a shared object: dlopen it, read PREFIX_arrayc_bundle. */
+/* The bundle of a shared object: dlopen it, read PREFIX_arrayc_bundle and
+ * verify its checksum before anything reads the text (docs/runtime.md §11:
+ * an edited plan or signature is refused, never run). */
 static ac_status open_shared(ac_library *lib, const ac_library_desc *d, const char **bundle,
                              size_t *len, ac_error **err) {
   ac_context *ctx = lib->ctx;
@@ -171,16 +185,30 @@ static ac_status open_shared(ac_library *lib, const ac_library_desc *d, const ch
     return rt_fail(ctx, err, ds, "%s", why);
   char *first = d->prefix ? ac_strdup(ctx, d->prefix) : prefix_of(ctx, d->path, false);
   char *second = d->prefix ? NULL : prefix_of(ctx, d->path, true);
-  if (!first)
+  if (!first) {
+    ac_free(ctx, second);
     return ir_report(err, NULL, AC_ERR_NOMEM);
+  }
   ac_status st = AC_OK;
-  if (!find_bundle(lib, first, bundle, len) && !(second && find_bundle(lib, second, bundle, len)))
+  lib_embedded e = {NULL, 0, NULL};
+  const char *found = first;
+  if (!find_bundle(lib, first, &e) && !(second && find_bundle(lib, found = second, &e)))
     st = rt_fail(ctx, err, AC_ERR_INVALID,
                  "%s has no arrayc bundle for prefix '%s' (no symbol %s_arrayc_bundle): is it "
                  "arrayc --target=cpu --shared output, and is the prefix right?",
                  d->path, first, first);
+  else if (!e.hash)
+    st = rt_fail(ctx, err, AC_ERR_INVALID,
+                 "%s: the arrayc bundle has no checksum (no symbol %s_arrayc_bundle_hash): it "
+                 "was not written by the arrayc of this runtime (compile the program again)",
+                 d->path, found);
+  else if (rt_bundle_hash(e.text, e.len) != *e.hash)
+    st = rt_fail(ctx, err, AC_ERR_INVALID,
+                 "%s: the arrayc bundle is damaged (its checksum does not match)", d->path);
   ac_free(ctx, first);
   ac_free(ctx, second);
+  *bundle = e.text;
+  *len = e.len;
   return st;
 }
 

@@ -406,10 +406,7 @@ bool pl_site_format_ok(const char *fmt) {
   return true;
 }
 
-static bool pl_fail(pl_fault *f, pl_part part, uint32_t index, const char *fmt, ...)
-    IR_PRINTF(4, 5);
-
-static bool pl_fail(pl_fault *f, pl_part part, uint32_t index, const char *fmt, ...) {
+bool pl_fail(pl_fault *f, pl_part part, uint32_t index, const char *fmt, ...) {
   f->part = part;
   f->index = index;
   va_list ap;
@@ -751,6 +748,12 @@ ac_status pl_validate(const pl_plan *p, pl_fault *f, uint32_t *links) {
   uint8_t *depth = (uint8_t *)(size + p->nexprs);
   ok = pl_check_exprs(p, f, depth, size) && pl_check_blocks(p, f, stk, links ? links : mylinks);
   ac_free(p->ctx, scratch);
+  /* Last: the words' types (plan_slots.c) rely on every index being in range. */
+  if (ok) {
+    ac_status st = pl_check_slots(p, f);
+    if (st != AC_OK)
+      return st;
+  }
   return ok ? AC_OK : AC_ERR_INTERNAL;
 }
 

@@ -54,7 +54,10 @@
  * language's i64 arithmetic (docs/language.md §6.1): it wraps, division
  * truncates, x / 0 == 0, x % 0 == x, MIN / -1 == MIN; so an i64 expression of
  * the program can be moved into the plan without changing its meaning.
- * A kernel's `writes` clause (optional) lists the uses it stores into.
+ * A kernel's `writes` clause lists the uses it stores into; it may be left
+ * out of a CPU plan only for words nothing else reads (pl_validate: every
+ * word that is read is written somewhere, and kernels write scalar words
+ * only, never an array's data or extent; plan_slots.c).
  *
  * ---- GPU plans ------------------------------------------------------------------
  * A plan whose kernels are GPU kernels (runtime/gpu.h) says `target gpu`

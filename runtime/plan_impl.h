@@ -50,6 +50,15 @@ typedef struct pl_fault {
  * `links` is not NULL it receives the `match` of every instruction. */
 ac_status pl_validate(const pl_plan *p, pl_fault *f, uint32_t *links);
 
+/* Records a fault in *f (the message from fmt) and returns false. */
+bool pl_fail(pl_fault *f, pl_part part, uint32_t index, const char *fmt, ...) IR_PRINTF(4, 5);
+
+/* The words' types (plan_slots.c): every word the plan mentions is a data
+ * pointer, an extent or a scalar, and each is used as such. Called by
+ * pl_validate once everything else holds (every index in range). Returns
+ * AC_OK, AC_ERR_NOMEM or AC_ERR_INTERNAL with *f describing the misuse. */
+ac_status pl_check_slots(const pl_plan *p, pl_fault *f);
+
 /* Appends s as a string of the text form: in quotes, with the C escapes
  * \" \\ \n \t and \xNN for other bytes outside printable ASCII. */
 void pl_print_quoted(ir_buf *b, const char *s);

@@ -35,6 +35,7 @@
  * clashes before linking so that the usual error is ours, with names.
  */
 #include "api/aot_impl.h"
+#include "runtime/bundle.h"
 #include "target/nvptx.h"
 
 #include <llvm-c/BitReader.h>
@@ -351,21 +352,31 @@ static ac_status aot_function(aot *A, uint32_t fn, pl_plan **plan, ac_error **er
 
 /* ---- the file ---- */
 
-/* Adds the embedded data: `sym` ([len x i8], constant) and `sym`_size
- * (i64, constant), both exported. */
+/* Adds the embedded data: `sym` ([len x i8], constant), `sym`_size (i64,
+ * constant) and `sym`_hash (i64, constant: rt_bundle_hash of the data, which
+ * the runtime checks before it parses anything, so that an edited file is
+ * refused rather than run), all exported. */
 static ac_status aot_embed_globals(aot *A, const char *sym, const char *data, size_t len,
                                    ac_error **err) {
   ac_context *ctx = A->ctx;
   size_t ns = strlen(sym);
   char *size_sym = ac_alloc(ctx, ns + sizeof "_size");
-  if (!size_sym)
+  char *hash_sym = ac_alloc(ctx, ns + sizeof "_hash");
+  if (!size_sym || !hash_sym) {
+    ac_free(ctx, size_sym);
+    ac_free(ctx, hash_sym);
     return aot_nomem(err);
+  }
   memcpy(size_sym, sym, ns);
   memcpy(size_sym + ns, "_size", sizeof "_size");
+  memcpy(hash_sym, sym, ns);
+  memcpy(hash_sym + ns, "_hash", sizeof "_hash");
   ac_status st = AC_OK;
-  if (aot_taken(A, sym) || aot_taken(A, size_sym)) {
+  if (aot_taken(A, sym) || aot_taken(A, size_sym) || aot_taken(A, hash_sym)) {
     st = aot_fail(ctx, err, AC_ERR_INVALID, "embed symbol '%s' clashes with a symbol of the code",
-                  aot_taken(A, sym) ? sym : size_sym);
+                  aot_taken(A, sym)        ? sym
+                  : aot_taken(A, size_sym) ? size_sym
+                                           : hash_sym);
   } else {
     LLVMTypeRef i8 = LLVMInt8TypeInContext(A->llctx), i64 = LLVMInt64TypeInContext(A->llctx);
     LLVMValueRef g = LLVMAddGlobal(A->mod, LLVMArrayType2(i8, len), sym);
@@ -376,7 +387,12 @@ static ac_status aot_embed_globals(aot *A, const char *sym, const char *data, si
     LLVMSetInitializer(s, LLVMConstInt(i64, (unsigned long long)len, 0));
     LLVMSetGlobalConstant(s, 1);
     LLVMSetLinkage(s, LLVMExternalLinkage);
+    LLVMValueRef h = LLVMAddGlobal(A->mod, i64, hash_sym);
+    LLVMSetInitializer(h, LLVMConstInt(i64, (unsigned long long)rt_bundle_hash(data, len), 0));
+    LLVMSetGlobalConstant(h, 1);
+    LLVMSetLinkage(h, LLVMExternalLinkage);
   }
+  ac_free(ctx, hash_sym);
   ac_free(ctx, size_sym);
   return st;
 }

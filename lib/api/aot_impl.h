@@ -44,10 +44,13 @@ typedef struct api_aot_opts {
    * renamed), before the code is emitted; when it returns data (*data not
    * NULL), that data is put into the CPU object as a read-only global
    * `embed_symbol` (a C identifier; external linkage, [len x i8], no NUL
-   * added) plus a global `<embed_symbol>_size` of type i64 holding len.
-   * Not called for the GPU. Returns false on failure (out of memory),
-   * which fails the emission with AC_ERR_NOMEM. The data is freed by the
-   * emitter with ac_free(ctx, data), also when the callback fails. */
+   * added) plus a global `<embed_symbol>_size` of type i64 holding len
+   * and a global `<embed_symbol>_hash` of type i64 holding the data's
+   * checksum (rt_bundle_hash: the runtime verifies it before it reads the
+   * data, runtime/bundle.h). Not called for the GPU. Returns false on
+   * failure (out of memory), which fails the emission with AC_ERR_NOMEM.
+   * The data is freed by the emitter with ac_free(ctx, data), also when
+   * the callback fails. */
   const char *embed_symbol;
   bool (*embed)(void *ud, pl_plan *const *plans, size_t nplans, char **data, size_t *len);
   void *embed_ud;

@@ -844,8 +844,9 @@ UNIT_TEST(plan_reports_a_kernel_failure_at_its_node) {
   pl_param(p, 3, AC_I64, 0);
   pl_param(p, 4, AC_I64, 0);
   uint32_t k = pl_kernel_add(p, "scalar", "rd", 1);
-  for (uint32_t w = 0; w < 6; w++)
+  for (uint32_t w = 0; w < 5; w++)
     pl_kernel_use(p, k, w);
+  pl_kernel_write(p, k, 5);
   pl_launch(p, k, pl_x_const(p, 1), pl_x_const(p, 1));
   pl_result(p, 5, AC_F32, 0);
   ac_error *err = NULL;

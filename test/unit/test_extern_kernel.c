@@ -164,7 +164,7 @@ static ac_status create_with(ac_context *ctx, const char *lib, rt_gpu **g, ac_er
 /* out = a * xs + ys by extern kernel k0 (entry arrayc_mock_axpy in ptx,
  * `block` threads per block), n = len(xs) threads, or n_const when it is
  * not negative. Frame: xs %0 %1, ys %2 %3, a %4, out %5 %6. The kernel's x
- * is word xword passed as a pointer (%0; %4 makes it a bad address). */
+ * is word xword passed as a pointer (%0). */
 static pl_plan *axpy_plan(ac_context *ctx, const char *ptx, unsigned block, uint32_t xword,
                           int64_t n_const) {
   pl_plan *p = pl_create(ctx, "axpy", "axpy.ac");
@@ -427,13 +427,21 @@ static void suite_errors(rt_gpu *g, bool real) {
   ac_error_destroy(err);
   err = NULL;
   pl_destroy(p);
-  /* a bad address (the scalar a passed as x): the fake driver refuses the
-   * launch at once (a GPU would fail asynchronously; not tried on one) */
+  /* a bad address (the scalar a passed as x): the validator refuses the
+   * plan (runtime/plan_slots.c), so it is made after pl_finish to reach the
+   * driver, which refuses the launch at once (a GPU would fail
+   * asynchronously; not tried on one) */
   if (!real) {
-    p = axpy_plan(ctx, ptx_axpy, 128, 4, -1);
+    p = axpy_plan(ctx, ptx_axpy, 128, 0, -1);
+    p->kernels[0].kargs[1].word = 4;
     CHECK_EQ_INT(run_axpy(g, p, 100, 1.0f, &res, &err), AC_ERR_RUNTIME);
     CHECK(err && contains(ac_error_message(err), "CUDA error in cuLaunchKernel (arrayc_mock_axpy): "
                                                  "CUDA_ERROR_ILLEGAL_ADDRESS"));
+    ac_error_destroy(err);
+    err = NULL;
+    p->finished = false; /* what pl_finish says of it (the uses no longer match either) */
+    CHECK_EQ_INT(pl_finish(p, &err), AC_ERR_INTERNAL);
+    CHECK(err && contains(ac_error_message(err), "malformed plan 'axpy' (kernel 0)"));
     ac_error_destroy(err);
     err = NULL;
     pl_destroy(p);

@@ -232,6 +232,7 @@ UNIT_TEST(partial_sums_use_the_chunk_index) {
   pl_result(p, 2, AC_I64, 0);
   uint32_t k0 = pl_kernel_add(p, "fold.partial", "sum_k0", 1000);
   uint32_t k1 = pl_kernel_add(p, "fold.combine", "sum_k1", 1);
+  pl_kernel_write(p, k1, 5); /* s: a word read (a result) is written somewhere */
   uint32_t n = pl_x_word(p, 1), c = pl_x_word(p, 2), one = pl_x_const(p, 1);
   pl_set(p, 2, pl_x_bin(p, PX_CHUNKS, n, pl_x_const(p, 1000)));
   pl_alloc(p, 3, AC_I64, 1, &c, PL_AUTO);
@@ -438,6 +439,7 @@ UNIT_TEST(views_and_result_hand_out) {
   pl_result(p, 12, AC_I32, 1);
   pl_result(p, 14, AC_F32, 1);
   uint32_t k = pl_kernel_add(p, "map", "fill", 1);
+  pl_kernel_write(p, k, 20); /* the kernel stores the data's address there */
   uint32_t e23[] = {pl_x_const(p, 2), pl_x_const(p, 3)};
   uint32_t e6 = pl_x_const(p, 6), e32[] = {pl_x_const(p, 3), pl_x_const(p, 2)};
   uint32_t e4 = pl_x_const(p, 4);
@@ -637,6 +639,7 @@ UNIT_TEST(zero_size_arrays_work) {
   pl_result(p, 4, AC_I64, 0);
   pl_result(p, 5, AC_I16, 2);
   uint32_t k = pl_kernel_add(p, "map", "never", 64);
+  pl_kernel_write(p, k, 4);
   uint32_t n = pl_x_word(p, 1), e[2] = {pl_x_const(p, 7), n};
   pl_alloc(p, 2, AC_F32, 1, &n, PL_AUTO);
   pl_launch(p, k, n, PL_AUTO);
@@ -1183,6 +1186,7 @@ UNIT_TEST(extern_kernels_round_trip) {
   p = pl_create(ctx, "big", NULL);
   p->gpu = true;
   pl_slots(p, 1);
+  pl_param(p, 0, AC_BOOL, 0); /* its argument: a word the plan writes */
   uint32_t kb = pl_kernel_add_extern(p, "big", ptx, (size_t)(c - ptx), 1024);
   pl_kernel_arg(p, kb, 0, AC_BOOL, false);
   pl_launch(p, kb, pl_x_const(p, 1), PL_AUTO);
