@@ -15,7 +15,7 @@ cd "$(dirname "$0")/../.."
 secs=${1:-60}
 cc=${CC:-$(command -v clang-19 || command -v clang || true)}
 if [ -z "$cc" ]; then
-  echo "run_fuzz: no clang found (apt-get install clang)" >&2
+  echo "run_fuzz: no clang found (apt-get install clang-19 libclang-rt-19-dev)" >&2
   exit 1
 fi
 jobs=${JOBS:-2}
