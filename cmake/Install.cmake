@@ -4,7 +4,9 @@
 #   bin/                         arrayc, arrayc-opt, arrayc-run
 #   include/arrayc/              the public headers and ops.def
 #   LIBDIR/                      libarrayc_rt.so(.0, .0.1.0), libarrayc_rt.a,
-#                                libarrayc.a (libarrayc.so with BUILD_SHARED_LIBS)
+#                                libarrayc.a and libarrayc.so(.0, .0.1.0) (only the
+#                                shared one with BUILD_SHARED_LIBS)
+#   PYTHON_SITE/arrayc/          the Python package (cmake/Python.cmake)
 #   LIBDIR/cmake/arrayc/         arrayc-config.cmake, arrayc-config-version.cmake,
 #                                arrayc-targets*.cmake, ArraycAot.cmake (arrayc_add_aot)
 #   LIBDIR/pkgconfig/            arrayc_rt.pc, arrayc.pc
@@ -45,7 +47,15 @@ if(BUILD_SHARED_LIBS)
   set_target_properties(arrayc PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 endif()
 
-install(TARGETS arrayc arrayc_rt arrayc_rt_static arrayc_driver arrayc-opt arrayc-run
+# libarrayc.so beside the static libarrayc.a (arrayc_shared: what the Python
+# package loads; exported as arrayc::arrayc_shared), LLVM found as when it was
+# linked
+set(_arrayc_libs arrayc)
+if(TARGET arrayc_shared)
+  list(APPEND _arrayc_libs arrayc_shared)
+  set_target_properties(arrayc_shared PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+endif()
+install(TARGETS ${_arrayc_libs} arrayc_rt arrayc_rt_static arrayc_driver arrayc-opt arrayc-run
         EXPORT arrayc-targets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
