@@ -212,8 +212,11 @@ class Function:
     backend, params (list of (name, type) as the language spells them),
     result_type."""
 
-    def __init__(self, handle, owner, resident):
-        self._h, self._owner, self._resident = handle, owner, resident
+    def __init__(self, handle, keep, resident):
+        # keep: what must outlive the ac_function (its _Source, whose
+        # ac_module it uses, or its _Library), held here so that plain
+        # reference counting, never a cycle, decides the order
+        self._h, self._keep, self._resident = handle, keep, resident
         self.name = None
         f = handle
         self.backend = lib.ac_backend_name(lib.ac_function_backend(f)).decode()
@@ -376,9 +379,9 @@ class Module:
     ahead-of-time library's (load). `functions` lists their names; `backend`
     is the backend chosen ("cpu" for backend="auto" without a GPU)."""
 
-    def __init__(self, functions, backend, make, resident):
+    def __init__(self, functions, backend, make, keep, resident):
         self.functions, self.backend = list(functions), backend
-        self._make, self._resident, self._cache = make, resident, {}
+        self._make, self._keep, self._resident, self._cache = make, keep, resident, {}
 
     def __getattr__(self, name):
         if name.startswith("_") or name not in self.functions:
@@ -386,7 +389,7 @@ class Module:
                                  % (name, ", ".join(self.functions)))
         if name not in self._cache:
             with _context().lock:
-                f = Function(self._make(name), self, self._resident)
+                f = Function(self._make(name), self._keep, self._resident)
             f.name = name
             self._cache[name] = f
         return self._cache[name]
@@ -429,17 +432,14 @@ def compile(source, backend="auto", filename="<string>", resident=None):
     src = _Source(source, filename)
 
     def make(name):
-        # the function holds its module: keep src alive through the closure
         f, err = P(), P()
         if lib.ac_runtime_compile(rt, src.m, name.encode(), ctypes.byref(f),
                                   ctypes.byref(err)) != 0:
             _raise(err)
         return f
 
-    mod = Module(src.names, chosen, make,
-                 chosen in _DEVICE_BACKENDS if resident is None else resident)
-    mod._source = src
-    return mod
+    return Module(src.names, chosen, make, src,
+                  chosen in _DEVICE_BACKENDS if resident is None else resident)
 
 
 def compile_file(path, backend="auto", resident=None):
@@ -479,10 +479,9 @@ def load(path, manifest=None, resident=None):
                         % (manifest, name, n, lib.ac_function_num_args(f), path))
         return f
 
-    mod = Module(names, backend, make, backend in _DEVICE_BACKENDS if resident is None
-                 else resident)
+    mod = Module(names, backend, make, _Library(libh),
+                 backend in _DEVICE_BACKENDS if resident is None else resident)
     mod.manifest = man
-    mod._lib = _Library(libh)
     return mod
 
 

@@ -244,3 +244,18 @@ def test_load_a_library_through_its_manifest(build, source, tmp_path):
                        f(0.3))
     with pytest.raises(FileNotFoundError):
         arrayc.load(str(tmp_path / "missing.so"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_function_outlives_its_module(backend):
+    """A Function keeps its module's ac_module (and a loaded library) alive:
+    the Module object may go first."""
+    f = arrayc.compile(SAXPY, backend=backend, resident=False).saxpy
+    gc.collect()
+    x = np.arange(3, dtype=np.float32)
+    assert f(np.float32(2), x, x).tolist() == [0.0, 3.0, 6.0]
+    del f
+    gc.collect()
+    r = arrayc.compile(SAXPY, backend=backend).both(x)[0]
+    gc.collect()
+    assert np.asarray(r).tolist() == [1.0, 2.0, 3.0]  # an array outlives its function
