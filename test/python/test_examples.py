@@ -31,7 +31,8 @@ CALLS = {
                                         ("[115,105,116,116,105,110,103]",
                                          np.frombuffer(b"sitting", u8))]),
 }
-BACKENDS = ["interp", "cpu", "simt-emu"]
+# the GPU too where this machine has one
+BACKENDS = ["interp", "cpu", "simt-emu"] + (["gpu"] if "gpu" in arrayc.backends() else [])
 
 
 def test_every_example_is_covered(source):

@@ -130,12 +130,15 @@ def test_tuples_scalars_and_ranks(backend):
     assert m.pair.result_type == "f32[,]"
 
 
-def test_device_arrays_stay_until_read(monkeypatch):
-    """On the SIMT emulator (arrays kept as on a GPU) a result is an
+@pytest.mark.parametrize("backend", ["simt-emu"] + (["gpu"] if "gpu" in arrayc.backends()
+                                                     else []))
+def test_device_arrays_stay_until_read(backend, monkeypatch):
+    """On the GPU, where there is one, and the SIMT emulator (arrays kept as
+    on a GPU) a result is an
     arrayc.Array that the package does not read back (the Spy counts the
     package's ac_array_data and ac_array_read, not its own) until asked,
     and that goes to the next call as the same ac_array."""
-    m = arrayc.compile(SAXPY, backend="simt-emu")
+    m = arrayc.compile(SAXPY, backend=backend)
     x = np.arange(4, dtype=np.float32)
     spy = Spy(monkeypatch)
     r = m.saxpy(np.float32(2), x, x)
@@ -259,3 +262,17 @@ def test_a_function_outlives_its_module(backend):
     r = arrayc.compile(SAXPY, backend=backend).both(x)[0]
     gc.collect()
     assert np.asarray(r).tolist() == [1.0, 2.0, 3.0]  # an array outlives its function
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bool_and_integer_arrays(backend):
+    m = arrayc.compile("fn pick(b: bool[], k: u16[], n: i64) -> (u16[], bool[]) {\n"
+                       "  (map(|x, y| if x { y } else { u16(n) }, b, k), map(|x| !x, b))\n}",
+                       backend=backend, resident=False)
+    b = np.array([True, False, True])
+    k = np.array([7, 8, 65535], np.uint16)
+    r, nb = m.pick(b, k, -1)
+    assert r.dtype == np.uint16 and r.tolist() == [7, 65535, 65535]
+    assert nb.dtype == np.bool_ and nb.tolist() == [False, True, False]
+    with pytest.raises(TypeError, match=r"parameter 'b' of pick\(\) has dtype uint8, expects bool"):
+        m.pick(b.view(np.uint8), k, 0)
