@@ -4,7 +4,9 @@
 #   bin/                         arrayc, arrayc-opt, arrayc-run
 #   include/arrayc/              the public headers and ops.def
 #   LIBDIR/                      libarrayc_rt.so(.0, .0.1.0), libarrayc_rt.a,
-#                                libarrayc.a (libarrayc.so with BUILD_SHARED_LIBS)
+#                                libarrayc.a and libarrayc.so.0(.1.0), no name link
+#                                (only a shared libarrayc with BUILD_SHARED_LIBS)
+#   PYTHON_SITE/arrayc/          the Python package (cmake/Python.cmake)
 #   LIBDIR/cmake/arrayc/         arrayc-config.cmake, arrayc-config-version.cmake,
 #                                arrayc-targets*.cmake, ArraycAot.cmake (arrayc_add_aot)
 #   LIBDIR/pkgconfig/            arrayc_rt.pc, arrayc.pc
@@ -45,6 +47,15 @@ if(BUILD_SHARED_LIBS)
   set_target_properties(arrayc PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 endif()
 
+# libarrayc.so.0 beside the static libarrayc.a (arrayc_shared: what the
+# Python package loads; exported as arrayc::arrayc_shared), LLVM found as
+# when it was linked. Without the libarrayc.so name link: `-larrayc`
+# (pkg-config's arrayc.pc) keeps linking the static library.
+if(TARGET arrayc_shared)
+  set_target_properties(arrayc_shared PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+  install(TARGETS arrayc_shared EXPORT arrayc-targets
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_SKIP)
+endif()
 install(TARGETS arrayc arrayc_rt arrayc_rt_static arrayc_driver arrayc-opt arrayc-run
         EXPORT arrayc-targets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
