@@ -151,22 +151,39 @@ static bool is_flex_binop(ir_op op) {
   }
 }
 
-/* The flexible binding variable r refers to, or NULL (r is well formed). */
-static chk_flex *flex_var(const chk *c, ir_ref r) {
-  const ir_node *n = ir_node_get(c->m, r);
-  if (n->attr < 0 || (uint64_t)n->attr >= c->nenv)
+/* The flexible binding the variable of de Bruijn index k refers to in the
+ * environment, or NULL. */
+static chk_flex *flex_var_at(const chk *c, uint64_t k) {
+  if (k >= c->nenv)
     return NULL;
-  uint32_t fx = c->env[c->nenv - 1 - (size_t)n->attr].flex;
+  uint32_t fx = c->env[c->nenv - 1 - (size_t)k].flex;
   chk_flex *f = fx ? &c->flex[fx - 1] : NULL;
   return f && f->flexible && f->over == IR_TY_NONE ? f : NULL;
 }
 
+/* The flexible binding variable r refers to, or NULL (r is well formed). */
+static chk_flex *flex_var(const chk *c, ir_ref r) {
+  const ir_node *n = ir_node_get(c->m, r);
+  return n->attr < 0 ? NULL : flex_var_at(c, (uint64_t)n->attr);
+}
+
+/* The bindings of the lets a flexible walk has entered, innermost first:
+ * `n` names, the first (de Bruijn index 0) bound to `value` (IR_NONE for the
+ * names of a `let (..)` or a typed let, which are not flexible). */
+typedef struct flex_scope {
+  const struct flex_scope *up;
+  ir_ref value;
+  uint64_t n;
+} flex_scope;
+
 /* Walks a flexible expression; returns false if r is not flexible, else adds
  * the kinds of its literals to *lits. With `vars`, a variable bound to a
- * flexible expression whose type is not inferred yet is flexible too.
- * Malformed nodes are not flexible (the type walk reports them); the depth
- * bound guards against cyclic graphs. */
-static bool flex_walk(const chk *c, ir_ref r, unsigned *lits, unsigned depth, bool vars) {
+ * flexible expression whose type is not inferred yet is flexible too, and so
+ * is a block whose value is (`{ let z = 7; z }`: the let's own variable is
+ * flexible when its value is). Malformed nodes are not flexible (the type
+ * walk reports them); the depth bound guards against cyclic graphs. */
+static bool flex_walk_in(const chk *c, ir_ref r, unsigned *lits, unsigned depth, bool vars,
+                         const flex_scope *sc) {
   const ac_module *m = c->m;
   if (r == IR_NONE || r >= m->nnodes || depth > CHK_MAX_DEPTH)
     return false;
@@ -180,20 +197,77 @@ static bool flex_walk(const chk *c, ir_ref r, unsigned *lits, unsigned depth, bo
     *lits |= n->flags & IR_F_FLOATLIT ? FLEX_FLOAT : FLEX_INT;
     return true;
   case IR_VAR: {
-    const chk_flex *f = vars && n->nkids == 0 ? flex_var(c, r) : NULL;
+    if (!vars || n->nkids != 0 || n->attr < 0)
+      return false;
+    uint64_t k = (uint64_t)n->attr;
+    for (; sc; sc = sc->up) {
+      if (k < sc->n)
+        return k == 0 && sc->value != IR_NONE &&
+               flex_walk_in(c, sc->value, lits, depth + 1, vars, sc->up);
+      k -= sc->n;
+    }
+    const chk_flex *f = flex_var_at(c, k);
     if (f)
       *lits |= f->lits;
     return f != NULL;
   }
+  case IR_LET:
+  case IR_LETTUP: {
+    if (!vars || n->nkids != 2 || (n->op == IR_LETTUP && n->attr < 1))
+      return false;
+    bool plain = n->op == IR_LET && !(n->flags & IR_F_TYPED);
+    flex_scope in = {sc, plain ? ir_kid(m, r, 0) : IR_NONE,
+                     n->op == IR_LET ? 1 : (uint64_t)n->attr};
+    return flex_walk_in(c, ir_kid(m, r, 1), lits, depth + 1, vars, &in);
+  }
   case IR_NEG:
-    return n->nkids == 1 && flex_walk(c, ir_kid(m, r, 0), lits, depth + 1, vars);
+    return n->nkids == 1 && flex_walk_in(c, ir_kid(m, r, 0), lits, depth + 1, vars, sc);
   case IR_IF:
-    return n->nkids == 3 && flex_walk(c, ir_kid(m, r, 1), lits, depth + 1, vars) &&
-           flex_walk(c, ir_kid(m, r, 2), lits, depth + 1, vars);
+    return n->nkids == 3 && flex_walk_in(c, ir_kid(m, r, 1), lits, depth + 1, vars, sc) &&
+           flex_walk_in(c, ir_kid(m, r, 2), lits, depth + 1, vars, sc);
   default:
     return is_flex_binop((ir_op)n->op) && n->nkids == 2 &&
-           flex_walk(c, ir_kid(m, r, 0), lits, depth + 1, vars) &&
-           flex_walk(c, ir_kid(m, r, 1), lits, depth + 1, vars);
+           flex_walk_in(c, ir_kid(m, r, 0), lits, depth + 1, vars, sc) &&
+           flex_walk_in(c, ir_kid(m, r, 1), lits, depth + 1, vars, sc);
+  }
+}
+
+static bool flex_walk(const chk *c, ir_ref r, unsigned *lits, unsigned depth, bool vars) {
+  return flex_walk_in(c, r, lits, depth, vars, NULL);
+}
+
+/* Whether some part of r's value is flexible: r itself, a field of a tuple
+ * expression, the value of a block or of either branch of an `if`. Such an
+ * operand is synthesised last among operands that share a type. */
+static bool flex_part(const chk *c, ir_ref r, unsigned depth, const flex_scope *sc) {
+  unsigned lits = 0;
+  if (r == IR_NONE || r >= c->m->nnodes || depth > CHK_MAX_DEPTH)
+    return false;
+  if (flex_walk_in(c, r, &lits, depth, true, sc))
+    return true;
+  const ir_node *n = ir_node_get(c->m, r);
+  if ((size_t)n->kids + n->nkids > c->m->nkids)
+    return false;
+  switch ((ir_op)n->op) {
+  case IR_TUPLE:
+    for (uint32_t i = 0; i < n->nkids; i++)
+      if (flex_part(c, ir_kid(c->m, r, i), depth + 1, sc))
+        return true;
+    return false;
+  case IR_IF:
+    return n->nkids == 3 && (flex_part(c, ir_kid(c->m, r, 1), depth + 1, sc) ||
+                             flex_part(c, ir_kid(c->m, r, 2), depth + 1, sc));
+  case IR_LET:
+  case IR_LETTUP: {
+    if (n->nkids != 2 || (n->op == IR_LETTUP && n->attr < 1))
+      return false;
+    bool plain = n->op == IR_LET && !(n->flags & IR_F_TYPED);
+    flex_scope in = {sc, plain ? ir_kid(c->m, r, 0) : IR_NONE,
+                     n->op == IR_LET ? 1 : (uint64_t)n->attr};
+    return flex_part(c, ir_kid(c->m, r, 1), depth + 1, &in);
+  }
+  default:
+    return false;
   }
 }
 
@@ -572,6 +646,11 @@ ir_type chk_share(chk *c, uint32_t n, const ir_ref *rs, ir_type expect) {
    * to the same choice: a checked literal prints bare (flexible), a
    * synthesised one keeps its suffix. */
   uint32_t first = n, typed = n;
+  /* an operand with no flexible part is the best source of the type: a
+   * tuple or block with flexible parts would give them their defaults */
+  for (uint32_t i = 0; i < n && first == n; i++)
+    if (!chk_typed_lit(c, rs[i]) && !flex_part(c, rs[i], 0, NULL))
+      first = i;
   for (uint32_t i = 0; i < n && first == n; i++) {
     if (chk_flexible(c, rs[i]))
       continue;
