@@ -218,6 +218,30 @@ static int live_allocs(fx *f) {
   return s.allocs;
 }
 
+/* After a fault was injected: a call of fn fails with st and the messages
+ * `needles` (check_failed); once the fault is cleared nothing beyond `base`
+ * stays allocated (a failed call's control block is freed, not kept for
+ * reuse), and the next calls are right (g's first when with_g, then s's),
+ * with the allocations back at `base`. */
+static void fails_then_recovers(fx *f, ac_function *fn, ac_function *s, ac_array *xs, ac_array *ys,
+                                ac_status st, const char *const *needles, int base, bool with_g) {
+  ac_datum res;
+  ac_error *err = NULL;
+  ac_status got = call(fn, xs, ys, &res, &err);
+  check_failed(got, st, err, &res, needles);
+  f->reset();
+  CHECK(live_allocs(f) <= base);
+  if (with_g)
+    call_g_right(f, xs, ys);
+  got = call(s, xs, ys, &res, NULL);
+  CHECK_EQ_INT(got, AC_OK);
+  if (got == AC_OK) {
+    CHECK(ac_array_data(res.array) != NULL && ac_array_size(res.array) == N);
+    ac_datum_release(&res);
+  }
+  CHECK_EQ_INT(live_allocs(f), base);
+}
+
 /* ---- out of device memory ---- */
 
 /* The first allocation of a runtime's first call fails (the call's
@@ -322,19 +346,10 @@ UNIT_TEST(oom_in_a_loop_of_arrayc_kernels) {
     f.stats(&b);
     int base = b.allocs, per_call = b.alloc_calls - a.alloc_calls;
     CHECK(per_call >= 2);
+    const char *want[] = {"CUDA_ERROR_OUT_OF_MEMORY: out of memory", NULL};
     for (int k = 0; k < per_call; k++) {
       f.fail("cuMemAllocAsync", CUDA_ERROR_OUT_OF_MEMORY, k, -1);
-      ac_error *err = NULL;
-      ac_status st = call(s, xs, ys, &res, &err);
-      const char *want[] = {"CUDA_ERROR_OUT_OF_MEMORY: out of memory", NULL};
-      check_failed(st, AC_ERR_NOMEM, err, &res, want);
-      f.reset();
-      /* the failed call's control block is freed, not kept for reuse */
-      CHECK(live_allocs(&f) <= base);
-      CHECK_EQ_INT(call(s, xs, ys, &res, NULL), AC_OK);
-      CHECK(ac_array_data(res.array) != NULL && ac_array_size(res.array) == N);
-      ac_datum_release(&res);
-      CHECK_EQ_INT(live_allocs(&f), base);
+      fails_then_recovers(&f, s, s, xs, ys, AC_ERR_NOMEM, want, base, false);
     }
     ac_array_release(xs);
     ac_array_release(ys);
@@ -406,20 +421,12 @@ UNIT_TEST(a_failure_reported_at_synchronisation) {
     CHECK_EQ_INT(call(s, xs, ys, &res, NULL), AC_OK);
     ac_datum_release(&res);
     int base = live_allocs(&f);
+    const char *want[] = {"CUDA error in cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS: an "
+                          "illegal memory access was encountered",
+                          NULL};
     for (int which = 0; which < 2; which++) {
       f.fail("cuStreamSynchronize", CUDA_ERROR_ILLEGAL_ADDRESS, 0, 1);
-      ac_error *err = NULL;
-      ac_status st = call(which ? s : f.g, xs, ys, &res, &err);
-      const char *want[] = {"CUDA error in cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS: an "
-                            "illegal memory access was encountered",
-                            NULL};
-      check_failed(st, AC_ERR_RUNTIME, err, &res, want);
-      f.reset();
-      CHECK(live_allocs(&f) <= base); /* as in oom_in_a_loop_of_arrayc_kernels */
-      call_g_right(&f, xs, ys);
-      CHECK_EQ_INT(call(s, xs, ys, &res, NULL), AC_OK);
-      ac_datum_release(&res);
-      CHECK_EQ_INT(live_allocs(&f), base);
+      fails_then_recovers(&f, which ? s : f.g, s, xs, ys, AC_ERR_RUNTIME, want, base, true);
     }
     ac_array_release(xs);
     ac_array_release(ys);
