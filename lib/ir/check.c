@@ -117,6 +117,16 @@ bool chk_edge_add(chk *c, uint32_t callee, ir_loc loc) {
   return true;
 }
 
+ir_type chk_func_result(chk *c, uint32_t fi, ir_ref use) {
+  const ir_func *f = &c->m->funcs[fi];
+  if (f->result == IR_TY_NONE && f->infer_result) /* check_order puts callees first */
+    chk_fail(c, use,
+             "the result type of '%s' (`-> _`) is not known here: it is inferred after this "
+             "function is checked",
+             ir_sym_str(c->ctx, f->name));
+  return f->result;
+}
+
 bool chk_is_value_type(const chk *c, ir_type t) {
   if (t == IR_TY_NONE)
     return false;
@@ -899,7 +909,7 @@ static ir_type infer_call(chk *c, ir_ref r) {
       return IR_TY_NONE;
   if (!chk_edge_add(c, fi, ir_node_get(c->m, r)->loc))
     return IR_TY_NONE;
-  return c->m->funcs[fi].result;
+  return chk_func_result(c, fi, r);
 }
 
 static ir_type infer_cast(chk *c, ir_ref r) {
@@ -1257,6 +1267,23 @@ static void call_chain_error(chk *c, uint32_t f, uint32_t height, const uint32_t
   ir_buf_free(&b);
 }
 
+/* Reports the cycle stack[from..sp-1] -> v, closed by the call at loc that
+ * leaves stack[from], as "recursion between functions is not allowed:
+ * f -> g -> f". */
+static void cycle_error(chk *c, const uint32_t *stack, size_t from, size_t sp, uint32_t v,
+                        ir_loc loc) {
+  ir_buf b;
+  ir_buf_init(&b, c->ctx);
+  for (size_t i = from; i < sp; i++)
+    ir_buf_printf(&b, "%s -> ", ir_sym_str(c->ctx, c->m->funcs[stack[i]].name));
+  ir_buf_puts(&b, ir_sym_str(c->ctx, c->m->funcs[v].name));
+  if (b.oom)
+    chk_oom(c);
+  else
+    chk_fail_at(c, loc, "recursion between functions is not allowed: %s", ir_buf_cstr(&b));
+  ir_buf_free(&b);
+}
+
 /* Finds a cycle by depth-first search from each function in order and
  * reports it as "f -> g -> f" at the call that leaves its first function.
  * Without a cycle, the search finishes each function after its callees,
@@ -1330,17 +1357,7 @@ static void check_recursion(chk *c) {
         size_t from = 0;
         while (stack[from] != v)
           from++;
-        ir_buf b;
-        ir_buf_init(&b, c->ctx);
-        for (size_t i = from; i < sp; i++)
-          ir_buf_printf(&b, "%s -> ", ir_sym_str(c->ctx, c->m->funcs[stack[i]].name));
-        ir_buf_puts(&b, ir_sym_str(c->ctx, c->m->funcs[v].name));
-        if (b.oom)
-          chk_oom(c);
-        else
-          chk_fail_at(c, c->edges[via[from]].loc, "recursion between functions is not allowed: %s",
-                      ir_buf_cstr(&b));
-        ir_buf_free(&b);
+        cycle_error(c, stack, from, sp, v, c->edges[via[from]].loc);
         goto done;
       }
     }
@@ -1574,7 +1591,8 @@ static void check_function(chk *c, uint32_t fi) {
       return;
     }
   }
-  if (!chk_is_value_type(c, f->result)) {
+  bool infer = f->infer_result && f->result == IR_TY_NONE && !f->is_extern;
+  if (!infer && !chk_is_value_type(c, f->result)) {
     chk_fail_at(c, f->loc, "malformed IR: function '%s' has no valid result type", name);
     return;
   }
@@ -1603,9 +1621,14 @@ static void check_function(chk *c, uint32_t fi) {
   /* in passes until the flexible bindings' types are settled (chk_flex);
    * each new pass fixes at least one more binding, so this ends */
   size_t nedges = c->nedges, nflex0 = c->nflex;
+  ir_type inferred = IR_TY_NONE;
   for (;;) {
     c->flexnew = false;
-    if (enter_function(c, fi))
+    if (!enter_function(c, fi))
+      ;
+    else if (infer) /* `-> _`: synthesised, as with no expected type (§3) */
+      inferred = chk_infer(c, c->m->funcs[fi].body, IR_TY_NONE);
+    else
       chk_check(c, c->m->funcs[fi].body, c->m->funcs[fi].result);
     c->nenv = 0;
     if (!c->flexnew || c->flexfail || c->st == AC_ERR_NOMEM || !flex_commit(c)) {
@@ -1632,6 +1655,123 @@ static void check_function(chk *c, uint32_t fi) {
     c->st = AC_OK;
     c->nedges = nedges;
   }
+  if (infer && c->st == AC_OK) {
+    ir_ref body = c->m->funcs[fi].body;
+    if (!chk_is_value_type(c, inferred))
+      chk_fail(c, body, "the body of '%s' has type %s, which cannot be a function's result",
+               ir_sym_str(c->ctx, c->m->funcs[fi].name), chk_tyname(c, inferred));
+    else
+      c->m->funcs[fi].result = inferred; /* from now on, as if written */
+    /* and checked against it now, as every later check will: literals that
+     * took their default type are then typed by context and print without
+     * suffix, and a second check changes nothing (idempotence) */
+    c->nedges = nedges;
+    if (c->st == AC_OK)
+      check_function(c, fi);
+  }
+}
+
+/* The order in which ir_check_module checks the functions: file order, but
+ * a function whose result is inferred (`-> _`, docs/language.md §3) before
+ * the functions that call it or pass it to an array operation, since their
+ * checks need its result. A depth-first search from each function in file
+ * order follows only the calls (CALL and FNREF nodes, found by walking the
+ * body) of functions still to be inferred and lists each function after
+ * those callees; a module without such functions keeps file order. A cycle
+ * through an inferred function is reported here, as check_recursion would;
+ * other cycles are left to it. Returns NULL after an error. */
+static uint32_t *check_order(chk *c) {
+  const ac_module *m = c->m;
+  size_t nf = m->nfuncs, nn = m->nnodes, ne = 0, cape = 0;
+  chk_edge *edges = NULL;
+  uint32_t *order = ac_alloc(c->ctx, (nf + 1) * sizeof *order);
+  size_t *start = ac_alloc(c->ctx, (nf + 1) * sizeof *start);
+  uint32_t *seen = ac_alloc(c->ctx, (nn + 1) * sizeof *seen); /* 1 + the function that saw it */
+  ir_ref *nodes = ac_alloc(c->ctx, (nn + 1) * sizeof *nodes);
+  uint8_t *color = ac_alloc(c->ctx, nf + 1);
+  uint32_t *stack = ac_alloc(c->ctx, (nf + 1) * sizeof *stack);
+  size_t *next = ac_alloc(c->ctx, (nf + 1) * sizeof *next);
+  uint32_t *via = ac_alloc(c->ctx, (nf + 1) * sizeof *via);
+  bool ok = order && start && seen && nodes && color && stack && next && via;
+  if (ok) {
+    memset(seen, 0, (nn + 1) * sizeof *seen);
+    memset(color, 0, nf + 1);
+  }
+  /* the calls of inferred functions, grouped by caller in source order */
+  for (size_t fi = 0; ok && fi < nf; fi++) {
+    start[fi] = ne;
+    ir_ref body = m->funcs[fi].body;
+    if (m->funcs[fi].is_extern || body == IR_NONE || body >= nn)
+      continue;
+    size_t sp = 0;
+    nodes[sp++] = body;
+    seen[body] = (uint32_t)fi + 1;
+    while (ok && sp) {
+      const ir_node *n = &m->nodes[nodes[--sp]];
+      if ((n->op == IR_CALL || n->op == IR_FNREF) && n->attr >= 0 && (uint64_t)n->attr < nf &&
+          m->funcs[n->attr].infer_result && m->funcs[n->attr].result == IR_TY_NONE) {
+        ok = ac_grow(c->ctx, (void **)&edges, &cape, ne + 1, sizeof *edges);
+        if (ok)
+          edges[ne++] = (chk_edge){(uint32_t)fi, (uint32_t)n->attr, n->loc};
+      }
+      for (uint32_t i = n->nkids; ok && i-- > 0;) { /* first kid on top */
+        ir_ref k = (size_t)n->kids + i < m->nkids ? m->kids[n->kids + i] : IR_NONE;
+        if (k != IR_NONE && k < nn && seen[k] != fi + 1) {
+          seen[k] = (uint32_t)fi + 1;
+          nodes[sp++] = k;
+        }
+      }
+    }
+  }
+  if (ok)
+    start[nf] = ne;
+  /* post-order: 0 new, 1 on the path, 2 listed */
+  size_t nord = 0;
+  for (size_t root = 0; ok && root < nf && c->st == AC_OK; root++) {
+    if (color[root])
+      continue;
+    size_t sp = 0;
+    stack[sp++] = (uint32_t)root;
+    color[root] = 1;
+    next[root] = start[root];
+    while (sp && c->st == AC_OK) {
+      uint32_t u = stack[sp - 1];
+      if (next[u] == start[u + 1]) {
+        color[u] = 2;
+        order[nord++] = u;
+        sp--;
+        continue;
+      }
+      size_t e = next[u]++;
+      uint32_t v = edges[e].to;
+      via[sp - 1] = (uint32_t)e;
+      if (color[v] == 0) {
+        color[v] = 1;
+        next[v] = start[v];
+        stack[sp++] = v;
+      } else if (color[v] == 1) {
+        size_t from = 0;
+        while (stack[from] != v)
+          from++;
+        cycle_error(c, stack, from, sp, v, edges[via[from]].loc);
+      }
+    }
+  }
+  if (!ok)
+    chk_oom(c);
+  ac_free(c->ctx, edges);
+  ac_free(c->ctx, start);
+  ac_free(c->ctx, seen);
+  ac_free(c->ctx, nodes);
+  ac_free(c->ctx, color);
+  ac_free(c->ctx, stack);
+  ac_free(c->ctx, next);
+  ac_free(c->ctx, via);
+  if (c->st != AC_OK) {
+    ac_free(c->ctx, order);
+    return NULL;
+  }
+  return order;
 }
 
 ac_status ir_check_module(ac_module *m, ac_error **err) {
@@ -1658,8 +1798,13 @@ ac_status ir_check_module(ac_module *m, ac_error **err) {
     c.nonpath = 0;
     chk_oom(&c);
   }
-  for (uint32_t fi = 0; fi < m->nfuncs && c.st == AC_OK; fi++)
-    check_function(&c, fi);
+  bool infer = false; /* some result is still to be inferred */
+  for (size_t fi = 0; fi < m->nfuncs; fi++)
+    infer |= m->funcs[fi].infer_result && m->funcs[fi].result == IR_TY_NONE;
+  uint32_t *order = infer && c.st == AC_OK ? check_order(&c) : NULL;
+  for (uint32_t k = 0; k < m->nfuncs && c.st == AC_OK; k++)
+    check_function(&c, order ? order[k] : k);
+  ac_free(c.ctx, order);
   if (c.st == AC_OK)
     check_recursion(&c);
   if (c.st == AC_OK)

@@ -159,6 +159,9 @@ static inline bool chk_is_prob(const chk *c, ir_type t) {
 bool chk_is_value_type(const chk *c, ir_type t);
 /* Records a call-graph edge from the current function. */
 bool chk_edge_add(chk *c, uint32_t callee, ir_loc loc);
+/* Function fi's result type, for a call or reference `use`; fails (and gives
+ * IR_TY_NONE) if it is inferred and not known yet. */
+ir_type chk_func_result(chk *c, uint32_t fi, ir_ref use);
 
 /* ---- lambdas (check_ops.c) ---- */
 /* How a lambda's body is typed: checked against `ret`, required to be bool,
