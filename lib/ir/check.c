@@ -121,9 +121,9 @@ ir_type chk_func_result(chk *c, uint32_t fi, ir_ref use) {
   const ir_func *f = &c->m->funcs[fi];
   if (f->result == IR_TY_NONE && f->infer_result) /* check_order puts callees first */
     chk_fail(c, use,
-             "the result type of '%s' (`-> _`) is not known here: it is inferred after this "
-             "function is checked",
-             ir_sym_str(c->ctx, f->name));
+             "the result type of '%s' is inferred (`-> _`) and not known yet: it is known once "
+             "'%s' is finished",
+             ir_sym_str(c->ctx, f->name), ir_sym_str(c->ctx, f->name));
   return f->result;
 }
 
