@@ -1662,12 +1662,7 @@ static void check_function(chk *c, uint32_t fi) {
                ir_sym_str(c->ctx, c->m->funcs[fi].name), chk_tyname(c, inferred));
     else
       c->m->funcs[fi].result = inferred; /* from now on, as if written */
-    /* and checked against it now, as every later check will: literals that
-     * took their default type are then typed by context and print without
-     * suffix, and a second check changes nothing (idempotence) */
-    c->nedges = nedges;
-    if (c->st == AC_OK)
-      check_function(c, fi);
+    c->inferred = true;
   }
 }
 
@@ -1821,7 +1816,12 @@ ac_status ir_check_module(ac_module *m, ac_error **err) {
   ac_free(c.ctx, c.onpath);
   for (int i = 0; i < 4; i++)
     ir_buf_free(&c.names[i]);
-  if (c.st == AC_OK && erased > 0) /* no prob is left: this does not recurse */
+  /* No prob is left, and no result to infer: this does not recurse. After
+   * inference the module is checked again against the inferred results, as
+   * every later check (and a parse of its print) will check it, so that a
+   * second check changes nothing: literals that took a default type are
+   * then typed by context and print without suffix. */
+  if (c.st == AC_OK && (erased > 0 || c.inferred))
     return ir_check_module(m, err);
   return ir_report(err, c.err, c.st);
 }

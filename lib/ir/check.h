@@ -96,6 +96,7 @@ typedef struct chk {
   ir_buf names[4]; /* ring of buffers for type names in messages */
   unsigned nextname;
   ir_type t_bool, t_i32, t_i64, t_f64, t_prob;
+  bool inferred; /* some function's result was inferred (`-> _`) */
 } chk;
 
 /* ---- errors ---- */
