@@ -16,7 +16,11 @@
  * declares; passed on, it is wrapped in a lambda that does the same. Copies
  * are expanded again (a template may call another) to a bounded depth, so
  * no function value exists at run time. Then the templates leave the module
- * and the calls' function indices are renumbered.
+ * and the calls' function indices are renumbered. A template whose result
+ * is written `_` (docs/language.md §3) binds `result` without a type, so
+ * each copy's result is its body's type there; since this runs before any
+ * type is checked, a function whose result is inferred cannot be given to
+ * a function parameter by name (its type is not known yet).
  */
 #include "ir.h"
 
