@@ -92,6 +92,15 @@ AC_API void ac_builder_set_location(ac_builder *b, unsigned line, unsigned colum
 AC_API ac_fn ac_fn_declare(ac_builder *b, const char *name, size_t nparams,
                            const ac_type *param_types, const char *const *param_names,
                            ac_type result);
+/* Declares function `name` like ac_fn_declare, but with its result type
+ * inferred from the body when ac_fn_finish finishes it (`-> _`,
+ * docs/language.md §3): the type the verifier synthesises for the body with
+ * no expected type. Until then its result is unknown, so a function that
+ * calls it (ac_call) or names it (ac_fn_ref) must be finished after it:
+ * finishing such a function first fails (AC_ERR_TYPE) and leaves it
+ * unfinished. */
+AC_API ac_fn ac_fn_declare_inferred(ac_builder *b, const char *name, size_t nparams,
+                                    const ac_type *param_types, const char *const *param_names);
 AC_API ac_value ac_fn_param(ac_builder *b, ac_fn f, size_t i);
 /* Declares an extern function (`extern fn`, docs/language.md §3.3): one the
  * host implements in C, with scalar parameters and a scalar result. It is

@@ -252,7 +252,7 @@ void ac_builder_set_location(ac_builder *b, unsigned line, unsigned column) {
 
 /* ---- functions ---- */
 
-enum { DECL_FN, DECL_EXTERN, DECL_KERNEL };
+enum { DECL_FN, DECL_EXTERN, DECL_KERNEL, DECL_INFER };
 
 static bool kernel_result_ok(ac_context *ctx, ir_type t) {
   ir_typeinfo ti = ir_ty_info(ctx, t);
@@ -264,14 +264,15 @@ static bool kernel_result_ok(ac_context *ctx, ir_type t) {
   return ti.n >= 2;
 }
 
-/* A function (DECL_FN), an extern function (DECL_EXTERN, docs/language.md
- * §3.3: scalar parameters and result, no body, no parameter values) or an
- * extern kernel (DECL_KERNEL, §3.4: parameter values for its size
- * expressions, finished by ac_kernel_finish). `api` names the public entry
- * point in messages. */
+/* A function (DECL_FN; DECL_INFER: its result inferred from the body when
+ * it is finished, `-> _` in docs/language.md §3), an extern function
+ * (DECL_EXTERN, §3.3: scalar parameters and result, no body, no parameter
+ * values) or an extern kernel (DECL_KERNEL, §3.4: parameter values for its
+ * size expressions, finished by ac_kernel_finish). `api` names the public
+ * entry point in messages. */
 static ac_fn declare(ac_builder *b, const char *api, int kind, const char *name, size_t nparams,
                      const ac_type *param_types, const char *const *param_names, ac_type result) {
-  bool ext = kind != DECL_FN;
+  bool ext = kind == DECL_EXTERN || kind == DECL_KERNEL;
   if (!b)
     return (ac_fn){0};
   if (!name || !valid_name(name, true)) {
@@ -291,14 +292,14 @@ static ac_fn declare(ac_builder *b, const char *api, int kind, const char *name,
     bld_fail(b, "%s: invalid parameter list of '%s'", api, name);
     return (ac_fn){0};
   }
-  if (!value_type_ok(b->ctx, result.id)) {
+  if (kind != DECL_INFER && !value_type_ok(b->ctx, result.id)) {
     bld_fail(b, "%s: invalid result type of '%s'", api, name);
     return (ac_fn){0};
   }
   /* Verifying a finished function turns prob into f64 logs (§6.7) in the
    * whole module, while functions may still be finished later against the
    * declared types: a signature must mean the same before and after. */
-  if (ir_ty_has_prob(b->ctx, result.id)) {
+  if (kind != DECL_INFER && ir_ty_has_prob(b->ctx, result.id)) {
     bld_fail(b,
              "%s: the result of '%s' mentions prob: a signature holds a probability as its "
              "log, an f64 (convert with AC_OP_LOG and AC_OP_FROM_LOG)",
@@ -371,6 +372,7 @@ static ac_fn declare(ac_builder *b, const char *api, int kind, const char *name,
     else {
       b->m->funcs[index].is_extern = ext;
       b->m->funcs[index].is_kernel = kind == DECL_KERNEL;
+      b->m->funcs[index].infer_result = kind == DECL_INFER;
     }
   }
   /* The parameters are values of the builder, made once (an extern function
@@ -401,6 +403,12 @@ static ac_fn declare(ac_builder *b, const char *api, int kind, const char *name,
 ac_fn ac_fn_declare(ac_builder *b, const char *name, size_t nparams, const ac_type *param_types,
                     const char *const *param_names, ac_type result) {
   return declare(b, "ac_fn_declare", DECL_FN, name, nparams, param_types, param_names, result);
+}
+
+ac_fn ac_fn_declare_inferred(ac_builder *b, const char *name, size_t nparams,
+                             const ac_type *param_types, const char *const *param_names) {
+  return declare(b, "ac_fn_declare_inferred", DECL_INFER, name, nparams, param_types, param_names,
+                 (ac_type){0});
 }
 
 ac_fn ac_extern_declare(ac_builder *b, const char *name, size_t nparams, const ac_type *param_types,
@@ -487,8 +495,11 @@ ac_status ac_fn_finish(ac_builder *b, ac_fn f, ac_value body, ac_error **err) {
   st = ir_check_module(b->m, err);
   if (st == AC_OK && b->m->oom)
     st = ir_report(err, NULL, AC_ERR_NOMEM);
-  if (st != AC_OK)
-    b->m->funcs[fn->index].body = IR_NONE; /* not finished: the module stays valid */
+  if (st != AC_OK) { /* not finished: the module stays valid */
+    b->m->funcs[fn->index].body = IR_NONE;
+    if (b->m->funcs[fn->index].infer_result)
+      b->m->funcs[fn->index].result = IR_TY_NONE; /* inferred again when it is finished */
+  }
   return st;
 }
 

@@ -31,8 +31,15 @@
  * are typed like any call (they cannot take part in recursion: they call
  * nothing the verifier can see).
  *
+ * A function whose result is written `_` (docs/language.md §3) has its
+ * body synthesised with no expected type, and that type becomes its result.
+ * chk_order (check_calls.c) puts such a function before the functions that use it (file
+ * order otherwise); once a result is inferred the whole module is checked
+ * again against the results, as any later check will check it.
+ *
  * Operators and array operations are in check_ops.c, recurrences in
- * check_rec.c (see check.h).
+ * check_rec.c, the call graph (the order of checking, cycles) in
+ * check_calls.c (see check.h).
  */
 #include "check.h"
 
@@ -115,6 +122,16 @@ bool chk_edge_add(chk *c, uint32_t callee, ir_loc loc) {
     return chk_oom(c);
   c->edges[c->nedges++] = (chk_edge){c->fn, callee, loc};
   return true;
+}
+
+ir_type chk_func_result(chk *c, uint32_t fi, ir_ref use) {
+  const ir_func *f = &c->m->funcs[fi];
+  if (f->result == IR_TY_NONE && f->infer_result) /* chk_order puts callees first */
+    chk_fail(c, use,
+             "the result type of '%s' is inferred (`-> _`) and not known yet: it is known once "
+             "'%s' is finished",
+             ir_sym_str(c->ctx, f->name), ir_sym_str(c->ctx, f->name));
+  return f->result;
 }
 
 bool chk_is_value_type(const chk *c, ir_type t) {
@@ -978,7 +995,7 @@ static ir_type infer_call(chk *c, ir_ref r) {
       return IR_TY_NONE;
   if (!chk_edge_add(c, fi, ir_node_get(c->m, r)->loc))
     return IR_TY_NONE;
-  return c->m->funcs[fi].result;
+  return chk_func_result(c, fi, r);
 }
 
 static ir_type infer_cast(chk *c, ir_ref r) {
@@ -1311,131 +1328,6 @@ bool chk_check(chk *c, ir_ref r, ir_type expect) {
                   chk_tyname(c, t));
 }
 
-/* ---- the call graph ---- */
-
-/* The chain of `height` nested calls, more than CHK_MAX_CALL_DEPTH, that
- * starts at function f (deeper[] gives each function's deepest callee),
- * reported at f's call that begins it. */
-static void call_chain_error(chk *c, uint32_t f, uint32_t height, const uint32_t *deeper,
-                             const uint32_t *deep_edge) {
-  ir_buf b;
-  ir_buf_init(&b, c->ctx);
-  uint32_t n = 0;
-  for (uint32_t g = f; g != UINT32_MAX; g = deeper[g], n++) {
-    if (n < 3 || deeper[g] == UINT32_MAX)
-      ir_buf_printf(&b, "%s%s", n ? " -> " : "", ir_sym_str(c->ctx, c->m->funcs[g].name));
-    else if (n == 3)
-      ir_buf_puts(&b, " -> ..");
-  }
-  if (b.oom)
-    chk_oom(c);
-  else
-    chk_fail_at(c, c->edges[deep_edge[f]].loc,
-                "calls nested too deeply: %s is %u nested calls, more than the limit of %d",
-                ir_buf_cstr(&b), height, CHK_MAX_CALL_DEPTH);
-  ir_buf_free(&b);
-}
-
-/* Finds a cycle by depth-first search from each function in order and
- * reports it as "f -> g -> f" at the call that leaves its first function.
- * Without a cycle, the search finishes each function after its callees,
- * which gives the longest chain of nested calls from it; one longer than
- * CHK_MAX_CALL_DEPTH is an error. Linear in the calls. */
-static void check_recursion(chk *c) {
-  size_t nf = c->m->nfuncs, ne = c->nedges;
-  if (ne == 0)
-    return;
-  /* edges grouped by caller, keeping source order */
-  size_t *start = ac_alloc(c->ctx, (nf + 1) * sizeof *start);
-  uint32_t *order = ac_alloc(c->ctx, ne * sizeof *order);
-  uint8_t *color = ac_alloc(c->ctx, nf);
-  uint32_t *stack = ac_alloc(c->ctx, nf * sizeof *stack); /* functions on the path */
-  size_t *next = ac_alloc(c->ctx, nf * sizeof *next);     /* next edge to try */
-  uint32_t *via = ac_alloc(c->ctx, nf * sizeof *via);     /* edge taken from stack[i] */
-  uint32_t *height = ac_alloc(c->ctx, nf * sizeof *height); /* longest chain below, in calls */
-  uint32_t *deeper = ac_alloc(c->ctx, nf * sizeof *deeper); /* the callee it goes through */
-  uint32_t *deep_edge = ac_alloc(c->ctx, nf * sizeof *deep_edge); /* and that call */
-  if (!start || !order || !color || !stack || !next || !via || !height || !deeper || !deep_edge) {
-    chk_oom(c);
-    goto done;
-  }
-  memset(start, 0, (nf + 1) * sizeof *start);
-  for (size_t e = 0; e < ne; e++)
-    start[c->edges[e].from + 1]++;
-  for (size_t f = 0; f < nf; f++)
-    start[f + 1] += start[f];
-  memcpy(next, start, nf * sizeof *next);
-  for (size_t e = 0; e < ne; e++)
-    order[next[c->edges[e].from]++] = (uint32_t)e;
-  memset(color, 0, nf); /* 0 new, 1 on the path, 2 done */
-  for (size_t root = 0; root < nf; root++) {
-    if (color[root])
-      continue;
-    size_t sp = 0;
-    stack[sp++] = (uint32_t)root;
-    color[root] = 1;
-    next[root] = start[root];
-    while (sp) {
-      uint32_t u = stack[sp - 1];
-      if (next[u] == start[u + 1]) {
-        color[u] = 2;
-        sp--;
-        /* every callee of u is finished: the first deepest one in source
-         * order gives u's height */
-        height[u] = 0;
-        deeper[u] = UINT32_MAX;
-        for (size_t i = start[u]; i < start[u + 1]; i++) {
-          uint32_t e = order[i], v = c->edges[e].to;
-          if (color[v] == 2 && height[v] + 1 > height[u]) {
-            height[u] = height[v] + 1;
-            deeper[u] = v;
-            deep_edge[u] = e;
-          }
-        }
-        if (height[u] > CHK_MAX_CALL_DEPTH) {
-          call_chain_error(c, u, height[u], deeper, deep_edge);
-          goto done;
-        }
-        continue;
-      }
-      uint32_t e = order[next[u]++];
-      uint32_t v = c->edges[e].to;
-      via[sp - 1] = e;
-      if (color[v] == 0) {
-        color[v] = 1;
-        next[v] = start[v];
-        stack[sp++] = v;
-      } else if (color[v] == 1) {
-        size_t from = 0;
-        while (stack[from] != v)
-          from++;
-        ir_buf b;
-        ir_buf_init(&b, c->ctx);
-        for (size_t i = from; i < sp; i++)
-          ir_buf_printf(&b, "%s -> ", ir_sym_str(c->ctx, c->m->funcs[stack[i]].name));
-        ir_buf_puts(&b, ir_sym_str(c->ctx, c->m->funcs[v].name));
-        if (b.oom)
-          chk_oom(c);
-        else
-          chk_fail_at(c, c->edges[via[from]].loc, "recursion between functions is not allowed: %s",
-                      ir_buf_cstr(&b));
-        ir_buf_free(&b);
-        goto done;
-      }
-    }
-  }
-done:
-  ac_free(c->ctx, start);
-  ac_free(c->ctx, order);
-  ac_free(c->ctx, color);
-  ac_free(c->ctx, stack);
-  ac_free(c->ctx, next);
-  ac_free(c->ctx, via);
-  ac_free(c->ctx, height);
-  ac_free(c->ctx, deeper);
-  ac_free(c->ctx, deep_edge);
-}
-
 /* ---- extern kernels (docs/language.md §3.4) ---- */
 
 /* A size expression of an extern kernel: integer literals, parameters,
@@ -1653,7 +1545,8 @@ static void check_function(chk *c, uint32_t fi) {
       return;
     }
   }
-  if (!chk_is_value_type(c, f->result)) {
+  bool infer = f->infer_result && f->result == IR_TY_NONE && !f->is_extern;
+  if (!infer && !chk_is_value_type(c, f->result)) {
     chk_fail_at(c, f->loc, "malformed IR: function '%s' has no valid result type", name);
     return;
   }
@@ -1682,9 +1575,14 @@ static void check_function(chk *c, uint32_t fi) {
   /* in passes until the flexible bindings' types are settled (chk_flex);
    * each new pass fixes at least one more binding, so this ends */
   size_t nedges = c->nedges, nflex0 = c->nflex;
+  ir_type inferred = IR_TY_NONE;
   for (;;) {
     c->flexnew = false;
-    if (enter_function(c, fi))
+    if (!enter_function(c, fi))
+      ;
+    else if (infer) /* `-> _`: synthesised, as with no expected type (§3) */
+      inferred = chk_infer(c, c->m->funcs[fi].body, IR_TY_NONE);
+    else
       chk_check(c, c->m->funcs[fi].body, c->m->funcs[fi].result);
     c->nenv = 0;
     if (!c->flexnew || c->flexfail || c->st == AC_ERR_NOMEM || !flex_commit(c)) {
@@ -1710,6 +1608,15 @@ static void check_function(chk *c, uint32_t fi) {
     c->err = NULL;
     c->st = AC_OK;
     c->nedges = nedges;
+  }
+  if (infer && c->st == AC_OK) {
+    ir_ref body = c->m->funcs[fi].body;
+    if (!chk_is_value_type(c, inferred))
+      chk_fail(c, body, "the body of '%s' has type %s, which cannot be a function's result",
+               ir_sym_str(c->ctx, c->m->funcs[fi].name), chk_tyname(c, inferred));
+    else
+      c->m->funcs[fi].result = inferred; /* from now on, as if written */
+    c->inferred = true;
   }
 }
 
@@ -1737,10 +1644,15 @@ ac_status ir_check_module(ac_module *m, ac_error **err) {
     c.nonpath = 0;
     chk_oom(&c);
   }
-  for (uint32_t fi = 0; fi < m->nfuncs && c.st == AC_OK; fi++)
-    check_function(&c, fi);
+  bool infer = false; /* some result is still to be inferred */
+  for (size_t fi = 0; fi < m->nfuncs; fi++)
+    infer |= m->funcs[fi].infer_result && m->funcs[fi].result == IR_TY_NONE;
+  uint32_t *order = infer && c.st == AC_OK ? chk_order(&c) : NULL;
+  for (uint32_t k = 0; k < m->nfuncs && c.st == AC_OK; k++)
+    check_function(&c, order ? order[k] : k);
+  ac_free(c.ctx, order);
   if (c.st == AC_OK)
-    check_recursion(&c);
+    chk_recursion(&c);
   if (c.st == AC_OK)
     check_kernel_calls(&c);
   int erased = c.st == AC_OK ? chk_erase_prob(m) : 0;
@@ -1755,7 +1667,12 @@ ac_status ir_check_module(ac_module *m, ac_error **err) {
   ac_free(c.ctx, c.onpath);
   for (int i = 0; i < 4; i++)
     ir_buf_free(&c.names[i]);
-  if (c.st == AC_OK && erased > 0) /* no prob is left: this does not recurse */
+  /* No prob is left, and no result to infer: this does not recurse. After
+   * inference the module is checked again against the inferred results, as
+   * every later check (and a parse of its print) will check it, so that a
+   * second check changes nothing: literals that took a default type are
+   * then typed by context and print without suffix. */
+  if (c.st == AC_OK && (erased > 0 || c.inferred))
     return ir_check_module(m, err);
   return ir_report(err, c.err, c.st);
 }

@@ -96,6 +96,7 @@ typedef struct chk {
   ir_buf names[4]; /* ring of buffers for type names in messages */
   unsigned nextname;
   ir_type t_bool, t_i32, t_i64, t_f64, t_prob;
+  bool inferred; /* some function's result was inferred (`-> _`) */
 } chk;
 
 /* ---- errors ---- */
@@ -159,6 +160,9 @@ static inline bool chk_is_prob(const chk *c, ir_type t) {
 bool chk_is_value_type(const chk *c, ir_type t);
 /* Records a call-graph edge from the current function. */
 bool chk_edge_add(chk *c, uint32_t callee, ir_loc loc);
+/* Function fi's result type, for a call or reference `use`; fails (and gives
+ * IR_TY_NONE) if it is inferred and not known yet. */
+ir_type chk_func_result(chk *c, uint32_t fi, ir_ref use);
 
 /* ---- lambdas (check_ops.c) ---- */
 /* How a lambda's body is typed: checked against `ret`, required to be bool,
@@ -186,6 +190,14 @@ ir_type chk_lambda(chk *c, ir_ref owner, uint32_t kid, const chk_lam *l);
 ir_type chk_op(chk *c, ir_ref r, ir_type expect);
 /* check_rec.c: a REC node, its dependencies and schedule. */
 ir_type chk_rec(chk *c, ir_ref r);
+/* check_calls.c: the order in which ir_check_module checks the functions
+ * (file order, with a function whose result is inferred before those that
+ * use it), m->nfuncs entries to free with ac_free; NULL after an error
+ * (a cycle through such a function) or when memory runs out. */
+uint32_t *chk_order(chk *c);
+/* check_calls.c: after every function is checked, a cycle in the recorded
+ * calls or a chain of nested calls too long is an error. */
+void chk_recursion(chk *c);
 /* check_prob.c: after a module checked without error, prob becomes f64
  * holding logarithms and its operations their log-space equivalents
  * (docs/language.md §6.7), in every function's types and reachable nodes.

@@ -235,7 +235,9 @@ static ir_type fnref(chk *c, ir_ref f, const chk_lam *l) {
                       chk_tyname(c, p), i + 1, l->op, chk_tyname(c, l->params[i])),
              IR_TY_NONE;
   }
-  ir_type ret = fn->result;
+  ir_type ret = chk_func_result(c, (uint32_t)fi, f);
+  if (!ret)
+    return IR_TY_NONE;
   bool ok = true;
   switch (l->mode) {
   case LAM_CHECK:

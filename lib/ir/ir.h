@@ -236,6 +236,10 @@ typedef struct ir_func {
   uint32_t pnames;   /* offset in m->syms of nparams param names */
   ir_type result;
   ir_ref body;       /* IR_NONE until defined; always IR_NONE for an extern */
+  /* The result was written `_` (docs/language.md §3): result is IR_TY_NONE
+   * until ir_check_module infers it from the body, and an ordinary type
+   * (checked against, like a written one) from then on. */
+  bool infer_result;
   /* `extern fn` (docs/language.md §3.3): a host function with scalar
    * parameters and result and no body. extern_addr is the C function to call
    * (cast to its real signature, or called through libffi); NULL until bound

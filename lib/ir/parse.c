@@ -457,6 +457,12 @@ static ir_type parse_type_inner(parser *p) {
   ir_type t = IR_TY_NONE;
   ac_scalar sc;
   if (p->tok.kind == TOK_IDENT) {
+    if (p->tok.len == 1 && tok_text(p, &p->tok)[0] == '_') {
+      syntax_error(p, start,
+                   "`_` (an inferred type) is only allowed as a top-level function's result "
+                   "type");
+      return IR_TY_NONE;
+    }
     if (!is_scalar_name(tok_text(p, &p->tok), p->tok.len, &sc)) {
       syntax_error(p, start, "unknown type '%.*s'", (int)p->tok.len, tok_text(p, &p->tok));
       return IR_TY_NONE;
@@ -525,6 +531,12 @@ static ir_type parse_type(parser *p) {
   ir_type t = enter(p) ? parse_type_inner(p) : IR_TY_NONE;
   p->nest--;
   return p->failed ? IR_TY_NONE : t;
+}
+
+/* The current token is `_`: an inferred type, which only a function's result
+ * may be (docs/language.md §3). */
+static bool is_infer_mark(const parser *p) {
+  return p->tok.kind == TOK_IDENT && p->tok.len == 1 && tok_text(p, &p->tok)[0] == '_';
 }
 
 /* ---- literals ------------------------------------------------------------------------ */
@@ -1604,13 +1616,17 @@ static bool parse_local_def(parser *p) {
   if (!close_bracket(p, TOK_RPAREN, "',' or ')' after a parameter") ||
       !expect(p, TOK_ARROW, "'->' and the result type"))
     return false;
-  ir_type result = parse_type(p);
+  /* `-> _`: the result is the body's type at each use (an untyped let) */
+  bool infer = is_infer_mark(p);
+  if (infer)
+    advance(p);
+  ir_type result = infer ? IR_TY_NONE : parse_type(p);
   uint32_t np = (uint32_t)(p->nnames - nbase);
   ir_type ptype = np == 0   ? IR_TY_NONE
                   : np == 1 ? p->types[tbase]
                             : ir_ty_tuple(p->ctx, np, p->types + tbase);
   p->ntypes = tbase;
-  if (!result || (np && !ptype)) {
+  if ((!infer && !result) || (np && !ptype)) {
     if (!p->failed)
       fail_oom(p);
     return false;
@@ -1634,7 +1650,7 @@ static bool parse_local_def(parser *p) {
   ir_ref e = v0 ? mk(p, IR_LET, loc, 2, kids) : IR_NONE;
   if (!rs)
     fail_oom(p);
-  if (!e || !set_let_type(p, e, result))
+  if (!e || (!infer && !set_let_type(p, e, result)))
     return false;
   node(p, e)->names = ir_syms_push(p->m, 1, &rs);
   if (p->m->oom) {
@@ -2036,7 +2052,17 @@ static bool parse_fn(parser *p) {
   ir_loc rloc = p->tok.loc;
   ir_func kf;
   memset(&kf, 0, sizeof kf);
-  ir_type result = kern ? parse_kernel_tail(p, &kf) : parse_type(p);
+  bool infer = is_infer_mark(p);
+  if (infer && ext) {
+    syntax_error(p, rloc,
+                 "the result type of extern %s '%.*s' must be written: `_` (an inferred type) is "
+                 "only allowed for a function with a body",
+                 kern ? "kernel" : "function", (int)nt.len, name);
+    return false;
+  }
+  if (infer)
+    advance(p); /* the checker infers the result from the body */
+  ir_type result = kern ? parse_kernel_tail(p, &kf) : infer ? IR_TY_NONE : parse_type(p);
   ir_ref body = IR_NONE;
   if (kern) {
     /* parse_kernel_tail read up to the ';' */
@@ -2048,7 +2074,7 @@ static bool parse_fn(parser *p) {
                    (int)nt.len, name);
     else
       expect(p, TOK_SEMI, "';' after the result type of an extern function");
-  } else if (result && !ext) {
+  } else if ((result || infer) && !ext) {
     body = parse_block(p);
   }
   unbind_to(p, sbase);
@@ -2075,6 +2101,7 @@ static bool parse_fn(parser *p) {
   ir_func *f = &p->m->funcs[fi];
   f->body = body;
   f->is_extern = ext;
+  f->infer_result = infer;
   f->is_template = is_template;
   p->templates |= is_template;
   if (kern) {

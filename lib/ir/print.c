@@ -1049,6 +1049,8 @@ static void print_fn(printer *pr, const ir_func *f) {
   puts_(pr, ") -> ");
   if (f->is_kernel)
     print_kernel_tail(pr, f);
+  else if (f->infer_result && !f->result)
+    putc_(pr, '_'); /* not checked yet: reparses as the same module */
   else
     ir_ty_print(pr->ctx, f->result, pr->out);
   if (f->is_kernel) {

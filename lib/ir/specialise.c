@@ -16,7 +16,11 @@
  * declares; passed on, it is wrapped in a lambda that does the same. Copies
  * are expanded again (a template may call another) to a bounded depth, so
  * no function value exists at run time. Then the templates leave the module
- * and the calls' function indices are renumbered.
+ * and the calls' function indices are renumbered. A template whose result
+ * is written `_` (docs/language.md §3) binds `result` without a type, so
+ * each copy's result is its body's type there; since this runs before any
+ * type is checked, a function whose result is inferred cannot be given to
+ * a function parameter by name (its type is not known yet).
  */
 #include "ir.h"
 
@@ -257,6 +261,14 @@ static bool sp_fnarg_ok(sp *S, const ir_func *t, uint32_t k, ir_type pt, ir_ref 
     return false;
   }
   const ir_func *g = &S->m->funcs[an->attr];
+  if (g->infer_result) {
+    /* its type is known only after checking, which comes after this */
+    sp_fail(S, an->loc,
+            "function '%s' has an inferred result type (`-> _`) and cannot be passed to "
+            "parameter '%s' of '%s': write its result type, or pass a lambda that calls it",
+            ir_sym_str(S->ctx, g->name), pn, tn);
+    return false;
+  }
   bool same = !g->is_template && g->nparams == ti.n && g->result == ti.ret;
   for (uint32_t i = 0; same && i < ti.n; i++)
     same = ir_func_param(S->m, g, i) == ir_ty_info(S->ctx, pt).fields[i];

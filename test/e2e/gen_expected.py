@@ -515,6 +515,37 @@ def _(n):
     return leaves(I32, n + 2, (n + 1) ** 2 + 2 * n)
 
 
+@impl("infer.stats")
+def _(xs):
+    x = np.array(xs, F32)
+    total = F32(0)
+    for v in x:
+        total = F32(total + v)
+    mean = F32(total / F32(len(x)))
+    return [Leaf(total, F32), Leaf(mean, F32), Leaf(x - mean, F32)]
+
+
+@impl("infer.chain")
+def _(n):
+    c1 = n + 10
+    return leaves(I64, (c1 * 3 + 1) * 2, c1)
+
+
+@impl("infer.defaults")
+def _(k):
+    return [Leaf(2 + k, I32), Leaf(0.5, F64), Leaf(7, I32)]
+
+
+@impl("infer.split")
+def _(xs):
+    return [Leaf([x for x in xs if x > 0], I32), Leaf(xs, I32), Leaf([x * 2 for x in xs], I64)]
+
+
+@impl("infer.squares")
+def _(xs):
+    return [Leaf([x * x for x in xs], F64)]
+
+
 @impl("construct.gen1")
 def _(n):
     return [Leaf([i * i for i in range(n)], I64)]

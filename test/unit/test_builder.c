@@ -798,6 +798,41 @@ UNIT_TEST(full_calls_between_functions) {
   teardown();
 }
 
+/* ac_fn_declare_inferred (`-> _`): the result is the body's type once the
+ * function is finished; a caller finished before it is refused (and left
+ * unfinished), finished after it sees the inferred type. */
+UNIT_TEST(full_inferred_result) {
+  setup();
+  ac_fn sq = ac_fn_declare_inferred(b, "sq", 1, (ac_type[]){ty(AC_F32)}, (const char *[]){"v"});
+  ac_fn f = ac_fn_declare_inferred(b, "f", 1, (ac_type[]){ty(AC_F32)}, (const char *[]){"x"});
+  CHECK(sq.id != 0 && f.id != 0);
+  char *text = ac_module_print(m, NULL);
+  CHECK_STR(text, "// fn sq(v: f32) -> _ (declared, not defined)\n\n"
+                  "// fn f(x: f32) -> _ (declared, not defined)\n");
+  ac_string_destroy(ctx, text);
+  ac_value x = ac_fn_param(b, f, 0);
+  ac_builder_set_location(b, 3, 7);
+  ac_value call = ac_call(b, sq, 1, &x);
+  ac_value r = ac_tuple(b, 2, (ac_value[]){call, ac_lit_int(b, AC_I64, 2)});
+  ac_error *err = NULL;
+  CHECK_EQ_INT(ac_fn_finish(b, f, r, &err), AC_ERR_TYPE);
+  CHECK_STR(ac_error_message(err),
+            "the result type of 'sq' is inferred (`-> _`) and not known yet: it is known once "
+            "'sq' is finished");
+  CHECK_EQ_INT(ac_error_line(err), 3);
+  ac_error_destroy(err);
+  CHECK_EQ_INT(m->funcs[1].body, IR_NONE);
+  ac_value v = ac_fn_param(b, sq, 0);
+  CHECK_EQ_INT(ac_fn_finish(b, sq, bin(AC_OP_MUL, v, v), NULL), AC_OK);
+  CHECK_EQ_INT(m->funcs[0].result, ir_ty_scalar(ctx, AC_F32));
+  CHECK_EQ_INT(ac_fn_finish(b, f, r, NULL), AC_OK);
+  text = ac_module_print(m, NULL);
+  CHECK_STR(text, "fn sq(v: f32) -> f32 {\n  v * v\n}\n\n"
+                  "fn f(x: f32) -> (f32, i64) {\n  (sq(x), 2)\n}\n");
+  ac_string_destroy(ctx, text);
+  teardown();
+}
+
 UNIT_TEST(full_stencil_loop_and_array_literal) {
   setup();
   /* fn g(xs: f32[]) -> (f32[], f32): a stencil with a constant boundary, a
@@ -1212,6 +1247,6 @@ UNIT_MAIN(value_used_twice_is_let_bound_once, value_used_once_is_not_let_bound,
           invalid_values_are_reported_at_finish, misuse_messages, literals_are_typed_and_normalised,
           types_wrap_the_ir_types, graph_depth_is_bounded, ir_depth_after_sharing_is_bounded,
           full_finish_verifies_and_prints, full_type_errors_leave_the_function_unfinished,
-          full_calls_between_functions, full_stencil_loop_and_array_literal,
+          full_calls_between_functions, full_inferred_result, full_stencil_loop_and_array_literal,
           full_prob_in_bodies_not_in_signatures, full_rec_schedule,
           random_graphs_keep_their_meaning, allocation_failures_are_reported)

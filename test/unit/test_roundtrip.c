@@ -277,6 +277,9 @@ static const char *const corpus[] = {
     "    if t == 0 { if s == 0 { 1 } else { 0 } } else {\n"
     "      fold(|a, b| a + b, 0, generate(m, |k| if adj[k, s] { c[t - 1, k] } else { 0 }))\n"
     "    }\n  }\n}\n",
+
+    "fn inferred(xs: f32[]) -> _ { (later(xs), 1, 2.5, map(|x| x * 2, xs)) }\n"
+    "fn later(xs: f32[]) -> _ { fn dbl(x: f32) -> _ { x + x } fold(+, 0, map(dbl, xs)) }\n",
 };
 #define NCORPUS (sizeof corpus / sizeof corpus[0])
 
@@ -350,6 +353,31 @@ UNIT_TEST(layout_of_functions_lets_and_blocks) {
   golden("fn f(x: i32) -> i32 { { { x } } }", "fn f(x: i32) -> i32 {\n  x\n}\n");
   golden("fn f(x: i32) -> i32 { let a = x; { let b = a; b } }",
          "fn f(x: i32) -> i32 {\n  let a = x;\n  let b = a;\n  b\n}\n");
+  teardown();
+}
+
+/* `-> _` (docs/language.md §3): unchecked, the print keeps `_` (so it
+ * reparses); checked, it writes the inferred type, with literals typed by it
+ * printed without suffix, and a second check changes nothing. */
+UNIT_TEST(inferred_result_prints_as_written_then_as_inferred) {
+  setup();
+  const char *src = "fn f(x: f32) -> _ { (g(x), 1, 2.5) }\nfn g(x: f32) -> _ { x * 2 }\n";
+  golden(src, "fn f(x: f32) -> _ {\n  (g(x), 1, 2.5)\n}\n\nfn g(x: f32) -> _ {\n  x * 2\n}\n");
+  ac_module *raw = parse_ok(src);
+  CHECK(raw->funcs[0].infer_result && raw->funcs[0].result == IR_TY_NONE);
+  ac_module_destroy(raw);
+  ac_module *m = NULL;
+  CHECK(ac_module_parse(ctx, "t.ac", src, strlen(src), &m, NULL) == AC_OK);
+  const char *want = "fn f(x: f32) -> (f32, i32, f64) {\n  (g(x), 1, 2.5)\n}\n\n"
+                     "fn g(x: f32) -> f32 {\n  x * 2.0\n}\n";
+  char *s1 = print_or_report(m);
+  CHECK_STR(s1, want);
+  CHECK(ac_module_verify(m, NULL) == AC_OK);
+  char *s2 = print_or_report(m);
+  CHECK_STR(s2, want);
+  ac_string_destroy(ctx, s1);
+  ac_string_destroy(ctx, s2);
+  ac_module_destroy(m);
   teardown();
 }
 
@@ -1333,13 +1361,13 @@ UNIT_TEST(allocation_failures_are_reported) {
 }
 
 UNIT_MAIN(corpus_raw_round_trip, corpus_checked_round_trip, layout_of_functions_lets_and_blocks,
-          layout_of_if_loop_rec_lambda, parentheses_follow_precedence,
-          literal_spellings_of_parsed_text, de_bruijn_indices_and_binders, special_forms_layout,
-          literal_flags_and_values, node_locations, scope_errors, syntax_errors,
-          lexical_errors_reach_the_diagnostic, names_are_made_unique_and_valid,
-          locals_never_capture_function_references, typed_literal_spellings,
-          negation_and_postfix_of_literals, recs_lets_and_undefined_functions,
-          malformed_trees_are_refused, every_repository_program_round_trips,
-          pathological_nesting_is_an_error_not_a_crash, random_bytes_never_crash,
-          token_soup_never_crashes, mutated_programs_round_trip_when_they_parse,
-          allocation_failures_are_reported)
+          inferred_result_prints_as_written_then_as_inferred, layout_of_if_loop_rec_lambda,
+          parentheses_follow_precedence, literal_spellings_of_parsed_text,
+          de_bruijn_indices_and_binders, special_forms_layout, literal_flags_and_values,
+          node_locations, scope_errors, syntax_errors, lexical_errors_reach_the_diagnostic,
+          names_are_made_unique_and_valid, locals_never_capture_function_references,
+          typed_literal_spellings, negation_and_postfix_of_literals,
+          recs_lets_and_undefined_functions, malformed_trees_are_refused,
+          every_repository_program_round_trips, pathological_nesting_is_an_error_not_a_crash,
+          random_bytes_never_crash, token_soup_never_crashes,
+          mutated_programs_round_trip_when_they_parse, allocation_failures_are_reported)

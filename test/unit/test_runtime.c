@@ -340,6 +340,35 @@ UNIT_TEST(signature_from_source) {
   ac_context_destroy(ctx);
 }
 
+/* A result written `_` (docs/language.md §3) is inferred when the module is
+ * verified: the C API reports the inferred type like a written one. */
+UNIT_TEST(signature_of_an_inferred_result) {
+  static const char *text = "fn mix(xs: f32[], k: i64) -> _ {\n"
+                            "  (map(|x| (x * 2, k), xs), 1, scale(k))\n"
+                            "}\n"
+                            "fn scale(k: i64) -> _ {\n  f64(k) * 0.5\n}\n";
+  ac_context *ctx = ac_context_create();
+  ac_module *m = parse(ctx, text);
+  ac_error *err = NULL;
+  CHECK(m && show(ac_module_verify(m, &err), &err) == AC_OK);
+  ac_backend bes[2] = {AC_BACKEND_INTERP, AC_BACKEND_CPU};
+  for (int b = 0; m && b < 2; b++) {
+    ac_function *f = NULL;
+    if (show(ac_function_create(m, "mix", bes[b], &f, &err), &err) != AC_OK) {
+      CHECK(!"function created");
+      continue;
+    }
+    char buf[512];
+    signature_text(f, buf, sizeof buf);
+    CHECK_STR(buf, "mix: xs: f32[] 0+1 [xs]; k: i64 1+1 [k]; -> ((f32[], i64[]), i32, f64) "
+                   "['0.0'] ['0.1'] ['1'] ['2']");
+    CHECK_STR(ac_function_result_type(f), "((f32[], i64[]), i32, f64)");
+    ac_function_destroy(f);
+  }
+  ac_module_destroy(m);
+  ac_context_destroy(ctx);
+}
+
 /* Warnings (core.h's ac_context_set_warning_handler): compiling for the
  * SIMT emulator warns about a nested fold that each GPU thread runs
  * sequentially, once per source position across functions that both
@@ -757,4 +786,4 @@ UNIT_MAIN(runtimes_of_each_backend, arrays_copy_or_borrow, arrays_read_back,
           compile_and_call_on_each_backend, errors_then_success,
           failed_calls_leave_results_untouched, default_runtime_and_printing,
           four_threads_call_one_function, allocation_failures_are_errors,
-          warnings_once_per_position, signature_from_source)
+          warnings_once_per_position, signature_from_source, signature_of_an_inferred_result)
