@@ -37,6 +37,16 @@ import statistics
 import sys
 import time
 
+# Numba's default threading layer here is libgomp's, whose threads spin
+# after each parallel region before sleeping. On a machine whose cores are
+# shared (a 2-vCPU VM with other work), a spinning worker keeps the thread
+# that would finish the region off its core for a scheduler tick: Numba's
+# times came out in multiples of 4 ms (16.0, 24.0, 36.0 ms), 15-40% above
+# the same loops with OMP_WAIT_POLICY=passive or the workqueue layer. So
+# passive is the default here; set OMP_WAIT_POLICY to override it. It must
+# be set before libgomp is loaded, and arrayc's pool does not read it.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
 try:
     import numpy as np
 except ImportError as e:  # the smoke test skips on this (run.sh checks first)
@@ -613,7 +623,8 @@ def main():
     header = ["arrayc %s (backend %s), NumPy %s, Numba %s%s, Python %s" % (
         arrayc.version(), args.backend, np.__version__,
         numba.__version__ if numba else "—",
-        " (threading layer %s)" % numba.threading_layer() if numba else "",
+        " (threading layer %s, OMP_WAIT_POLICY=%s)" % (
+            numba.threading_layer(), os.environ.get("OMP_WAIT_POLICY")) if numba else "",
         platform.python_version()),
         "%s on %d CPUs; %s; load average %.2f at the start" % (
             platform.processor() or platform.machine(), os.cpu_count(),
