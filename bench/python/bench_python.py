@@ -317,6 +317,17 @@ def stream_bandwidth(quick):
     return 16.0 * n / best, "NumPy copy (no Numba), best of 10 over %d MB" % (16 * n >> 20)
 
 
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def _timed(f, args):
     t0 = time.perf_counter()
     f(*args)
@@ -332,7 +343,7 @@ def max_rel(got, want):
     return float(np.max(np.abs(got - want))) / (scale or 1.0) if want.size else 0.0
 
 
-def compare(got, want, tol):
+def compare(got, want):
     if isinstance(want, tuple):
         return max(max_rel(g, w) for g, w in zip(got, want)) if len(got) == len(want) else 1.0
     return max_rel(got, want)
@@ -419,7 +430,7 @@ def fresh_compile(text, fn, backend, tag):
     return f, time.perf_counter() - t0
 
 
-def run_bench(b, args, bw, results, compiles):
+def run_bench(b, args, results, compiles):
     """Checks and times one row, appending its results."""
     name, key = b.name, KEY[b.name]
     row = dict(name=name, size=b.size, nbytes=b.nbytes, times={}, checks=[])
@@ -454,7 +465,7 @@ def run_bench(b, args, bw, results, compiles):
 
     ok = True
     for who, _, _, got_w in impls:
-        err = compare(got_w, want, b.tol)
+        err = compare(got_w, want)
         good = err <= b.tol
         ok &= good
         row["checks"].append("%s %s %.1e" % (who, "ok" if good else "DIFFERS", err))
@@ -541,7 +552,7 @@ def ratio(a, b):
     return "%.2f" % (a / b) if a is not None and b else "—"
 
 
-def table(results, bw, have_numba, have_jit):
+def table(results, bw, have_jit):
     head = ["benchmark", "size", "NumPy ms", "Numba ms", "Numba out= ms", "arrayc ms"]
     if have_jit:
         head.append("jit ms")
@@ -567,7 +578,7 @@ def table(results, bw, have_numba, have_jit):
     return "\n".join(lines)
 
 
-def overhead_table(rows, have_numba):
+def overhead_table(rows):
     head = ["call", "arrayc µs", "Numba µs", "Python µs", "goal < %.0f µs" % GOAL_CALL_US]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r in rows:
@@ -627,7 +638,7 @@ def main():
             numba.threading_layer(), os.environ.get("OMP_WAIT_POLICY")) if numba else "",
         platform.python_version()),
         "%s on %d CPUs; %s; load average %.2f at the start" % (
-            platform.processor() or platform.machine(), os.cpu_count(),
+            cpu_name(), os.cpu_count(),
             time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg()[0]),
         "memory bandwidth: %.1f GB/s (%s); median of %d after 1 warm-up" % (
             bw / 1e9, bw_how, args.repeat)]
@@ -635,19 +646,19 @@ def main():
 
     results, compiles = [], []
     for b in benches:
-        run_bench(b, args, bw, results, compiles)
+        run_bench(b, args, results, compiles)
         print("  %s done (%.1f s)" % (b.name, time.perf_counter() - t_start), file=sys.stderr,
               flush=True)
     over, prof = overhead(args)
 
     have_jit = bool(JIT)
     out = ["\n".join(header), "",
-           table(results, bw, numba is not None, have_jit), "",
+           table(results, bw, have_jit), "",
            "Ratios are the other's time over arrayc's (above 1: arrayc faster); \"of bw\" is "
            "arrayc's bytes over the measured bandwidth; checks: largest difference from "
            "NumPy's result over NumPy's largest element.", "",
            "Per-call overhead (median over batches of calls, in this process):", "",
-           overhead_table(over, numba is not None), ""]
+           overhead_table(over), ""]
     worst = max(r["arrayc"] for r in over) * 1e6
     out.append("verdict: an arrayc call takes %.1f µs at most: the goal (< %.0f µs) is %s" % (
         worst, GOAL_CALL_US, "met" if worst < GOAL_CALL_US else "NOT met"))
