@@ -458,9 +458,7 @@ static ir_type parse_type_inner(parser *p) {
   ac_scalar sc;
   if (p->tok.kind == TOK_IDENT) {
     if (p->tok.len == 1 && tok_text(p, &p->tok)[0] == '_') {
-      syntax_error(p, start,
-                   "`_` (an inferred type) is only allowed as a top-level function's result "
-                   "type");
+      syntax_error(p, start, "`_` (an inferred type) is only allowed as a function's result type");
       return IR_TY_NONE;
     }
     if (!is_scalar_name(tok_text(p, &p->tok), p->tok.len, &sc)) {
