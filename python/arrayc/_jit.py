@@ -277,9 +277,10 @@ class _Translation:
     # -- names --
     def cname(self, name):
         """The arrayc name of a Python name: itself, unless arrayc reserves it."""
-        if name not in _RESERVED:
+        if name.isascii() and name not in _RESERVED:
             return name
-        c = name + "_"
+        # arrayc's identifiers are ASCII: other letters are spelt by code point
+        c = "".join(ch if ch.isascii() else "_u%x" % ord(ch) for ch in name) + "_"
         while c in self.ids or c in _RESERVED:
             c += "_"
         return c
@@ -333,7 +334,7 @@ class _Translation:
         return name
 
     # -- statements --
-    def block(self, src, stmts, scope, doc=False, tail=None):
+    def block(self, src, stmts, scope, doc=False, tail=None, after=None):
         """(lets, result) for a list of statements that ends with return (or,
         with tail, runs out: tail(scope) is then the result)."""
         lets = []
@@ -356,16 +357,18 @@ class _Translation:
                 then = st.body if _returns(st.body) else st.body + rest
                 other = st.orelse if _returns(st.orelse) else st.orelse + rest
                 return lets, self.mark(src, st, "if %s %s else %s" % (
-                    cond, _block_text(*self.block(src, then, _Scope(scope), tail=tail)),
-                    _block_text(*self.block(src, other, _Scope(scope), tail=tail))))
+                    cond, _block_text(*self.block(src, then, _Scope(scope), tail=tail, after=st)),
+                    _block_text(*self.block(src, other, _Scope(scope), tail=tail, after=st))))
             if isinstance(st, ast.If):
                 lets.append(self.merge_if(src, st, scope))
                 continue
             lets.append(self.stmt(src, st, scope))
         if tail is not None:
             return lets, tail(scope)
-        node = stmts[-1] if stmts else None
-        raise src.error(node or src.fdef, "the function must end with return")
+        if not stmts and after is not None:
+            raise src.error(after, "this if statement does not return on every path, and no "
+                            "code after it does")
+        raise src.error(stmts[-1] if stmts else src.fdef, "the function must end with return")
 
     def unreachable(self, src, rest):
         for st in rest:
@@ -712,6 +715,10 @@ class _Translation:
                                 % (len(k[1]), sl.value))
             return "%s.%d" % (base, sl.value)
         idx = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+        if (all(isinstance(i, ast.Slice) for i in idx) and k and k[0] == "array" and
+                k[1] > len(idx)):
+            # x[a:b] of a rank-r array slices the outer dimensions, as NumPy's
+            idx += [ast.Slice(lower=None, upper=None, step=None)] * (k[1] - len(idx))
         if any(isinstance(i, ast.Slice) for i in idx):
             return self.slicing(src, node, base, idx, scope)
         window = k == ("window",)
@@ -889,10 +896,10 @@ class _Spec:
 def _remap(tr, e):
     if not e.line:
         return e
-    best = None
-    for k, ((l0, c0), (l1, c1)) in tr.where.items():
-        if (l0, c0) <= (e.line, e.column) < (l1, c1) or (l0, c0) == (e.line, e.column):
-            if best is None or (l0, c0) >= tr.where[best][0]:
+    best = None  # the innermost span holding the position: latest start, then earliest end
+    for k, (start, end) in tr.where.items():
+        if start <= (e.line, e.column) < end or start == (e.line, e.column):
+            if best is None or (start, _neg(end)) > (tr.where[best][0], _neg(tr.where[best][1])):
                 best = k
     if best is None:
         return e
@@ -903,6 +910,10 @@ def _remap(tr, e):
             "in the arrayc translation (%s.source(...)):\n%s\n%s^\n" % (
                 tr.root.__name__, gen, " " * (e.column - 1)))
     return type(e)(e.status, e.message, text, src.path, line, col)
+
+
+def _neg(pos):
+    return (-pos[0], -pos[1])
 
 
 class JitFunction:

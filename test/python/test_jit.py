@@ -209,7 +209,12 @@ def local_functions(xs):
 
 def two_dims(m):
     rows, cols = m.shape
-    return m.T, m[1:, :2], m[rows - 1, cols - 1], arrayc.sum(m)
+    return m.T, m[1:, :2], m[rows - 1, cols - 1], arrayc.sum(m), m[::2], m[-1, -2]
+
+
+def unicode_names(x):
+    δ = x * 2  # arrayc's names are ASCII: spelt by code point
+    return δ + 1
 
 
 def three(x):
@@ -287,11 +292,13 @@ def test_operations(backend):
     np.testing.assert_array_equal(arr(gen), [0, 1, 4, 9, 16])
     np.testing.assert_array_equal(arr(mid), [2, 8, 3])
     m = np.arange(12, dtype=np.float32).reshape(3, 4)
-    t, sub, corner, rowsums = jit_on(backend, two_dims)(m)
+    t, sub, corner, rowsums, every_other_row, last = jit_on(backend, two_dims)(m)
     np.testing.assert_array_equal(arr(t), m.T)
     np.testing.assert_array_equal(arr(sub), m[1:, :2])
-    assert corner == 11
+    assert corner == 11 and last == m[-1, -2]
     np.testing.assert_array_equal(arr(rowsums), m.sum(axis=1))
+    np.testing.assert_array_equal(arr(every_other_row), m[::2])
+    assert jit_on(backend, unicode_names)(4) == 9
 
 
 def test_non_contiguous_and_resident():
@@ -353,6 +360,15 @@ def undefined(xs):
     return map(lambda x: x + nothere, xs)  # noqa: F821  LINE: undefined
 
 
+def falls_off(x):
+    if x > 0:  # LINE: falls off
+        return 1
+
+
+def int_pow(x):
+    return x + 10 ** 3  # LINE: int pow
+
+
 def line_of(tag):
     with open(__file__) as f:
         for k, text in enumerate(f, 1):
@@ -367,6 +383,8 @@ def line_of(tag):
     (recursive, (3,), "recursion", "cannot be recursive: recursive -> recursive"),
     (comprehension, (np.arange(3),), "comprehension", "list comprehensions are not"),
     (undefined, (np.arange(3),), "undefined", "name 'nothere' is not defined"),
+    (falls_off, (1,), "falls off", "does not return on every path"),
+    (int_pow, (1,), "int pow", "pow expects float arguments"),
 ])
 def test_compile_errors(fn, args, tag, message):
     f = arrayc.jit(fn, backend="cpu")
