@@ -15,7 +15,12 @@
 #      (PKG_CONFIG_PATH=P/LIBDIR/pkgconfig), the runtime shared and static;
 #   4. the installed `arrayc --shared` writes a shared object that names
 #      libarrayc_rt (DT_NEEDED), finds it in P/LIBDIR (its run path), and
-#      loads and runs in a program that links nothing of arrayc.
+#      loads and runs in a program that links nothing of arrayc;
+#   5. the installed Python package (P/$ARRAYC_PYTHON_INSTALL_DIR/arrayc),
+#      run by $ARRAYC_PYTHON (both from the environment): it loads the
+#      installed libarrayc, compiles a program and an @arrayc.jit function
+#      (skipped, saying why, without them, without NumPy, or in a sanitizer
+#      build).
 # CC and FLAGS (the sanitizer options of a sanitizer build) are used for
 # every compile and link. Prints "ok: ..." per check and "FAIL: ..." with
 # the output that differed; exits 1 on any failure, 77 ("SKIPPED: why")
@@ -194,5 +199,40 @@ dotp 32" "$work/consumer/shared_check" "$work/so/libdemo.so"
   else
     fail "no shared_check program (the consumer did not build)"
   fi
+fi
+
+# ---- 5. the Python package -------------------------------------------------------
+py=${ARRAYC_PYTHON:-}
+if [ -z "$py" ] || [ -z "${ARRAYC_PYTHON_INSTALL_DIR:-}" ]; then
+  echo "skipped: the Python package (ARRAYC_PYTHON or ARRAYC_PYTHON_INSTALL_DIR not set)"
+elif [ -n "$flags" ]; then
+  echo "skipped: the Python package (a sanitizer build: python3 is not instrumented)"
+elif ! "$py" -c "import numpy" > /dev/null 2>&1; then
+  echo "skipped: the Python package ($py has no NumPy: apt-get install python3-numpy)"
+else
+  mkdir -p "$work/py"
+  cat > "$work/py/check.py" << 'PY'
+import os, sys
+import numpy as np
+import arrayc
+from arrayc import _capi
+
+prefix = os.path.realpath(sys.argv[1])
+assert os.path.realpath(arrayc.__file__).startswith(prefix + os.sep), arrayc.__file__
+assert os.path.realpath(_capi.LIBRARY_PATH).startswith(prefix + os.sep), _capi.LIBRARY_PATH
+m = arrayc.compile("fn f(x: f32[]) -> f32 { fold(|a, b| a + b, 0.0, x) }", backend="cpu")
+
+
+@arrayc.jit(backend="cpu")
+def saxpy(a, x, y):
+    return arrayc.map(lambda xi, yi: a * xi + yi, x, y)
+
+
+x = np.arange(4, dtype=np.float32)
+print(m.f(x), saxpy(np.float32(2), x, x).tolist())
+PY
+  expect "the installed Python package (compile, @arrayc.jit)" "6.0 [0.0, 3.0, 6.0, 9.0]" \
+    env -u ARRAYC_LIBRARY PYTHONPATH="$prefix/$ARRAYC_PYTHON_INSTALL_DIR" "$py" \
+    "$work/py/check.py" "$prefix"
 fi
 finish
