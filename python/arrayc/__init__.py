@@ -21,6 +21,7 @@ from ._ops import OPERATIONS as _OPERATIONS, Operation
 
 globals().update(_OPERATIONS)
 
+# the operations are left out of `from arrayc import *`: they would hide
+# Python's own len, map, min, ... in the importing module
 __all__ = ["compile", "compile_file", "load", "jit", "backends", "version", "Array", "Module",
-           "Function", "JitFunction", "Operation", "Error", "CompileError",
-           "RuntimeError"] + sorted(_OPERATIONS)
+           "Function", "JitFunction", "Operation", "Error", "CompileError", "RuntimeError"]

@@ -409,3 +409,10 @@ def test_runtime_error_position(backend):
     assert (ei.value.file, ei.value.line) == (__file__, line)
     assert "out of bounds" in ei.value.message
     np.testing.assert_array_equal(arr(f(np.arange(3), 2)), [2, 3, 4])
+
+
+def test_star_import_keeps_builtins():
+    scope = {}
+    exec("from arrayc import *", scope)
+    assert "jit" in scope and "compile" in scope
+    assert not {"map", "len", "min", "max", "sum", "abs", "zip", "filter"} & set(scope)
