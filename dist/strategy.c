@@ -9,10 +9,11 @@
  *     parameter);
  *   - the body is map(f, p1, .., pn) or a tuple of such maps, each pj a
  *     parameter of array type named directly;
- *   - f (a lambda or a named function) reads no array parameter except
- *     through its own arguments: a free variable of the lambda that is an
- *     array parameter (indexing it, len, shape, passing it on) makes the
- *     function not local; free scalar parameters are fine.
+ *   - f (a lambda or a named function) reads no mapped parameter except
+ *     through its own arguments: a mapped parameter that is also a free
+ *     variable of a lambda (indexed, len, shape, passed on) makes the
+ *     function not local; free scalar parameters and free array parameters
+ *     that are not mapped (replicated at the call) are fine.
  * A map is element-wise over every dimension, so each rank may run it on
  * its rows. At the call (call.c) the distributed arguments must then be
  * exactly the mapped parameters, with one shape and one partition.
@@ -22,34 +23,37 @@
 
 #include <string.h>
 
-/* Whether e (under `depth` binders of the lambda's own) reads an array
- * parameter of f directly: a free variable of index depth + v is f's body
- * variable v, parameter nparams - 1 - v. */
-static bool reads_array_param(const ac_module *m, const ir_func *f, ir_ref e, uint32_t depth) {
+/* Marks in read[] the array parameters of f that e (under `depth` binders
+ * of the lambda's own) reads directly: a free variable of index depth + v
+ * is f's body variable v, parameter nparams - 1 - v. False for a free
+ * variable that is no parameter (conservatively: not local). */
+static bool mark_reads(const ac_module *m, const ir_func *f, ir_ref e, uint32_t depth, bool *read) {
   const ir_node *n = ir_node_get(m, e);
   if (n->op == IR_VAR && (uint32_t)n->attr >= depth) {
     uint32_t v = (uint32_t)n->attr - depth;
     if (v >= f->nparams)
-      return true; /* not a parameter: be conservative */
-    ir_typeinfo ti = ir_ty_info(m->ctx, ir_func_param(m, f, f->nparams - 1 - v));
-    return ti.kind != TK_SCALAR;
+      return false;
+    uint32_t p = f->nparams - 1 - v;
+    if (ir_ty_info(m->ctx, ir_func_param(m, f, p)).kind != TK_SCALAR)
+      read[p] = true;
+    return true;
   }
   for (uint32_t i = 0; i < n->nkids; i++)
-    if (reads_array_param(m, f, ir_kid(m, e, i), depth + ir_binders(m, e, i)))
-      return true;
-  return false;
+    if (!mark_reads(m, f, ir_kid(m, e, i), depth + ir_binders(m, e, i), read))
+      return false;
+  return true;
 }
 
 /* One map of the body: marks its mapped parameters; false when it breaks
  * the rule. */
-static bool local_map(const ac_module *m, const ir_func *f, ir_ref map, bool *mapped) {
+static bool local_map(const ac_module *m, const ir_func *f, ir_ref map, bool *mapped, bool *read) {
   const ir_node *n = ir_node_get(m, map);
   if (n->op != IR_MAP || n->nkids < 2)
     return false;
   ir_ref fn = ir_kid(m, map, 0);
   const ir_node *fnode = ir_node_get(m, fn);
   if (fnode->op == IR_LAM) {
-    if (reads_array_param(m, f, ir_kid(m, fn, 0), (uint32_t)fnode->attr))
+    if (!mark_reads(m, f, ir_kid(m, fn, 0), (uint32_t)fnode->attr, read))
       return false;
   } else if (fnode->op != IR_FNREF) {
     return false;
@@ -72,20 +76,27 @@ bool dist_local_rule(ac_module *m, const char *name, bool *mapped, size_t nargs)
   if (idx < 0)
     return false;
   const ir_func *f = &m->funcs[idx];
-  if (f->is_extern || !f->body || f->nparams != nargs)
+  if (f->is_extern || !f->body || f->nparams != nargs || nargs == 0)
     return false;
   for (uint32_t p = 0; p < f->nparams; p++) {
     ir_tykind k = ir_ty_info(m->ctx, ir_func_param(m, f, p)).kind;
     if (k != TK_SCALAR && k != TK_ARRAY)
       return false;
   }
-  const ir_node *b = ir_node_get(m, f->body);
-  if (b->op == IR_MAP)
-    return local_map(m, f, f->body, mapped);
-  if (b->op != IR_TUPLE || b->nkids == 0)
+  bool *read = ac_alloc(m->ctx, nargs);
+  if (!read)
     return false;
-  for (uint32_t i = 0; i < b->nkids; i++)
-    if (!local_map(m, f, ir_kid(m, f->body, i), mapped))
-      return false;
-  return true;
+  memset(read, 0, nargs);
+  const ir_node *b = ir_node_get(m, f->body);
+  bool ok = b->op == IR_MAP || (b->op == IR_TUPLE && b->nkids > 0);
+  if (b->op == IR_MAP)
+    ok = local_map(m, f, f->body, mapped, read);
+  for (uint32_t i = 0; ok && b->op == IR_TUPLE && i < b->nkids; i++)
+    ok = local_map(m, f, ir_kid(m, f->body, i), mapped, read);
+  /* a mapped parameter read otherwise too (indexed, len, shape, passed on)
+   * would need all its rows on every rank */
+  for (size_t p = 0; ok && p < nargs; p++)
+    ok = !(mapped[p] && read[p]);
+  ac_free(m->ctx, read);
+  return ok;
 }
