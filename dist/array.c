@@ -318,28 +318,28 @@ ac_status ac_dist_array_from_block(ac_dist_runtime *rt, ac_array *block, ac_dist
   first = s;
   MPI_Bcast(&first, 2 + 64, MPI_INT64_T, 0, rt->comm);
   first.ext[0] = s.ext[0];
+  int64_t *off = malloc(((size_t)rt->size + 1) * sizeof *off);
   if (memcmp(&first, &s, sizeof s) != 0)
     st = dist_fail(rt, &e, AC_ERR_INVALID,
                    "ac_dist_array_from_block: rank %d's block has another type, rank or inner "
                    "extents than rank 0's",
                    rt->rank);
-  st = dist_agree(rt, st, &e);
-  if (st != AC_OK)
-    return ir_report(err, e, st);
-  int64_t *off = malloc(((size_t)rt->size + 1) * sizeof *off);
-  int64_t rows = s.ext[0], dummy[1];
-  MPI_Allgather(&rows, 1, MPI_INT64_T, off ? off + 1 : dummy, off ? 1 : 0, MPI_INT64_T, rt->comm);
-  if (!off)
+  else if (!off)
     st = dist_fail(rt, &e, AC_ERR_NOMEM, "out of memory");
-  if (off) {
-    off[0] = 0;
-    for (int r = 0; r < rt->size; r++)
-      off[r + 1] += off[r];
-    s.ext[0] = off[rt->size];
-    ac_array_retain(block);
-    if (!(*out = dist_array_make(rt, (ac_scalar)s.type, (unsigned)s.rank, s.ext, off, block)))
-      st = dist_fail(rt, &e, AC_ERR_NOMEM, "out of memory");
+  st = dist_agree(rt, st, &e);
+  if (st != AC_OK) {
+    free(off);
+    return ir_report(err, e, st);
   }
+  int64_t rows = s.ext[0];
+  MPI_Allgather(&rows, 1, MPI_INT64_T, off + 1, 1, MPI_INT64_T, rt->comm);
+  off[0] = 0;
+  for (int r = 0; r < rt->size; r++)
+    off[r + 1] += off[r];
+  s.ext[0] = off[rt->size];
+  ac_array_retain(block);
+  if (!(*out = dist_array_make(rt, (ac_scalar)s.type, (unsigned)s.rank, s.ext, off, block)))
+    st = dist_fail(rt, &e, AC_ERR_NOMEM, "out of memory");
   free(off);
   st = dist_agree(rt, st, &e);
   if (st != AC_OK) {

@@ -151,7 +151,10 @@ static bool convert(ac_context *ctx, ac_dist_runtime *rt, ac_function *f, size_t
   char why[MSG_SIZE - 64];
   bool ok = text[0] == '@' ? read_npy(ctx, rt, text + 1, t, r, cast, l, why, sizeof why)
                            : val_parse_literal(ctx, text, t, r, cast, &l->d, why, sizeof why);
-  if (!ok)
+  if (!ok && text[0] == '@' && strncmp(why, "cannot read", 11) != 0)
+    snprintf(msg, msgsize, "argument %zu (%s): %s: %s", i + 1, ac_function_arg_name(f, i), text + 1,
+             why);
+  else if (!ok)
     snprintf(msg, msgsize, "argument %zu (%s): %s", i + 1, ac_function_arg_name(f, i), why);
   return ok;
 }
