@@ -61,9 +61,11 @@ install(TARGETS arrayc arrayc_rt arrayc_rt_static arrayc_driver arrayc-opt array
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# arrayc/dist.h goes with libarrayc_dist, which is not installed yet (it
+# would need MPI found again by arrayc-config.cmake): docs/distributed.md
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/arrayc
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        FILES_MATCHING PATTERN "*.h" PATTERN "*.def")
+        FILES_MATCHING PATTERN "*.h" PATTERN "*.def" PATTERN "dist.h" EXCLUDE)
 
 # ---- find_package(arrayc) ------------------------------------------------------------
 install(EXPORT arrayc-targets NAMESPACE arrayc:: FILE arrayc-targets.cmake

@@ -651,6 +651,12 @@ bool val_from_npy(ac_context *ctx, const unsigned char *buf, size_t len, ac_scal
   npy_info info;
   if (!npy_parse(buf, len, &info, msg, msgsize))
     return false;
+  return val_from_npy_info(ctx, &info, type, rank, cast, out, msg, msgsize);
+}
+
+bool val_from_npy_info(ac_context *ctx, const npy_info *in, ac_scalar type, unsigned rank,
+                       bool cast, ac_datum *out, char *msg, size_t msgsize) {
+  npy_info info = *in;
   char want[64];
   val_type_name(type, rank, want, sizeof want);
   if (!info.known)

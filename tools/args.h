@@ -42,6 +42,12 @@ bool val_parse_literal(ac_context *ctx, const char *text, ac_scalar type, unsign
 bool val_from_npy(ac_context *ctx, const unsigned char *buf, size_t len, ac_scalar type,
                   unsigned rank, bool cast, ac_datum *out, char *msg, size_t msgsize);
 
+/* The same from a parsed file (npy.h's npy_info, its data in memory):
+ * what val_from_npy does after parsing. */
+struct npy_info;
+bool val_from_npy_info(ac_context *ctx, const struct npy_info *info, ac_scalar type, unsigned rank,
+                       bool cast, ac_datum *out, char *msg, size_t msgsize);
+
 /* Stores a scalar datum as one host-order element of its type (the bytes
  * an array of that type would hold). */
 void val_scalar_bytes(const ac_datum *d, unsigned char out[8]);

@@ -46,6 +46,7 @@
 #include "args.h"
 #include "npy.h"
 #include "opts.h"
+#include "run.h"
 #include "toolutil.h"
 
 #include "runtime/dlfile.h"
@@ -60,6 +61,7 @@
 static void usage(FILE *f) {
   fprintf(f, "usage: arrayc-run [--backend=NAME] FILE.ac --fn NAME [ARG ...] [-o OUT.npy ...]\n"
              "                  [--repeat N] [--stats] [--profile] [--load LIB.so ...]\n"
+             "       mpirun -np N arrayc-run --distributed FILE.ac --fn NAME [ARG ...]\n"
              "  Calls function NAME of FILE (\"-\" for standard input) with one ARG per\n"
              "  flattened parameter leaf and prints each result leaf on its own line.\n"
              "arguments:\n"
@@ -89,6 +91,12 @@ static void usage(FILE *f) {
              "  --load LIB.so   load a shared library first (RTLD_GLOBAL), so that its\n"
              "                  functions implement the program's extern fn and extern\n"
              "                  kernel declarations (may be repeated)\n"
+             "  --distributed   run over MPI ranks (under mpirun; docs/distributed.md): array\n"
+             "                  arguments are split by rows, one block per rank, results are\n"
+             "                  collected to rank 0, which alone prints\n"
+             "  --batch FILE    with --distributed: make the calls FILE lists, one per line\n"
+             "                  (FILE.ac --fn NAME ARG ..., quoted as in a shell), each\n"
+             "                  printed after a line '=== N' (N: its line number)\n"
              "  -O0 .. -O3      optimise at this level (compiled backends default to -O2;\n"
              "                  the interpreter to none)\n"
              "  --passes=LIST   run these passes (docs/passes.md) on every backend\n"
@@ -100,21 +108,6 @@ static void usage(FILE *f) {
              "exit status: 0 success, 1 program/argument/runtime error, 2 usage error\n");
 }
 
-typedef struct options {
-  ac_backend backend;
-  const char *file, *fn;
-  const char **args; /* positional ARGs after FILE */
-  size_t nargs;
-  const char **outs;
-  size_t nouts;
-  long repeat;
-  bool stats;
-  bool profile;
-  bool quiet; /* -w */
-  bool cast;  /* --cast: convert arguments of another type where safe */
-  const char *passes; /* NULL: each backend's default */
-} options;
-
 /* A word that starts with '-' is a value, not an option, when it is a
  * negative number or -inf/-nan: arrayc-run f.ac --fn g -3 -inf. */
 static bool is_negative_literal(const char *a) {
@@ -122,7 +115,18 @@ static bool is_negative_literal(const char *a) {
                          strncmp(a + 1, "nan", 3) == 0);
 }
 
-enum { OPT_BACKEND, OPT_FN, OPT_REPEAT, OPT_OUT, OPT_LOAD, OPT_STATS, OPT_PROFILE, OPT_CAST };
+enum {
+  OPT_BACKEND,
+  OPT_FN,
+  OPT_REPEAT,
+  OPT_OUT,
+  OPT_LOAD,
+  OPT_STATS,
+  OPT_PROFILE,
+  OPT_CAST,
+  OPT_DISTRIBUTED,
+  OPT_BATCH
+};
 
 static const tool_opt run_opts[] = {
     {"--backend", OPT_BACKEND, TOOL_VALUE},
@@ -133,12 +137,12 @@ static const tool_opt run_opts[] = {
     {"--stats", OPT_STATS, TOOL_FLAG},
     {"--profile", OPT_PROFILE, TOOL_FLAG},
     {"--cast", OPT_CAST, TOOL_FLAG},
+    {"--distributed", OPT_DISTRIBUTED, TOOL_FLAG},
+    {"--batch", OPT_BATCH, TOOL_VALUE},
     TOOL_COMPILE_OPTS,
 };
 
-/* Returns 0 to go on, otherwise the exit status (-1: --help or
- * --version, exit 0). */
-static int parse_options(int argc, char **argv, options *o) {
+int run_parse_options(int argc, char **argv, run_options *o) {
   /* the default: $ARRAYC_BACKEND, else auto */
   const char *env = getenv("ARRAYC_BACKEND");
   if (env && *env && !ac_backend_from_name(env, &o->backend)) {
@@ -173,6 +177,12 @@ static int parse_options(int argc, char **argv, options *o) {
       break;
     case OPT_CAST:
       o->cast = true;
+      break;
+    case OPT_DISTRIBUTED:
+      o->distributed = true;
+      break;
+    case OPT_BATCH:
+      o->batch = val;
       break;
     case OPT_OUT:
       o->outs[o->nouts++] = val;
@@ -213,7 +223,20 @@ static int parse_options(int argc, char **argv, options *o) {
       break;
     }
   }
-  if (!o->file || !o->fn) {
+  if (o->batch && !o->distributed) {
+    tool_usage_error(PROG, "--batch needs --distributed");
+    return 2;
+  }
+  if (o->batch && (o->file || o->fn || o->nargs || o->nouts)) {
+    tool_usage_error(PROG, "--batch FILE takes the calls from FILE: no input file, --fn, "
+                           "arguments or -o besides it");
+    return 2;
+  }
+  if (o->distributed && (o->repeat > 1 || o->stats || o->profile)) {
+    tool_usage_error(PROG, "--distributed does not take --repeat, --stats or --profile yet");
+    return 2;
+  }
+  if (!o->batch && (!o->file || !o->fn)) {
     tool_usage_error(PROG, "%s", !o->file ? "no input file" : "no function given (--fn NAME)");
     return 2;
   }
@@ -291,7 +314,7 @@ static bool convert_arg(ac_context *ctx, const ac_function *f, size_t i, const c
 
 /* ---- results ---- */
 
-static bool write_result(const ac_datum *d, const char *path) {
+bool run_write_result(const ac_datum *d, const char *path) {
   char msg[512];
   bool ok;
   if (d->kind == AC_DATUM_SCALAR) {
@@ -355,8 +378,8 @@ static void print_stats(const ac_function *f, long calls, const uint64_t *before
 }
 
 /* Makes the call(s) and reports results; returns the exit status. */
-static int call_and_report(ac_context *ctx, ac_function *f, const options *o, const ac_datum *args,
-                           size_t nargs, double compile_ms) {
+static int call_and_report(ac_context *ctx, ac_function *f, const run_options *o,
+                           const ac_datum *args, size_t nargs, double compile_ms) {
   size_t nres = ac_function_num_results(f);
   ac_datum *res = calloc(nres ? nres : 1, sizeof *res);
   ac_datum *extra = calloc(nres ? nres : 1, sizeof *extra);
@@ -406,7 +429,7 @@ static int call_and_report(ac_context *ctx, ac_function *f, const options *o, co
   }
   for (size_t i = 0; rc == 0 && i < nres; i++) {
     if (o->nouts) {
-      if (!write_result(&res[i], o->outs[i]))
+      if (!run_write_result(&res[i], o->outs[i]))
         rc = 1;
     } else {
       val_print(stdout, &res[i]);
@@ -442,7 +465,7 @@ static int call_and_report(ac_context *ctx, ac_function *f, const options *o, co
 /* Everything after the module is loaded: prepare, convert, call. */
 /* Prepares the function: with o->passes, the module is optimised in place
  * and compiled on a runtime that runs no further passes. */
-static ac_function *prepare(ac_module *m, const options *o) {
+static ac_function *prepare(ac_module *m, const run_options *o) {
   ac_function *f = NULL;
   ac_runtime *rt = NULL;
   ac_error *err = NULL;
@@ -465,7 +488,7 @@ static ac_function *prepare(ac_module *m, const options *o) {
   return f;
 }
 
-static int run_function(ac_context *ctx, ac_module *m, const options *o) {
+static int run_function(ac_context *ctx, ac_module *m, const run_options *o) {
   if (!tool_has_function(PROG, m, o->fn))
     return 1;
   double t0 = now_ms();
@@ -505,20 +528,40 @@ static int run_function(ac_context *ctx, ac_module *m, const options *o) {
   return rc;
 }
 
-int main(int argc, char **argv) {
-  options o;
-  memset(&o, 0, sizeof o);
-  o.backend = AC_BACKEND_AUTO;
-  o.repeat = 1;
+bool run_options_init(run_options *o, int argc) {
+  memset(o, 0, sizeof *o);
+  o->backend = AC_BACKEND_AUTO;
+  o->repeat = 1;
   /* At most argc words of each kind. */
-  o.args = calloc((size_t)argc, sizeof *o.args);
-  o.outs = calloc((size_t)argc, sizeof *o.outs);
+  o->args = calloc((size_t)argc + 1, sizeof *o->args);
+  o->outs = calloc((size_t)argc + 1, sizeof *o->outs);
+  return o->args && o->outs;
+}
+
+void run_options_free(run_options *o) {
+  free(o->args);
+  free(o->outs);
+}
+
+int main(int argc, char **argv) {
+  run_options o;
   int rc;
-  if (!o.args || !o.outs) {
+  if (!run_options_init(&o, argc)) {
     fprintf(stderr, PROG ": out of memory\n");
     rc = 1;
   } else {
-    rc = parse_options(argc, argv, &o);
+    rc = run_parse_options(argc, argv, &o);
+  }
+  if (rc == 0 && o.distributed) {
+#ifdef ARRAYC_MPI
+    rc = run_distributed(&argc, &argv, &o);
+#else
+    fprintf(stderr, PROG ": --distributed: this arrayc-run was built without MPI (configure "
+                         "with MPI installed, or -DARRAYC_MPI=ON; docs/distributed.md)\n");
+    rc = 2;
+#endif
+    run_options_free(&o);
+    return rc;
   }
   if (rc == 0) {
     ac_context *ctx = ac_context_create();
@@ -534,7 +577,6 @@ int main(int argc, char **argv) {
       ac_context_destroy(ctx);
     }
   }
-  free(o.args);
-  free(o.outs);
+  run_options_free(&o);
   return rc < 0 ? 0 : rc;
 }

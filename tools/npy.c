@@ -204,7 +204,8 @@ static bool parse_header(scan *s, npy_info *out, bool *fortran, char *msg, size_
   return true;
 }
 
-bool npy_parse(const unsigned char *buf, size_t len, npy_info *out, char *msg, size_t msgsize) {
+bool npy_parse_header(const unsigned char *buf, size_t len, npy_info *out, size_t *data_at,
+                      char *msg, size_t msgsize) {
   memset(out, 0, sizeof *out);
   if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0)
     return tool_fail(msg, msgsize, "not a .npy file (bad magic string)");
@@ -246,13 +247,23 @@ bool npy_parse(const unsigned char *buf, size_t len, npy_info *out, char *msg, s
   out->fortran = fortran && nonunit > 1;
   out->known = descr_type(out->descr, &out->type);
   out->data = buf + hstart + hlen;
-  size_t avail = len - hstart - hlen;
+  *data_at = hstart + hlen;
   if (!out->known)
     return true;
   size_t esize = ac_scalar_size(out->type);
   if ((uint64_t)out->count > SIZE_MAX / esize)
     return tool_fail(msg, msgsize, "malformed header: shape too large");
   out->nbytes = (size_t)out->count * esize;
+  return true;
+}
+
+bool npy_parse(const unsigned char *buf, size_t len, npy_info *out, char *msg, size_t msgsize) {
+  size_t at = 0;
+  if (!npy_parse_header(buf, len, out, &at, msg, msgsize))
+    return false;
+  size_t avail = len - at;
+  if (!out->known)
+    return true;
   if (avail != out->nbytes)
     return tool_fail(msg, msgsize, "the shape needs %zu bytes of data but the file has %zu",
                 out->nbytes, avail);

@@ -44,6 +44,15 @@ typedef struct npy_info {
  * validated, out->known is false, and the element data is not checked. */
 bool npy_parse(const unsigned char *buf, size_t len, npy_info *out, char *msg, size_t msgsize);
 
+/* The header alone: buf[0..len) holds at least the magic string, the
+ * header length and the header (a prefix of the file); fills *out as
+ * npy_parse does (out->nbytes too, for a known dtype) but checks no
+ * element, and sets *data_at to the file offset of the first element.
+ * out->data points there, within buf only when buf holds the data. How
+ * arrayc-run --distributed reads one block of rows per rank. */
+bool npy_parse_header(const unsigned char *buf, size_t len, npy_info *out, size_t *data_at,
+                      char *msg, size_t msgsize);
+
 /* Copies n little-endian elements of esize bytes from a file buffer (or to
  * one) into host order: a plain copy on little-endian hosts, a byte swap per
  * element on big-endian ones. The conversion is its own inverse. */
