@@ -194,6 +194,24 @@ static ac_status shape_of(ac_dist_runtime *rt, const ac_array *a, shape *s, ac_e
   return AC_OK;
 }
 
+/* Sends root's shape to every rank (collective). */
+static void bcast_shape(ac_dist_runtime *rt, shape *s, int root) {
+  MPI_Bcast(s, (int)(sizeof *s / sizeof(int64_t)), MPI_INT64_T, root, rt->comm);
+}
+
+/* The end of making a distributed array: off freed, the outcome agreed on
+ * every rank, and *out destroyed unless every rank succeeded. */
+static ac_status finish_make(ac_dist_runtime *rt, ac_status st, ac_error *e, int64_t *off,
+                             ac_dist_array **out, ac_error **err) {
+  free(off);
+  st = dist_agree(rt, st, &e);
+  if (st != AC_OK) {
+    ac_dist_array_destroy(*out);
+    *out = NULL;
+  }
+  return ir_report(err, e, st);
+}
+
 /* ---- making and collecting ---- */
 
 /* Gives every rank the block of rows of `full` (root's) its offsets say:
@@ -252,19 +270,13 @@ ac_status ac_dist_array_scatter_from(ac_dist_runtime *rt, const ac_array *full, 
   st = dist_agree(rt, st, &e);
   if (st != AC_OK)
     return ir_report(err, e, st);
-  MPI_Bcast(&s, 2 + 64, MPI_INT64_T, root, rt->comm);
+  bcast_shape(rt, &s, root);
   int64_t *off = rule_offsets(rt, s.ext[0]);
   st = off ? AC_OK : dist_fail(rt, &e, AC_ERR_NOMEM, "out of memory");
   st = dist_agree(rt, st, &e);
   if (st == AC_OK)
     st = scatter_rows(rt, full, root, &s, off, out, &e);
-  free(off);
-  st = dist_agree(rt, st, &e);
-  if (st != AC_OK) {
-    ac_dist_array_destroy(*out);
-    *out = NULL;
-  }
-  return ir_report(err, e, st);
+  return finish_make(rt, st, e, off, out, err);
 }
 
 ac_status ac_dist_array_from_full(ac_dist_runtime *rt, const ac_array *full, ac_dist_array **out,
@@ -279,7 +291,7 @@ ac_status ac_dist_array_from_full(ac_dist_runtime *rt, const ac_array *full, ac_
   if (st != AC_OK)
     return ir_report(err, e, st);
   first = s;
-  MPI_Bcast(&first, 2 + 64, MPI_INT64_T, 0, rt->comm);
+  bcast_shape(rt, &first, 0);
   if (memcmp(&first, &s, sizeof s) != 0)
     st = dist_fail(rt, &e, AC_ERR_INVALID,
                    "ac_dist_array_from_full: rank %d's array has another shape or type than "
@@ -294,13 +306,7 @@ ac_status ac_dist_array_from_full(ac_dist_runtime *rt, const ac_array *full, ac_
   if (st == AC_OK &&
       !(*out = dist_array_make(rt, (ac_scalar)s.type, (unsigned)s.rank, s.ext, off, block)))
     st = dist_fail(rt, &e, AC_ERR_NOMEM, "out of memory");
-  free(off);
-  st = dist_agree(rt, st, &e);
-  if (st != AC_OK) {
-    ac_dist_array_destroy(*out);
-    *out = NULL;
-  }
-  return ir_report(err, e, st);
+  return finish_make(rt, st, e, off, out, err);
 }
 
 ac_status ac_dist_array_from_block(ac_dist_runtime *rt, ac_array *block, ac_dist_array **out,
@@ -316,7 +322,7 @@ ac_status ac_dist_array_from_block(ac_dist_runtime *rt, ac_array *block, ac_dist
     return ir_report(err, e, st);
   /* rank 0's type and inner extents against everyone's, then the rows */
   first = s;
-  MPI_Bcast(&first, 2 + 64, MPI_INT64_T, 0, rt->comm);
+  bcast_shape(rt, &first, 0);
   first.ext[0] = s.ext[0];
   int64_t *off = malloc(((size_t)rt->size + 1) * sizeof *off);
   if (memcmp(&first, &s, sizeof s) != 0)
@@ -340,13 +346,7 @@ ac_status ac_dist_array_from_block(ac_dist_runtime *rt, ac_array *block, ac_dist
   ac_array_retain(block);
   if (!(*out = dist_array_make(rt, (ac_scalar)s.type, (unsigned)s.rank, s.ext, off, block)))
     st = dist_fail(rt, &e, AC_ERR_NOMEM, "out of memory");
-  free(off);
-  st = dist_agree(rt, st, &e);
-  if (st != AC_OK) {
-    ac_dist_array_destroy(*out);
-    *out = NULL;
-  }
-  return ir_report(err, e, st);
+  return finish_make(rt, st, e, off, out, err);
 }
 
 /* Collects a's blocks to root, or to every rank (root AC_DIST_ALL). */
