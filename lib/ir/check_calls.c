@@ -6,9 +6,10 @@
  * typing a call needs the callee's result. chk_recursion, after every
  * function is checked, walks the calls the checker recorded (chk_edge_add,
  * in source order) for a cycle, reported with its path, and for chains of
- * nested calls longer than CHK_MAX_CALL_DEPTH. Both are iterative
- * depth-first searches, linear in the calls, so a deep call graph cannot
- * overflow the C stack.
+ * nested calls longer than CHK_MAX_CALL_DEPTH. Both are one iterative
+ * depth-first search (calls_dfs) with their own work on finishing a
+ * function, linear in the calls, so a deep call graph cannot overflow the
+ * C stack.
  */
 #include "check.h"
 
@@ -54,6 +55,99 @@ static void cycle_error(chk *c, const uint32_t *stack, size_t from, size_t sp, u
   ir_buf_free(&b);
 }
 
+/* The calls between functions, grouped by caller: function f's are
+ * edges[idx[k]] (edges[k] without idx) for start[f] <= k < start[f + 1],
+ * in source order. */
+typedef struct call_graph {
+  size_t nf;
+  const chk_edge *edges;
+  const uint32_t *idx;
+  const size_t *start;
+} call_graph;
+
+static uint32_t call_at(const call_graph *g, size_t k) {
+  return g->idx ? g->idx[k] : (uint32_t)k;
+}
+
+/* A depth-first search over g from each function in file order. A call of
+ * a function on the path is a cycle, reported as "f -> g -> f" at the call
+ * that leaves its first function. Each function is finished, finish(c, g,
+ * u, color, ud), once all its callees are (color: 0 new, 1 on the path, 2
+ * finished). The search stops at the first error (c->st). */
+static void calls_dfs(chk *c, const call_graph *g,
+                      void (*finish)(chk *c, const call_graph *g, uint32_t u, const uint8_t *color,
+                                     void *ud),
+                      void *ud) {
+  size_t nf = g->nf;
+  uint8_t *color = ac_alloc(c->ctx, nf + 1);
+  uint32_t *stack = ac_alloc(c->ctx, (nf + 1) * sizeof *stack); /* functions on the path */
+  size_t *next = ac_alloc(c->ctx, (nf + 1) * sizeof *next);     /* next call to try */
+  uint32_t *via = ac_alloc(c->ctx, (nf + 1) * sizeof *via);     /* call taken from stack[i] */
+  if (!color || !stack || !next || !via) {
+    chk_oom(c);
+  } else {
+    memset(color, 0, nf + 1);
+  }
+  for (size_t root = 0; c->st == AC_OK && root < nf; root++) {
+    if (color[root])
+      continue;
+    size_t sp = 0;
+    stack[sp++] = (uint32_t)root;
+    color[root] = 1;
+    next[root] = g->start[root];
+    while (sp && c->st == AC_OK) {
+      uint32_t u = stack[sp - 1];
+      if (next[u] == g->start[u + 1]) {
+        color[u] = 2;
+        sp--;
+        finish(c, g, u, color, ud);
+        continue;
+      }
+      uint32_t e = call_at(g, next[u]++);
+      uint32_t v = g->edges[e].to;
+      via[sp - 1] = e;
+      if (color[v] == 0) {
+        color[v] = 1;
+        next[v] = g->start[v];
+        stack[sp++] = v;
+      } else if (color[v] == 1) {
+        size_t from = 0;
+        while (stack[from] != v)
+          from++;
+        cycle_error(c, stack, from, sp, v, g->edges[via[from]].loc);
+      }
+    }
+  }
+  ac_free(c->ctx, color);
+  ac_free(c->ctx, stack);
+  ac_free(c->ctx, next);
+  ac_free(c->ctx, via);
+}
+
+/* Per function: the longest chain of nested calls below it, in calls, the
+ * callee it goes through and that call. */
+typedef struct chain_state {
+  uint32_t *height, *deeper, *deep_edge;
+} chain_state;
+
+/* Every callee of u is finished: the first deepest one in source order
+ * gives u's height; one above CHK_MAX_CALL_DEPTH is an error. */
+static void finish_chain(chk *c, const call_graph *g, uint32_t u, const uint8_t *color, void *ud) {
+  chain_state *s = ud;
+  s->height[u] = 0;
+  s->deeper[u] = UINT32_MAX;
+  for (size_t i = g->start[u]; i < g->start[u + 1]; i++) {
+    uint32_t e = call_at(g, i), v = g->edges[e].to;
+    if (color[v] == 2 && s->height[v] + 1 > s->height[u]) {
+      s->height[u] = s->height[v] + 1;
+      s->deeper[u] = v;
+      s->deep_edge[u] = e;
+    }
+  }
+  if (s->height[u] > CHK_MAX_CALL_DEPTH)
+    call_chain_error(c, u, s->height[u], s->deeper, s->deep_edge);
+}
+
 /* Finds a cycle by depth-first search from each function in order and
  * reports it as "f -> g -> f" at the call that leaves its first function.
  * Without a cycle, the search finishes each function after its callees,
@@ -66,85 +160,45 @@ void chk_recursion(chk *c) {
   /* edges grouped by caller, keeping source order */
   size_t *start = ac_alloc(c->ctx, (nf + 1) * sizeof *start);
   uint32_t *order = ac_alloc(c->ctx, ne * sizeof *order);
-  uint8_t *color = ac_alloc(c->ctx, nf);
-  uint32_t *stack = ac_alloc(c->ctx, nf * sizeof *stack);   /* functions on the path */
-  size_t *next = ac_alloc(c->ctx, nf * sizeof *next);       /* next edge to try */
-  uint32_t *via = ac_alloc(c->ctx, nf * sizeof *via);       /* edge taken from stack[i] */
-  uint32_t *height = ac_alloc(c->ctx, nf * sizeof *height); /* longest chain below, in calls */
-  uint32_t *deeper = ac_alloc(c->ctx, nf * sizeof *deeper); /* the callee it goes through */
-  uint32_t *deep_edge = ac_alloc(c->ctx, nf * sizeof *deep_edge); /* and that call */
-  if (!start || !order || !color || !stack || !next || !via || !height || !deeper || !deep_edge) {
+  size_t *next = ac_alloc(c->ctx, nf * sizeof *next);
+  chain_state s = {ac_alloc(c->ctx, nf * sizeof *s.height), ac_alloc(c->ctx, nf * sizeof *s.deeper),
+                   ac_alloc(c->ctx, nf * sizeof *s.deep_edge)};
+  if (!start || !order || !next || !s.height || !s.deeper || !s.deep_edge) {
     chk_oom(c);
-    goto done;
+  } else {
+    memset(start, 0, (nf + 1) * sizeof *start);
+    for (size_t e = 0; e < ne; e++)
+      start[c->edges[e].from + 1]++;
+    for (size_t f = 0; f < nf; f++)
+      start[f + 1] += start[f];
+    memcpy(next, start, nf * sizeof *next);
+    for (size_t e = 0; e < ne; e++)
+      order[next[c->edges[e].from]++] = (uint32_t)e;
+    call_graph g = {nf, c->edges, order, start};
+    calls_dfs(c, &g, finish_chain, &s);
   }
-  memset(start, 0, (nf + 1) * sizeof *start);
-  for (size_t e = 0; e < ne; e++)
-    start[c->edges[e].from + 1]++;
-  for (size_t f = 0; f < nf; f++)
-    start[f + 1] += start[f];
-  memcpy(next, start, nf * sizeof *next);
-  for (size_t e = 0; e < ne; e++)
-    order[next[c->edges[e].from]++] = (uint32_t)e;
-  memset(color, 0, nf); /* 0 new, 1 on the path, 2 done */
-  for (size_t root = 0; root < nf; root++) {
-    if (color[root])
-      continue;
-    size_t sp = 0;
-    stack[sp++] = (uint32_t)root;
-    color[root] = 1;
-    next[root] = start[root];
-    while (sp) {
-      uint32_t u = stack[sp - 1];
-      if (next[u] == start[u + 1]) {
-        color[u] = 2;
-        sp--;
-        /* every callee of u is finished: the first deepest one in source
-         * order gives u's height */
-        height[u] = 0;
-        deeper[u] = UINT32_MAX;
-        for (size_t i = start[u]; i < start[u + 1]; i++) {
-          uint32_t e = order[i], v = c->edges[e].to;
-          if (color[v] == 2 && height[v] + 1 > height[u]) {
-            height[u] = height[v] + 1;
-            deeper[u] = v;
-            deep_edge[u] = e;
-          }
-        }
-        if (height[u] > CHK_MAX_CALL_DEPTH) {
-          call_chain_error(c, u, height[u], deeper, deep_edge);
-          goto done;
-        }
-        continue;
-      }
-      uint32_t e = order[next[u]++];
-      uint32_t v = c->edges[e].to;
-      via[sp - 1] = e;
-      if (color[v] == 0) {
-        color[v] = 1;
-        next[v] = start[v];
-        stack[sp++] = v;
-      } else if (color[v] == 1) {
-        size_t from = 0;
-        while (stack[from] != v)
-          from++;
-        cycle_error(c, stack, from, sp, v, c->edges[via[from]].loc);
-        goto done;
-      }
-    }
-  }
-done:
   ac_free(c->ctx, start);
   ac_free(c->ctx, order);
-  ac_free(c->ctx, color);
-  ac_free(c->ctx, stack);
   ac_free(c->ctx, next);
-  ac_free(c->ctx, via);
-  ac_free(c->ctx, height);
-  ac_free(c->ctx, deeper);
-  ac_free(c->ctx, deep_edge);
+  ac_free(c->ctx, s.height);
+  ac_free(c->ctx, s.deeper);
+  ac_free(c->ctx, s.deep_edge);
 }
 
 /* ---- the order of checking ---- */
+
+/* The order of checking as it is listed. */
+typedef struct order_list {
+  uint32_t *f;
+  size_t n;
+} order_list;
+
+/* Lists u after its callees. */
+static void finish_order(chk *c, const call_graph *g, uint32_t u, const uint8_t *color, void *ud) {
+  (void)c, (void)g, (void)color;
+  order_list *l = ud;
+  l->f[l->n++] = u;
+}
 
 /* The order in which ir_check_module checks the functions: file order, but
  * a function whose result is inferred (`-> _`, docs/language.md §3) before
@@ -163,15 +217,9 @@ uint32_t *chk_order(chk *c) {
   size_t *start = ac_alloc(c->ctx, (nf + 1) * sizeof *start);
   uint32_t *seen = ac_alloc(c->ctx, (nn + 1) * sizeof *seen); /* 1 + the function that saw it */
   ir_ref *nodes = ac_alloc(c->ctx, (nn + 1) * sizeof *nodes);
-  uint8_t *color = ac_alloc(c->ctx, nf + 1);
-  uint32_t *stack = ac_alloc(c->ctx, (nf + 1) * sizeof *stack);
-  size_t *next = ac_alloc(c->ctx, (nf + 1) * sizeof *next);
-  uint32_t *via = ac_alloc(c->ctx, (nf + 1) * sizeof *via);
-  bool ok = order && start && seen && nodes && color && stack && next && via;
-  if (ok) {
+  bool ok = order && start && seen && nodes;
+  if (ok)
     memset(seen, 0, (nn + 1) * sizeof *seen);
-    memset(color, 0, nf + 1);
-  }
   /* the calls of inferred functions, grouped by caller in source order */
   for (size_t fi = 0; ok && fi < nf; fi++) {
     start[fi] = ne;
@@ -198,39 +246,11 @@ uint32_t *chk_order(chk *c) {
       }
     }
   }
-  if (ok)
+  if (ok) {
     start[nf] = ne;
-  /* post-order: 0 new, 1 on the path, 2 listed */
-  size_t nord = 0;
-  for (size_t root = 0; ok && root < nf && c->st == AC_OK; root++) {
-    if (color[root])
-      continue;
-    size_t sp = 0;
-    stack[sp++] = (uint32_t)root;
-    color[root] = 1;
-    next[root] = start[root];
-    while (sp && c->st == AC_OK) {
-      uint32_t u = stack[sp - 1];
-      if (next[u] == start[u + 1]) {
-        color[u] = 2;
-        order[nord++] = u;
-        sp--;
-        continue;
-      }
-      size_t e = next[u]++;
-      uint32_t v = edges[e].to;
-      via[sp - 1] = (uint32_t)e;
-      if (color[v] == 0) {
-        color[v] = 1;
-        next[v] = start[v];
-        stack[sp++] = v;
-      } else if (color[v] == 1) {
-        size_t from = 0;
-        while (stack[from] != v)
-          from++;
-        cycle_error(c, stack, from, sp, v, edges[via[from]].loc);
-      }
-    }
+    call_graph g = {nf, edges, NULL, start};
+    order_list l = {order, 0};
+    calls_dfs(c, &g, finish_order, &l);
   }
   if (!ok)
     chk_oom(c);
@@ -238,10 +258,6 @@ uint32_t *chk_order(chk *c) {
   ac_free(c->ctx, start);
   ac_free(c->ctx, seen);
   ac_free(c->ctx, nodes);
-  ac_free(c->ctx, color);
-  ac_free(c->ctx, stack);
-  ac_free(c->ctx, next);
-  ac_free(c->ctx, via);
   if (c->st != AC_OK) {
     ac_free(c->ctx, order);
     return NULL;
