@@ -306,6 +306,20 @@ class _Translation:
             raise src.error(d, "a nested function cannot have decorators")
         return a.args
 
+    def bind(self, args, scope, kind=None):
+        """Binds parameters (ast.arg) in scope; their arrayc names."""
+        for p in args:
+            scope.names[p.arg] = _Bind(self.cname(p.arg), kind=kind)
+        return [scope.names[p.arg].cname for p in args]
+
+    def def_lambda(self, src, fdef, scope):
+        """A def (a jit callee's, or one nested in the body) as the lambda of a
+        local function: `|a, b| { ..; result }`."""
+        inner = _Scope(scope)
+        names = self.bind(self.params(src, fdef), inner)
+        return "|%s| %s" % (", ".join(names), _block_text(*self.block(src, fdef.body, inner,
+                                                                        doc=True)))
+
     # -- the jit functions called: local functions of the root --
     def callee(self, src, node, jf):
         if jf in self.locals:
@@ -317,19 +331,13 @@ class _Translation:
         csrc = jf._source()
         self.ids |= csrc.ids
         self.active.append(jf)
-        scope = _Scope()
-        names = []
-        for p in self.params(csrc, csrc.fdef):
-            scope.names[p.arg] = _Bind(self.cname(p.arg))
-            names.append(scope.names[p.arg].cname)
-        lets, result = self.block(csrc, csrc.fdef.body, scope, doc=True)
+        lam = self.def_lambda(csrc, csrc.fdef, None)
         self.active.pop()
         name = self.cname(csrc.fdef.name + "_jit")
         while name in self.ids:
             name += "_"
         self.ids.add(name)
-        self.prelude.append(self.mark(csrc, csrc.fdef, "let %s = |%s| %s;" % (
-            name, ", ".join(names), _block_text(lets, result))))
+        self.prelude.append(self.mark(csrc, csrc.fdef, "let %s = %s;" % (name, lam)))
         self.locals[jf] = name
         return name
 
@@ -393,17 +401,9 @@ class _Translation:
             ast.copy_location(value.left, st.target)
             return self.assign(src, st, st.target, value, scope)
         if isinstance(st, ast.FunctionDef):
-            inner = _Scope(scope)
-            names = []
-            for p in self.params(src, st):
-                inner.names[p.arg] = _Bind(self.cname(p.arg))
-                names.append(inner.names[p.arg].cname)
-            lets, result = self.block(src, st.body, inner, doc=True)
-            b = _Bind(self.cname(st.name), fn=True)
-            text = self.mark(src, st, "let %s = |%s| %s;" % (b.cname, ", ".join(names),
-                                                             _block_text(lets, result)))
-            scope.names[st.name] = b
-            return text
+            lam = self.def_lambda(src, st, scope)
+            b = scope.names[st.name] = _Bind(self.cname(st.name), fn=True)
+            return self.mark(src, st, "let %s = %s;" % (b.cname, lam))
         if isinstance(st, (ast.For, ast.While, ast.AsyncFor)):
             raise src.error(st, "loops are not in @arrayc.jit's subset: use arrayc.map, "
                             "arrayc.generate, arrayc.iterate(n, f, x) or arrayc.while_(c, f, x)")
@@ -633,10 +633,7 @@ class _Translation:
         if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or getattr(a, "posonlyargs", []):
             raise src.error(node, "a lambda in a jit function takes plain parameters")
         inner = _Scope(scope)
-        names = []
-        for p in a.args:
-            inner.names[p.arg] = _Bind(self.cname(p.arg), kind=("window",) if window else None)
-            names.append(inner.names[p.arg].cname)
+        names = self.bind(a.args, inner, kind=("window",) if window else None)
         return self.mark(src, node, "|%s| %s" % (", ".join(names),
                                                  self.expr(src, node.body, inner)))
 
