@@ -105,11 +105,8 @@ static void free_block(void *p) {
   free(p);
 }
 
-/* A new array of `rows` rows shaped like extents, backed by malloc'd
- * memory the caller fills before anyone reads it (*data). */
-static ac_array *new_block(ac_dist_runtime *rt, ac_scalar type, unsigned rank,
-                           const int64_t *extents, int64_t rows, size_t row, void **data,
-                           ac_error **err) {
+ac_array *dist_new_block(ac_dist_runtime *rt, ac_scalar type, unsigned rank, const int64_t *extents,
+                         int64_t rows, size_t row, void **data, ac_error **err) {
   int64_t ext[64];
   memcpy(ext, extents, rank * sizeof *ext);
   ext[0] = rows;
@@ -227,8 +224,8 @@ static ac_status scatter_rows(ac_dist_runtime *rt, const ac_array *full, int roo
   ac_array *block = NULL;
   const void *src = NULL;
   if (st == AC_OK)
-    block = new_block(rt, (ac_scalar)s->type, (unsigned)s->rank, s->ext,
-                      off[rt->rank + 1] - off[rt->rank], row, &data, err);
+    block = dist_new_block(rt, (ac_scalar)s->type, (unsigned)s->rank, s->ext,
+                           off[rt->rank + 1] - off[rt->rank], row, &data, err);
   if (st == AC_OK && !block)
     st = *err ? (*err)->status : AC_ERR_NOMEM;
   if (st == AC_OK && rt->rank == root && !(src = ac_array_data(full)) && ac_array_size(full))
@@ -360,7 +357,7 @@ static ac_status collect(ac_dist_runtime *rt, const ac_dist_array *a, int root, 
   void *data = NULL;
   ac_array *whole = NULL;
   if (st == AC_OK && here &&
-      !(whole = new_block(rt, a->type, a->rank, a->extents, a->extents[0], row, &data, err)))
+      !(whole = dist_new_block(rt, a->type, a->rank, a->extents, a->extents[0], row, &data, err)))
     st = *err ? (*err)->status : AC_ERR_NOMEM;
   const void *mine = ac_array_data(a->block);
   if (st == AC_OK && !mine && ac_array_size(a->block))

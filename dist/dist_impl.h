@@ -1,12 +1,15 @@
 /* dist/dist_impl.h: the distributed layer's internals (libarrayc_dist).
  *
- * Three modules: runtime.c (the runtime, collective error agreement, the
- * device choice), array.c (distributed arrays: partitions, scatter, gather)
- * and call.c with strategy.c (functions: the strategy decided from the IR,
- * the calls). Everything here is collective unless it says otherwise, and
- * follows one pattern so that no rank is left waiting: a rank's local work
- * may fail, then every rank calls dist_agree, which makes every rank return
- * the same error when any failed, and only then is data exchanged.
+ * Four modules: runtime.c (the runtime, collective error agreement, the
+ * device choice), array.c (distributed arrays: partitions, scatter, gather),
+ * exchange.c (the all-to-all primitives the distributed operations are made
+ * of: fetching rows and elements by global index, repartitioning, routing
+ * values to the owners of their indices) and call.c with strategy.c
+ * (functions: the strategy decided from the IR, the calls). Everything
+ * here is collective unless it says otherwise, and follows one pattern so
+ * that no rank is left waiting: a rank's local work may fail, then every
+ * rank calls dist_agree, which makes every rank return the same error when
+ * any failed, and only then is data exchanged.
  */
 #ifndef ARRAYC_DIST_IMPL_H
 #define ARRAYC_DIST_IMPL_H
@@ -50,10 +53,67 @@ ac_dist_array *dist_array_make(ac_dist_runtime *rt, ac_scalar type, unsigned ran
                                const int64_t *extents, const int64_t *offsets, ac_array *block);
 /* Rows [lo, hi) of a (a copy), as a new array; NULL with *err on failure. */
 ac_array *dist_rows(ac_context *ctx, const ac_array *a, int64_t lo, int64_t hi, ac_error **err);
+/* A new array of `rows` rows shaped like extents (the outermost replaced),
+ * of `row` bytes per row, backed by zeroed malloc'd memory that the caller
+ * fills before anyone reads it (*data); NULL with *err when it does not
+ * fit in memory. Not collective. */
+ac_array *dist_new_block(ac_dist_runtime *rt, ac_scalar type, unsigned rank, const int64_t *extents,
+                         int64_t rows, size_t row, void **data, ac_error **err);
 /* The full array on every rank (an allgather of the blocks); local work
  * fails before any data moves, so the caller agrees first. */
 ac_status dist_allgather(ac_dist_runtime *rt, const ac_dist_array *a, ac_array **full,
                          ac_error **err);
+
+/* ---- exchange.c: all-to-all primitives (docs/distributed.md,
+ * "Communication primitives (internal)") ----
+ * Each is collective; an index out of range on any rank is the same
+ * AC_ERR_RUNTIME error on every rank, before any data moves. A rank may ask
+ * for nothing (count 0); what it asks of itself is copied, not sent, and
+ * rt->bytes_sent counts the values sent to other ranks. At most INT_MAX
+ * units (rows, or elements) per rank and exchange (an error otherwise). */
+
+/* The rank that holds global row `row` under the partition `offsets`
+ * (size + 1 entries, non-decreasing, offsets[0] = 0): the r with
+ * offsets[r] <= row < offsets[r+1] (binary search; empty blocks skipped).
+ * row must be in [0, offsets[size]). Not collective. */
+int dist_owner(const int64_t *offsets, int size, int64_t row);
+
+/* Every rank asks for `count` rows of a by global row index (rows[k] in
+ * [0, extents[0]); any order, repeats allowed) and receives them, in that
+ * order, as a new array of `count` rows with a's inner extents in *out
+ * (rank a->rank; the caller owns one reference). */
+ac_status dist_fetch_rows(ac_dist_runtime *rt, const ac_dist_array *a, const int64_t *rows,
+                          int64_t count, ac_array **out, ac_error **err);
+
+/* The same for single elements: idx[k] is a linear element index into the
+ * global array in row-major order (in [0, product of extents)); *out is a
+ * rank-1 array of count elements. */
+ac_status dist_fetch_elems(ac_dist_runtime *rt, const ac_dist_array *a, const int64_t *idx,
+                           int64_t count, ac_array **out, ac_error **err);
+
+/* a redistributed to the partition `offsets` (size + 1 entries, the same
+ * on every rank, offsets[size] == extents[0]): a new distributed array
+ * with the same global contents; each rank receives its rows
+ * [offsets[r], offsets[r+1]) from their owners with one MPI_Alltoallv
+ * (contiguous ranges, no per-row requests). A rank whose rows stay sends
+ * nothing for them. */
+ac_status dist_repartition(ac_dist_runtime *rt, const ac_dist_array *a, const int64_t *offsets,
+                           ac_dist_array **out, ac_error **err);
+
+/* Routes (index, value) pairs to the owners of the indices: every rank
+ * sends `count` pairs, idx[k] a global linear element index into an array
+ * of partition `offsets` (rows, the same on every rank) with `row_elems`
+ * elements per row, value k being elem_bytes bytes at
+ * (char *)vals + k * elem_bytes. Each rank receives the pairs whose index
+ * falls in its block: *nrecv pairs, their indices made local (relative to
+ * the block's first element) in *ridx and their values in *rvals (both
+ * malloc'd; free() them; NULL when *nrecv is 0), ordered by sending rank,
+ * then by the sender's order (so a receiver that applies them in order
+ * applies them in global order when each sender's pairs are in its own
+ * order). row_elems 0: no element exists, every index is out of range. */
+ac_status dist_route_elems(ac_dist_runtime *rt, const int64_t *offsets, int64_t row_elems,
+                           size_t elem_bytes, const int64_t *idx, const void *vals, int64_t count,
+                           int64_t **ridx, void **rvals, int64_t *nrecv, ac_error **err);
 
 /* Which flattened parameters the local strategy may take distributed
  * (strategy.c): true when the function qualifies; then mapped[i] says
