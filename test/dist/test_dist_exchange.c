@@ -9,8 +9,9 @@
  * ranks, partitions by the rule, skewed (every row on one rank) and random
  * (made with ac_dist_array_from_block); requests in any order, with
  * repeats, none on some ranks; an index out of range on one rank only
- * (the same error everywhere, and the next call works); the bytes counted
- * in bytes_sent. Failures of all ranks are summed; rank 0 prints the total.
+ * (the same error everywhere, and the next call works); rows too large
+ * for MPI's counts; the bytes counted in bytes_sent. Failures of all ranks are summed; rank 0
+ * prints the total.
  */
 #include "arrayc/arrayc.h"
 #include "arrayc/dist.h"
@@ -307,6 +308,35 @@ static void test_out_of_range_on_one_rank_fails_everywhere(void) {
   ac_array_release(full);
 }
 
+/* A row of more bytes than an MPI count holds (an empty array of rows of
+ * 2^31 bools): a clear error on every rank, not a truncated count. */
+static void test_rows_too_large_for_mpi_fail_clearly(void) {
+  int64_t ext[2] = {0, (int64_t)1 << 31};
+  ac_array *full = ac_array_create(ctx, AC_BOOL, 2, ext, NULL, NULL);
+  ac_dist_array *a = NULL, *b = NULL;
+  CHECK(full && ac_dist_array_from_full(rt, full, &a, NULL) == AC_OK);
+  if (!a) {
+    ac_array_release(full);
+    return;
+  }
+  ac_array *got = NULL;
+  ac_error *e = NULL;
+  CHECK(dist_fetch_rows(rt, a, NULL, 0, &got, &e) == AC_ERR_UNSUPPORTED && !got);
+  CHECK(e && strstr(ac_error_message(e), "too large for one MPI message") != NULL);
+  ac_error_destroy(e);
+  e = NULL;
+  int64_t off[9] = {0};
+  CHECK(dist_repartition(rt, a, off, &b, &e) == AC_ERR_UNSUPPORTED && !b);
+  CHECK(e && strstr(ac_error_message(e), "too large for one MPI message") != NULL);
+  ac_error_destroy(e);
+  /* elements are small: fetching none of them works */
+  CHECK(dist_fetch_elems(rt, a, NULL, 0, &got, NULL) == AC_OK);
+  CHECK(got && ac_array_size(got) == 0);
+  ac_array_release(got);
+  ac_dist_array_destroy(a);
+  ac_array_release(full);
+}
+
 /* ---- repartitioning ---- */
 
 /* Every partition to every other (the rule, all rows on the first or the
@@ -441,6 +471,7 @@ int main(int argc, char **argv) {
   test_fetch_rows_without_elements();
   test_fetch_bytes_sent();
   test_out_of_range_on_one_rank_fails_everywhere();
+  test_rows_too_large_for_mpi_fail_clearly();
   test_repartition_between_partitions();
   test_repartition_rejects_bad_partition();
   test_route_elems_order();
