@@ -25,6 +25,7 @@ struct ac_dist_function {
   ac_dist_strategy strategy;
   bool *mapped; /* per leaf: a parameter the local strategy takes distributed */
   size_t nargs, nres;
+  dist_plan *plan; /* the staged strategy's (also a local function's other calls) */
 };
 
 void ac_dist_datum_release(ac_dist_datum *d) {
@@ -42,21 +43,42 @@ ac_status ac_dist_function_create(ac_dist_runtime *rt, ac_module *m, const char 
     *err = NULL;
   *out = NULL;
   ac_function *fn = NULL;
-  ac_status st = ac_runtime_compile(rt->local, m, name, &fn, &e);
+  /* the strategy: local by the rule, else staged when the plan distributes
+   * some step, else gather; a staged function's steps are compiled as
+   * they are first run, so its own function is only its signature (the
+   * interpreter's, which compiles nothing) */
+  int32_t idx = name ? ir_func_find(m, ir_sym_intern(m->ctx, name, strlen(name))) : -1;
+  bool staged = idx >= 0 && !m->funcs[idx].is_extern && m->funcs[idx].body &&
+                dist_plan_distributes(m, (uint32_t)idx);
+  size_t n0 = idx >= 0 ? m->funcs[idx].nparams : 0;
+  bool *mapped0 = ac_alloc(rt->ctx, n0 ? n0 : 1);
+  bool local = false;
+  if (idx >= 0 && mapped0) {
+    /* the rule takes flattened leaves; it only accepts scalar and array
+     * parameters, one leaf each */
+    local = dist_local_rule(m, name, mapped0, n0);
+  }
+  ac_free(rt->ctx, mapped0);
+  ac_status st = staged && !local ? ac_function_create(m, name, AC_BACKEND_INTERP, &fn, &e)
+                                  : ac_runtime_compile(rt->local, m, name, &fn, &e);
   ac_dist_function *f = NULL;
   if (st == AC_OK) {
     size_t n = ac_function_num_args(fn);
     f = ac_alloc(rt->ctx, sizeof *f);
     bool *mapped = ac_alloc(rt->ctx, n ? n : 1);
-    if (!f || !mapped) {
+    dist_plan *plan = local || staged ? dist_plan_create(rt, m, (uint32_t)idx) : NULL;
+    if (!f || !mapped || ((local || staged) && !plan)) {
       ac_free(rt->ctx, f);
       ac_free(rt->ctx, mapped);
+      dist_plan_destroy(plan);
       f = NULL;
       st = dist_fail(rt, &e, AC_ERR_NOMEM, "out of memory");
     } else {
-      *f = (ac_dist_function){rt, fn, AC_DIST_GATHER, mapped, n, ac_function_num_results(fn)};
-      if (dist_local_rule(m, name, mapped, n))
+      *f = (ac_dist_function){rt, fn, AC_DIST_GATHER, mapped, n, ac_function_num_results(fn), plan};
+      if (local && dist_local_rule(m, name, mapped, n))
         f->strategy = AC_DIST_LOCAL;
+      else if (staged)
+        f->strategy = AC_DIST_STAGED;
     }
   }
   st = dist_agree(rt, st, &e);
@@ -74,6 +96,7 @@ void ac_dist_function_destroy(ac_dist_function *f) {
   if (!f)
     return;
   ac_function_destroy(f->fn);
+  dist_plan_destroy(f->plan);
   ac_free(f->rt->ctx, f->mapped);
   ac_free(f->rt->ctx, f);
 }
@@ -243,6 +266,12 @@ ac_status ac_dist_function_call(ac_dist_function *f, const ac_dist_datum *args, 
     st = dist_fail(rt, &e, AC_ERR_NOMEM, "out of memory");
   st = dist_agree(rt, st, &e);
   const ac_dist_array *like = st == AC_OK ? local_call(f, args) : NULL;
+  if (st == AC_OK && !like && f->plan) {
+    free(in);
+    free(res);
+    st = dist_plan_call(f->plan, args, nargs, results, nresults, &e);
+    return ir_report(err, e, st);
+  }
   /* the arguments: blocks (local), or full arrays (gather: the allgathers
    * are collective, so every rank makes them all, then agrees) */
   ac_status got = AC_OK;

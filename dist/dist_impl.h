@@ -1,11 +1,13 @@
 /* dist/dist_impl.h: the distributed layer's internals (libarrayc_dist).
  *
- * Four modules: runtime.c (the runtime, collective error agreement, the
+ * Five modules: runtime.c (the runtime, collective error agreement, the
  * device choice), array.c (distributed arrays: partitions, scatter, gather),
  * exchange.c (the all-to-all primitives the distributed operations are made
  * of: fetching rows and elements by global index, repartitioning, routing
- * values to the owners of their indices) and call.c with strategy.c
- * (functions: the strategy decided from the IR, the calls). Everything
+ * values to the owners of their indices), call.c with strategy.c
+ * (functions: the strategy decided from the IR, the calls) and plan.c (the
+ * staged strategy: a function's body evaluated step by step, each step in
+ * its distributed form or on allgathered data). Everything
  * here is collective unless it says otherwise, and follows one pattern so
  * that no rank is left waiting: a rank's local work may fail, then every
  * rank calls dist_agree, which makes every rank return the same error when
@@ -119,5 +121,20 @@ ac_status dist_route_elems(ac_dist_runtime *rt, const int64_t *offsets, int64_t 
  * (strategy.c): true when the function qualifies; then mapped[i] says
  * whether leaf i is an array parameter that the function only maps. */
 bool dist_local_rule(ac_module *m, const char *name, bool *mapped, size_t nargs);
+
+/* The staged strategy (plan.c): a distributed evaluation of a function's
+ * body, step by step. */
+typedef struct dist_plan dist_plan;
+/* A plan for function fn of the verified module m (copied). NULL when
+ * memory runs out. Not collective. */
+dist_plan *dist_plan_create(ac_dist_runtime *rt, const ac_module *m, uint32_t fn);
+void dist_plan_destroy(dist_plan *p);
+/* Whether the staged strategy distributes some step of fn's body (else it
+ * would run the whole body on full data: the gather strategy). */
+bool dist_plan_distributes(const ac_module *m, uint32_t fn);
+/* Calls the planned function: args and results as ac_dist_function_call's
+ * (checked by the caller). Collective. */
+ac_status dist_plan_call(dist_plan *p, const ac_dist_datum *args, size_t nargs,
+                         ac_dist_datum *results, size_t nresults, ac_error **err);
 
 #endif

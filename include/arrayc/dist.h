@@ -136,7 +136,12 @@ typedef enum ac_dist_strategy {
   /* every distributed argument is allgathered, each rank runs the function
    * on the full data and keeps its block of each array result: correct for
    * every program, not scalable */
-  AC_DIST_GATHER = 2
+  AC_DIST_GATHER = 2,
+  /* the body is evaluated step by step (docs/distributed.md, "The staged
+   * strategy"): element-wise steps on blocks, folds and scans across
+   * ranks, stencils with halo exchanges, loops and branches run by every
+   * rank, and the steps it does not distribute on allgathered data */
+  AC_DIST_STAGED = 3
 } ac_dist_strategy;
 
 /* Prepares function `name` of the verified module m (which must outlive

@@ -122,6 +122,10 @@ def main(argv):
     ap.add_argument("--mpiexec", default="mpirun")
     ap.add_argument("--every", type=int, default=1,
                     help="of the e2e calls, take every K-th (sanitizer builds: time)")
+    ap.add_argument("--all-calls", action="store_true",
+                    help="every e2e call, not only the first of each function")
+    ap.add_argument("--rotate", action="store_true",
+                    help="each e2e call on one rank count (in turn), not on all")
     a = ap.parse_args(argv)
     run = os.path.join(a.build, "arrayc-run")
     probe = subprocess.run([run, "--distributed", "--help"], capture_output=True, text=True)
@@ -136,7 +140,7 @@ def main(argv):
     examples = example_calls(a.source)
     calls, seen = [], set()
     for c in examples + e2e_calls(a.source)[::a.every]:
-        key = (c[0], c[c.index("--fn") + 1]) if c not in examples else tuple(c)
+        key = (c[0], c[c.index("--fn") + 1]) if c not in examples and not a.all_calls else tuple(c)
         if key not in seen:
             seen.add(key)
             calls.append(c)
@@ -151,7 +155,8 @@ def main(argv):
     bad = 0
     ranks = [int(x) for x in a.ranks.split(",")]
     # call i runs on ranks[i % len(ranks)] ranks (the examples on all)
-    runs_on = [ranks if c in examples else [ranks[i % len(ranks)]] for i, c in enumerate(calls)]
+    runs_on = [ranks if c in examples or not a.rotate else [ranks[i % len(ranks)]]
+               for i, c in enumerate(calls)]
     bad = 0
     for n in ranks:
         mine = [i for i in range(len(calls)) if n in runs_on[i]]

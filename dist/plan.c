@@ -1,0 +1,2388 @@
+/* dist/plan.c: the staged strategy, a distributed evaluation of a
+ * function's body step by step (docs/distributed.md, "The staged
+ * strategy").
+ *
+ * The body's top-level structure (lets, tuples, projections, ifs, calls of
+ * other functions, iterate and while) is evaluated here, by every rank in
+ * the same order, over values whose array leaves are distributed (blocks of
+ * rows), full (the same array on every rank) or local (a rank's own
+ * temporary). The operations in between run as *stages*: functions
+ * synthesised from the body's subexpressions in a copy of the module and
+ * compiled on the local backend (once, on first use), called with
+ *   - a row-local expression (maps, folds and scans of rank >= 2 rows,
+ *     reverses of rows, ... over distributed operands) on each rank's
+ *     blocks, giving blocks: no communication;
+ *   - a rank-1 fold: a local fold per rank, the partial results allgathered
+ *     and combined in rank order (the same on every rank);
+ *   - a rank-1 scan: a local scan, the block totals allgathered, each rank's
+ *     carry combined from the totals before (after, for scanr) it, and a
+ *     local fix-up map;
+ *   - a stencil: each rank fetches the rows its window reaches from their
+ *     owners (dist_fetch_rows), with the boundary's rows made by the
+ *     boundary rule, runs the stencil on them and keeps its rows;
+ *   - anything else: the expression on full arrays (the distributed
+ *     arrays it reads are allgathered, once per array), its array results
+ *     full, its scalars rank 0's.
+ * len and shape of a distributed array read its global extents: they never
+ * make an allgather. Scalars are the same on every rank at every step (a
+ * stage on full data broadcasts rank 0's; a combination runs on the same
+ * inputs in the same order everywhere), so every rank takes the same branch
+ * and runs the same number of iterations: an if or a while condition is
+ * agreed by construction, and checked.
+ *
+ * Errors: a local step that fails is agreed (dist_agree) before anything is
+ * exchanged. When a distributed form fails, or meets a case it does not
+ * handle (shapes that differ, an index out of range), the same expression
+ * is run on full arrays, which reports exactly the error the single-process
+ * backends report.
+ */
+#include "dist_impl.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- values ---- */
+
+typedef enum lv_kind {
+  LV_SCALAR, /* the same scalar on every rank */
+  LV_FULL,   /* the same array on every rank */
+  LV_DIST,   /* a distributed array */
+  LV_LOCAL   /* a rank's own array (a temporary of one step) */
+} lv_kind;
+
+/* A distributed array shared by several values, with its allgathered form
+ * once something has needed it. */
+typedef struct dref {
+  int refs;
+  ac_dist_array *a;
+  ac_array *full;
+} dref;
+
+typedef struct leaf {
+  lv_kind kind;
+  ac_datum s;    /* LV_SCALAR */
+  ac_array *arr; /* LV_FULL, LV_LOCAL: one reference */
+  dref *d;       /* LV_DIST: one reference */
+} leaf;
+
+typedef struct pval {
+  int refs;
+  ir_type type;
+  uint32_t n;
+  leaf l[];
+} pval;
+
+static void dref_release(dref *d) {
+  if (d && --d->refs == 0) {
+    ac_dist_array_destroy(d->a);
+    ac_array_release(d->full);
+    free(d);
+  }
+}
+
+static dref *dref_new(ac_dist_array *a) {
+  dref *d = malloc(sizeof *d);
+  if (!d) {
+    ac_dist_array_destroy(a);
+    return NULL;
+  }
+  *d = (dref){1, a, NULL};
+  return d;
+}
+
+static void pval_release(pval *v) {
+  if (!v || --v->refs > 0)
+    return;
+  for (uint32_t i = 0; i < v->n; i++) {
+    ac_array_release(v->l[i].arr);
+    dref_release(v->l[i].d);
+  }
+  free(v);
+}
+
+static pval *pval_new(ir_type t, uint32_t n) {
+  pval *v = calloc(1, sizeof *v + n * sizeof(leaf));
+  if (v) {
+    v->refs = 1;
+    v->type = t;
+    v->n = n;
+  }
+  return v;
+}
+
+/* Leaf j of v into leaf j of w (a new reference). */
+static void leaf_copy(leaf *to, const leaf *from) {
+  *to = *from;
+  if (to->arr)
+    ac_array_retain(to->arr);
+  if (to->d)
+    to->d->refs++;
+}
+
+/* ---- the plan ---- */
+
+typedef enum bmode {
+  B_FULL,  /* the value as it is on every rank (distributed leaves allgathered) */
+  B_BLOCK, /* this rank's rows of the stage's partition */
+  B_LEN,   /* len of the array: its global outermost extent */
+  B_SHAPE  /* shape of the array: its global extents */
+} bmode;
+
+typedef struct binding {
+  uint32_t v; /* de Bruijn index in the environment at the stage */
+  bmode mode;
+  ir_type type; /* the parameter's type */
+} binding;
+
+/* What a stage computes (its key with the node it came from). */
+typedef enum variant {
+  V_FULL,     /* the expression on full arrays */
+  V_ROWS,     /* a row-local expression on blocks */
+  V_FOLD,     /* fold(f, z, a): a local fold of a's block */
+  V_SCAN,     /* a rank-1 scan of a's block */
+  V_TOTAL,    /* fold(f, z, a) of a rank-1 exclusive scan's operand */
+  V_APPLY,    /* f(a, b), a and b temporaries */
+  V_FIXUP,    /* map(|x| f(c, x), s) (or f(x, c) for scanr), c and s temporaries */
+  V_STENCIL,  /* the stencil on a temporary of fetched rows */
+  V_OPERANDS, /* the node with its operands that are not row-local made temporaries */
+  V_PRODUCE,  /* generate, iota or fill of this rank's rows */
+  V_NUM
+} variant;
+
+typedef struct stage {
+  ir_ref key;
+  variant var;
+  ir_ref expr;    /* in the plan's module */
+  uint32_t depth; /* environment size at expr (for the rules: bound inside < depth) */
+  int ra_kid;     /* -1: none, -2: the root itself, k: kid k of the root is row-aligned */
+  binding *b;
+  uint32_t nb;
+  ac_function *fn;
+  uint64_t hoisted; /* V_OPERANDS: bit i = kid i was made a temporary */
+} stage;
+
+struct dist_plan {
+  ac_dist_runtime *rt;
+  ac_context *ctx;
+  ac_module *m; /* the copy stages are added to */
+  uint32_t fn;
+  stage *stages;
+  size_t nstages, capstages;
+  unsigned counter;
+  /* the environment while evaluating (index nenv-1 is de Bruijn 0) */
+  pval **env;
+  size_t nenv, capenv;
+  bool trace; /* ARRAYC_DIST_TRACE: rank 0 writes each step's form to stderr */
+};
+
+/* Says how a step ran (ARRAYC_DIST_TRACE, docs/distributed.md), with the
+ * array bytes this rank has sent so far. */
+static void trace(const dist_plan *p, ir_ref e, const char *form) {
+  if (!p->trace || p->rt->rank != 0)
+    return;
+  const ir_node *n = ir_node_get(p->m, e);
+  const char *op = ir_ops[n->op].spelling[0] ? ir_ops[n->op].spelling : ir_ops[n->op].name;
+  fprintf(stderr, "dist: %u:%u %s: %s (rank 0 sent %llu bytes so far)\n", n->loc.line, n->loc.col,
+          op, form, (unsigned long long)p->rt->bytes_sent);
+}
+
+/* ---- IR helpers ---- */
+
+/* The rank of the array operand kid i of node e (0 for a scalar, or a tuple
+ * of arrays: the first field's). */
+static uint32_t kid_rank(const ac_module *m, ir_ref e, uint32_t i) {
+  ir_type t = ir_node_get(m, ir_kid(m, e, i))->type;
+  ir_typeinfo ti = ir_ty_info(m->ctx, t);
+  if (ti.kind == TK_TUPLE && ti.n > 0)
+    ti = ir_ty_info(m->ctx, ti.fields[0]);
+  return ti.kind == TK_ARRAY ? ti.rank : 0;
+}
+
+/* The kid of a scan-like or fold node that is its array operand. */
+static int operand_kid(const ac_module *m, ir_ref e) {
+  switch ((ir_op)ir_node_get(m, e)->op) {
+  case IR_FOLD:
+  case IR_SCAN:
+  case IR_SCANR:
+    return 2;
+  case IR_SCAN_INCL:
+  case IR_SCANR_INCL:
+    return 1;
+  case IR_REVERSE:
+  case IR_TRANSPOSE:
+  case IR_DELAY:
+    return 0;
+  default:
+    return -1;
+  }
+}
+
+/* Whether kid i of e, e being evaluated row by row, is row by row too. */
+static bool ra_kid(const ac_module *m, ir_ref e, uint32_t i) {
+  const ir_node *n = ir_node_get(m, e);
+  if (n->op == IR_MAP)
+    return i >= 1;
+  int k = operand_kid(m, e);
+  if (k < 0 || (uint32_t)k != i)
+    return false;
+  uint32_t r = kid_rank(m, e, i);
+  switch ((ir_op)n->op) {
+  case IR_TRANSPOSE:
+    return r >= 3; /* swaps the two innermost of three or more */
+  case IR_DELAY:
+    return true;
+  default:
+    return r >= 2; /* folds, scans and reverses of rows */
+  }
+}
+
+/* Whether e (under `depth` binders of the stage, none of which it may
+ * use in a row-aligned position) can be evaluated row by row: an array
+ * variable of the environment, or an operation above whose row-aligned
+ * kids all can. */
+static bool all_arrays(ac_context *ctx, ir_type t) {
+  ir_typeinfo ti = ir_ty_info(ctx, t);
+  if (ti.kind == TK_ARRAY)
+    return true;
+  if (ti.kind != TK_TUPLE || ti.n == 0)
+    return false;
+  for (uint32_t i = 0; i < ti.n; i++)
+    if (!all_arrays(ctx, ti.fields[i]))
+      return false;
+  return true;
+}
+
+static bool rowlocal(const ac_module *m, ir_ref e, uint32_t depth) {
+  const ir_node *n = ir_node_get(m, e);
+  if (n->op == IR_VAR)
+    return (uint32_t)n->attr >= depth && all_arrays(m->ctx, n->type);
+  bool any = false;
+  for (uint32_t i = 0; i < n->nkids; i++) {
+    if (!ra_kid(m, e, i))
+      continue;
+    if (!rowlocal(m, ir_kid(m, e, i), depth))
+      return false;
+    any = true;
+  }
+  return any;
+}
+
+/* ---- stages: bindings and the synthesised function ---- */
+
+typedef struct walk {
+  dist_plan *p;
+  binding *b;
+  uint32_t nb, cap;
+  bool emit;
+  bool oom;
+} walk;
+
+static int32_t find_binding(walk *w, uint32_t v, bmode mode, ir_type type) {
+  for (uint32_t i = 0; i < w->nb; i++)
+    if (w->b[i].v == v && w->b[i].mode == mode)
+      return (int32_t)i;
+  if (w->emit)
+    return -1;
+  if (w->nb == w->cap) {
+    uint32_t cap = w->cap ? 2 * w->cap : 8;
+    binding *nbuf = realloc(w->b, cap * sizeof *nbuf);
+    if (!nbuf) {
+      w->oom = true;
+      return -1;
+    }
+    w->b = nbuf;
+    w->cap = cap;
+  }
+  w->b[w->nb] = (binding){v, mode, type};
+  return (int32_t)w->nb++;
+}
+
+/* A variable for binding i at `depth` binders below the stage's top. */
+static ir_ref param_var(walk *w, ac_module *m, ir_loc loc, int32_t i, uint32_t depth) {
+  ir_ref r = ir_var(m, loc, depth + (w->nb - 1 - (uint32_t)i));
+  if (r)
+    ir_node_get(m, r)->type = w->b[i].type;
+  return r;
+}
+
+static ir_ref walk_rec(walk *w, ir_ref e, uint32_t depth, bool ra);
+
+typedef struct kid_ud {
+  walk *w;
+  uint32_t depth;
+  ir_ref parent;
+  bool ra_parent;
+  int ra_only; /* -1: use the rules; k: only kid k row-aligned (the root) */
+  uint32_t next;
+} kid_ud;
+
+static ir_ref walk_kid(ac_module *m, ir_ref kid, uint32_t binders, void *ud) {
+  kid_ud *k = ud;
+  uint32_t i = k->next++;
+  bool ra = k->ra_only >= 0 ? (uint32_t)k->ra_only == i : k->ra_parent && ra_kid(m, k->parent, i);
+  (void)m;
+  return walk_rec(k->w, kid, k->depth + binders, ra);
+}
+
+/* Visits e: collects the bindings (first pass) or emits the stage's copy
+ * of e with the environment's variables replaced by parameters (second
+ * pass). ra: e is row-aligned (its variables are blocks). */
+static ir_ref walk_node(walk *w, ir_ref e, uint32_t depth, bool ra, int ra_only) {
+  ac_module *m = w->p->m;
+  ir_node n = *ir_node_get(m, e);
+  if (n.op == IR_VAR) {
+    if ((uint32_t)n.attr < depth)
+      return e;
+    uint32_t v = (uint32_t)n.attr - depth;
+    int32_t i = find_binding(w, v, ra ? B_BLOCK : B_FULL, n.type);
+    return w->emit && i >= 0 ? param_var(w, m, n.loc, i, depth) : e;
+  }
+  if ((n.op == IR_LEN || n.op == IR_SHAPE) && !ra) {
+    const ir_node *a = ir_node_get(m, ir_kid(m, e, 0));
+    if (a->op == IR_VAR && (uint32_t)a->attr >= depth) {
+      uint32_t v = (uint32_t)a->attr - depth;
+      int32_t i = find_binding(w, v, n.op == IR_LEN ? B_LEN : B_SHAPE, n.type);
+      return w->emit && i >= 0 ? param_var(w, m, n.loc, i, depth) : e;
+    }
+  }
+  kid_ud k = {w, depth, e, ra, ra_only, 0};
+  return ir_map_kids(m, e, walk_kid, &k, false);
+}
+
+static ir_ref walk_rec(walk *w, ir_ref e, uint32_t depth, bool ra) {
+  return walk_node(w, e, depth, ra, -1);
+}
+
+static ir_ref walk_root(walk *w, ir_ref e, int ra_kid_of_root) {
+  if (ra_kid_of_root == -2)
+    return walk_node(w, e, 0, true, -1);
+  return walk_node(w, e, 0, false, ra_kid_of_root);
+}
+
+static stage *find_stage(dist_plan *p, ir_ref key, variant var) {
+  for (size_t i = 0; i < p->nstages; i++)
+    if (p->stages[i].key == key && p->stages[i].var == var)
+      return &p->stages[i];
+  return NULL;
+}
+
+/* The stage of (key, var) computing expr (in the plan's module, at the
+ * current environment), compiling it on first use. ra_root as in stage. */
+static ac_status make_stage(dist_plan *p, ir_ref key, variant var, ir_ref expr, int ra_root,
+                            stage **out, ac_error **err) {
+  stage *s = find_stage(p, key, var);
+  if (s) {
+    *out = s;
+    return AC_OK;
+  }
+  ac_module *m = p->m;
+  ac_context *ctx = p->ctx;
+  walk w = {p, NULL, 0, 0, false, false};
+  walk_root(&w, expr, ra_root);
+  if (w.oom || m->oom) {
+    free(w.b);
+    return dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  }
+  w.emit = true;
+  ir_ref body = walk_root(&w, expr, ra_root);
+  ir_type *pt = malloc((w.nb + 1) * sizeof *pt);
+  ir_sym *pn = malloc((w.nb + 1) * sizeof *pn);
+  char name[48];
+  snprintf(name, sizeof name, "__dist_stage_%u", p->counter++);
+  int32_t fi = -1;
+  if (body && pt && pn) {
+    for (uint32_t i = 0; i < w.nb; i++) {
+      char pname[32];
+      snprintf(pname, sizeof pname, "p%u", i);
+      pt[i] = w.b[i].type;
+      pn[i] = ir_sym_intern(ctx, pname, strlen(pname));
+    }
+    fi = ir_func_add(m, ir_sym_intern(ctx, name, strlen(name)), ir_node_get(m, expr)->loc, w.nb, pt,
+                     pn, ir_node_get(m, expr)->type);
+  }
+  free(pt);
+  free(pn);
+  if (fi < 0 ||
+      !ac_grow(ctx, (void **)&p->stages, &p->capstages, p->nstages + 1, sizeof *p->stages)) {
+    free(w.b);
+    return dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  }
+  m->funcs[fi].body = body;
+  ac_function *fn = NULL;
+  ac_status st = ac_runtime_compile(p->rt->local, m, name, &fn, err);
+  if (st != AC_OK) {
+    free(w.b);
+    return st;
+  }
+  s = &p->stages[p->nstages++];
+  *s = (stage){key, var, expr, (uint32_t)p->nenv, ra_root, w.b, w.nb, fn, 0};
+  *out = s;
+  return AC_OK;
+}
+
+/* ---- running stages ---- */
+
+static pval *env_get(dist_plan *p, uint32_t v) {
+  return p->env[p->nenv - 1 - v];
+}
+
+static bool env_push(dist_plan *p, pval *v) {
+  if (!ac_grow(p->ctx, (void **)&p->env, &p->capenv, p->nenv + 1, sizeof *p->env)) {
+    pval_release(v);
+    return false;
+  }
+  p->env[p->nenv++] = v;
+  return true;
+}
+
+static void env_pop(dist_plan *p, size_t to) {
+  while (p->nenv > to)
+    pval_release(p->env[--p->nenv]);
+}
+
+/* The allgathered form of a distributed leaf (kept with it). */
+static ac_status leaf_full(dist_plan *p, dref *d, ac_array **out, ac_error **err) {
+  if (!d->full) {
+    ac_status st = dist_allgather(p->rt, d->a, &d->full, err);
+    if (st != AC_OK)
+      return st;
+  }
+  *out = d->full;
+  return AC_OK;
+}
+
+static const int64_t *leaf_extents(const leaf *l, unsigned *rank) {
+  if (l->kind == LV_DIST) {
+    *rank = l->d->a->rank;
+    return l->d->a->extents;
+  }
+  *rank = ac_array_rank(l->arr);
+  return ac_array_extents(l->arr);
+}
+
+static bool same_offsets(const dist_plan *p, const int64_t *a, const int64_t *b) {
+  return memcmp(a, b, ((size_t)p->rt->size + 1) * sizeof *a) == 0;
+}
+
+/* The arguments of stage s at the current environment: datums (borrowed
+ * arrays, except those in owned[], which the caller releases). For B_BLOCK
+ * the partition is *part (chosen here from the first distributed leaf
+ * when NULL; NULL after the call when no block leaf is distributed).
+ * Collective (allgathers, repartitions). *mismatch is set when row-aligned
+ * leaves differ in global shape: the distributed form does not apply. */
+typedef struct stage_args_t {
+  ac_datum *in;
+  size_t n;
+  ac_array **owned;
+  size_t nowned;
+  ac_dist_array **owned_d;
+  size_t nowned_d;
+} sargs;
+
+static void args_free(sargs *a) {
+  for (size_t i = 0; i < a->nowned; i++)
+    ac_array_release(a->owned[i]);
+  for (size_t i = 0; i < a->nowned_d; i++)
+    ac_dist_array_destroy(a->owned_d[i]);
+  free(a->in);
+  free(a->owned);
+  free(a->owned_d);
+  *a = (sargs){0};
+}
+
+static bool args_own(sargs *a, ac_array *x) {
+  ac_array **o = realloc(a->owned, (a->nowned + 1) * sizeof *o);
+  if (!o)
+    return false;
+  a->owned = o;
+  o[a->nowned++] = x;
+  return true;
+}
+
+/* The partition of a stage's row-aligned leaves: the first distributed
+ * one's, and whether all of them share the global shape. */
+static const ac_dist_array *stage_partition(dist_plan *p, const stage *s, bool *same_shape) {
+  const ac_dist_array *first = NULL;
+  const int64_t *ext0 = NULL;
+  unsigned rank0 = 0;
+  *same_shape = true;
+  for (uint32_t i = 0; i < s->nb; i++) {
+    if (s->b[i].mode != B_BLOCK)
+      continue;
+    pval *v = env_get(p, s->b[i].v);
+    for (uint32_t j = 0; j < v->n; j++) {
+      const leaf *l = &v->l[j];
+      if (l->kind != LV_DIST && l->kind != LV_FULL)
+        continue;
+      unsigned r;
+      const int64_t *ext = leaf_extents(l, &r);
+      if (!ext0) {
+        ext0 = ext;
+        rank0 = r;
+      } else if (ext[0] != ext0[0]) {
+        *same_shape = false; /* maps check inner extents themselves */
+      }
+      (void)rank0;
+      if (l->kind == LV_DIST && !first)
+        first = l->d->a;
+    }
+  }
+  return first;
+}
+
+static ac_status stage_args(dist_plan *p, const stage *s, const ac_dist_array *part, sargs *a,
+                            ac_error **err) {
+  ac_dist_runtime *rt = p->rt;
+  size_t n = ac_function_num_args(s->fn);
+  *a = (sargs){0};
+  a->in = calloc(n ? n : 1, sizeof *a->in);
+  a->n = n;
+  ac_status st = a->in ? AC_OK : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+  size_t k = 0;
+  for (uint32_t i = 0; st == AC_OK && i < s->nb; i++) {
+    const binding *b = &s->b[i];
+    pval *v = env_get(p, b->v);
+    if (b->mode == B_LEN || b->mode == B_SHAPE) {
+      unsigned r = 0;
+      const int64_t *ext = NULL;
+      for (uint32_t j = 0; j < v->n && !ext; j++)
+        if (v->l[j].kind != LV_SCALAR)
+          ext = leaf_extents(&v->l[j], &r);
+      unsigned cnt = b->mode == B_LEN ? 1 : r;
+      for (unsigned d = 0; d < cnt && k < n; d++)
+        a->in[k++] = (ac_datum){AC_DATUM_SCALAR, AC_I64, {.i = ext ? ext[d] : 0}, NULL};
+      continue;
+    }
+    for (uint32_t j = 0; st == AC_OK && j < v->n && k < n; j++) {
+      leaf *l = &v->l[j];
+      ac_datum *d = &a->in[k++];
+      switch (l->kind) {
+      case LV_SCALAR:
+        *d = l->s;
+        break;
+      case LV_LOCAL:
+        *d = (ac_datum){AC_DATUM_ARRAY, ac_array_type(l->arr), {0}, l->arr};
+        break;
+      case LV_FULL:
+        *d = (ac_datum){AC_DATUM_ARRAY, ac_array_type(l->arr), {0}, l->arr};
+        if (b->mode == B_BLOCK && part) {
+          ac_array *rows =
+              dist_rows(p->ctx, l->arr, part->offsets[rt->rank], part->offsets[rt->rank + 1], err);
+          if (!rows || !args_own(a, rows)) {
+            ac_array_release(rows);
+            st = rows ? dist_fail(rt, err, AC_ERR_NOMEM, "out of memory")
+                      : (*err ? (*err)->status : AC_ERR_NOMEM);
+            break;
+          }
+          d->array = rows;
+        }
+        break;
+      case LV_DIST: {
+        ac_dist_array *da = l->d->a;
+        if (b->mode == B_BLOCK && part) {
+          if (same_offsets(p, da->offsets, part->offsets)) {
+            *d = (ac_datum){AC_DATUM_ARRAY, da->type, {0}, da->block};
+          } else {
+            ac_dist_array *re = NULL;
+            st = dist_repartition(rt, da, part->offsets, &re, err);
+            if (st != AC_OK)
+              break;
+            ac_dist_array **o = realloc(a->owned_d, (a->nowned_d + 1) * sizeof *o);
+            if (!o) {
+              ac_dist_array_destroy(re);
+              st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+              break;
+            }
+            a->owned_d = o;
+            o[a->nowned_d++] = re;
+            *d = (ac_datum){AC_DATUM_ARRAY, re->type, {0}, re->block};
+          }
+        } else {
+          ac_array *full = NULL;
+          st = leaf_full(p, l->d, &full, err);
+          *d = (ac_datum){AC_DATUM_ARRAY, da->type, {0}, full};
+        }
+        break;
+      }
+      }
+    }
+  }
+  if (st != AC_OK)
+    args_free(a);
+  return st;
+}
+
+/* Calls stage s with its arguments; the results (owned by the caller) in
+ * res[0..nres). Not collective by itself: the caller agrees. */
+static ac_status stage_call(const stage *s, const sargs *a, ac_datum *res, size_t nres,
+                            ac_error **err) {
+  return ac_function_call(s->fn, a->in, a->n, res, nres, err);
+}
+
+/* ---- evaluation ---- */
+
+static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err);
+
+static uint32_t num_leaves(dist_plan *p, ir_type t) {
+  return ir_ty_num_leaves(p->ctx, t);
+}
+
+static void release_datums(ac_datum *d, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    ac_datum_release(&d[i]);
+}
+
+/* Runs stage s on full data: array results full, scalars rank 0's. */
+static ac_status run_full(dist_plan *p, const stage *s, pval **out, ac_error **err) {
+  ir_type t = ir_node_get(p->m, s->expr)->type;
+  uint32_t nres = num_leaves(p, t);
+  sargs a;
+  ac_status st = stage_args(p, s, NULL, &a, err);
+  /* stage_args agrees within its collectives; local failures of its own
+   * (memory) are agreed here */
+  st = dist_agree(p->rt, st, err);
+  if (st != AC_OK)
+    return st;
+  ac_datum *res = calloc(nres ? nres : 1, sizeof *res);
+  st = res ? stage_call(s, &a, res, nres, err)
+           : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  bool called = st == AC_OK;
+  args_free(&a);
+  st = dist_agree(p->rt, st, err);
+  pval *v = st == AC_OK ? pval_new(t, nres) : NULL;
+  if (st == AC_OK && !v)
+    st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  st = dist_agree(p->rt, st, err);
+  if (st != AC_OK) {
+    if (called)
+      release_datums(res, nres);
+    free(res);
+    free(v);
+    return st;
+  }
+  for (uint32_t i = 0; i < nres; i++) {
+    if (res[i].kind == AC_DATUM_SCALAR) {
+      MPI_Bcast(&res[i].s, sizeof res[i].s, MPI_BYTE, 0, p->rt->comm);
+      v->l[i] = (leaf){LV_SCALAR, res[i], NULL, NULL};
+    } else {
+      v->l[i] = (leaf){LV_FULL, {0}, res[i].array, NULL};
+    }
+  }
+  free(res);
+  *out = v;
+  return AC_OK;
+}
+
+/* Runs stage s on every rank with the environment as it is (full
+ * bindings), keeping each rank's results as local arrays (scalars as
+ * they are: the caller knows them to be the same everywhere). */
+static ac_status run_full_local(dist_plan *p, const stage *s, pval **out, ac_error **err) {
+  ir_type t = ir_node_get(p->m, s->expr)->type;
+  uint32_t nres = num_leaves(p, t);
+  sargs a;
+  ac_status st = stage_args(p, s, NULL, &a, err);
+  st = dist_agree(p->rt, st, err);
+  if (st != AC_OK)
+    return st;
+  ac_datum *res = calloc(nres ? nres : 1, sizeof *res);
+  st = res ? stage_call(s, &a, res, nres, err)
+           : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  bool called = st == AC_OK;
+  args_free(&a);
+  pval *v = st == AC_OK ? pval_new(t, nres) : NULL;
+  if (st == AC_OK && !v)
+    st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  st = dist_agree(p->rt, st, err);
+  if (st != AC_OK) {
+    if (called)
+      release_datums(res, nres);
+    free(res);
+    free(v);
+    return st;
+  }
+  for (uint32_t i = 0; i < nres; i++)
+    v->l[i] = res[i].kind == AC_DATUM_SCALAR ? (leaf){LV_SCALAR, res[i], NULL, NULL}
+                                             : (leaf){LV_LOCAL, {0}, res[i].array, NULL};
+  free(res);
+  *out = v;
+  return AC_OK;
+}
+
+/* Runs stage s on blocks of its row-aligned leaves' partition: array
+ * results distributed alike. *fallback when the distributed form does not
+ * apply (then nothing ran). */
+static ac_status run_rows(dist_plan *p, const stage *s, bool local_results, pval **out,
+                          const ac_dist_array **partp, bool *fallback, ac_error **err) {
+  bool same;
+  const ac_dist_array *part = stage_partition(p, s, &same);
+  *fallback = !part || !same;
+  if (*fallback)
+    return AC_OK;
+  ir_type t = ir_node_get(p->m, s->expr)->type;
+  uint32_t nres = num_leaves(p, t);
+  /* the partition may be freed by a repartition? no: it belongs to a value
+   * in the environment, which lives through the call */
+  sargs a;
+  ac_status st = stage_args(p, s, part, &a, err);
+  st = dist_agree(p->rt, st, err);
+  if (st != AC_OK)
+    return st;
+  ac_datum *res = calloc(nres ? nres : 1, sizeof *res);
+  st = res ? stage_call(s, &a, res, nres, err)
+           : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  bool called = st == AC_OK;
+  args_free(&a);
+  ac_error *mine = NULL;
+  st = dist_agree(p->rt, st, err ? err : &mine);
+  if (st != AC_OK) {
+    if (called)
+      release_datums(res, nres);
+    free(res);
+    ac_error_destroy(mine);
+    if (err && *err) {
+      ac_error_destroy(*err);
+      *err = NULL;
+    }
+    *fallback = true; /* the full form reports the error as written */
+    return AC_OK;
+  }
+  pval *v = pval_new(t, nres);
+  for (uint32_t i = 0; v && i < nres; i++) {
+    if (res[i].kind == AC_DATUM_SCALAR) {
+      v->l[i] = (leaf){LV_SCALAR, res[i], NULL, NULL};
+    } else if (local_results) {
+      v->l[i] = (leaf){LV_LOCAL, {0}, res[i].array, NULL};
+    } else {
+      ac_array *b = res[i].array;
+      unsigned r = ac_array_rank(b);
+      int64_t ext[64];
+      memcpy(ext, ac_array_extents(b), r * sizeof *ext);
+      ext[0] = part->extents[0];
+      ac_dist_array *da = dist_array_make(p->rt, ac_array_type(b), r, ext, part->offsets, b);
+      dref *d = da ? dref_new(da) : NULL;
+      v->l[i] = (leaf){LV_DIST, {0}, NULL, d};
+      if (!d) {
+        v->n = i;
+        pval_release(v);
+        v = NULL;
+      }
+    }
+  }
+  free(res);
+  st = dist_agree(p->rt, v ? AC_OK : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"), err);
+  if (st != AC_OK) {
+    pval_release(v);
+    return st;
+  }
+  if (partp)
+    *partp = part;
+  *out = v;
+  return AC_OK;
+}
+
+/* e evaluated as one stage: row by row when it is row-local and reads a
+ * distributed array there, else on full data. */
+static ac_status eval_stage(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
+  stage *s;
+  ac_status st;
+  if (rowlocal(p->m, e, 0)) {
+    st = make_stage(p, e, V_ROWS, e, -2, &s, err);
+    st = dist_agree(p->rt, st, err);
+    if (st != AC_OK)
+      return st;
+    bool fallback;
+    st = run_rows(p, s, false, out, NULL, &fallback, err);
+    if (st != AC_OK || !fallback) {
+      trace(p, e, "row by row on blocks");
+      return st;
+    }
+  }
+  st = make_stage(p, e, V_FULL, e, -1, &s, err);
+  st = dist_agree(p->rt, st, err);
+  if (st != AC_OK)
+    return st;
+  st = run_full(p, s, out, err);
+  trace(p, e, "on full arrays");
+  return st;
+}
+
+/* ---- synthesised expressions ---- */
+
+static ir_ref mk(ac_module *m, ir_op op, ir_loc loc, ir_type t, int64_t attr, uint32_t nk,
+                 const ir_ref *kids) {
+  ir_ref r = ir_node_new(m, op, loc, nk, kids);
+  if (r) {
+    ir_node_get(m, r)->type = t;
+    ir_node_get(m, r)->attr = attr;
+  }
+  return r;
+}
+
+static ir_ref mkvar(ac_module *m, ir_loc loc, ir_type t, uint32_t idx) {
+  ir_ref r = ir_var(m, loc, idx);
+  if (r)
+    ir_node_get(m, r)->type = t;
+  return r;
+}
+
+/* f(a, b) as an expression at the position of f (f a lambda of two
+ * parameters or a function name); a and b are at that position too. */
+static ir_ref apply2(ac_module *m, ir_ref f, ir_ref a, ir_ref b, ir_type t) {
+  ir_node fn = *ir_node_get(m, f);
+  if (fn.op == IR_FNREF) {
+    ir_ref kids[2] = {a, b};
+    return mk(m, IR_CALL, fn.loc, t, fn.attr, 2, kids);
+  }
+  if (fn.op != IR_LAM || fn.attr != 2)
+    return IR_NONE;
+  /* let x = a; let y = b; body (x is 1, y is 0 in the body, as in the lambda) */
+  ir_ref bs = ir_shift(m, b, 1, 0);
+  ir_ref inner_kids[2] = {bs, ir_kid(m, f, 0)};
+  ir_ref inner = bs ? mk(m, IR_LET, fn.loc, t, 0, 2, inner_kids) : IR_NONE;
+  ir_ref outer_kids[2] = {a, inner};
+  ir_ref outer = inner ? mk(m, IR_LET, fn.loc, t, 0, 2, outer_kids) : IR_NONE;
+  if (outer) {
+    ir_sym x = ir_binder_name(m, f, 0, 0), y = ir_binder_name(m, f, 0, 1);
+    ir_node_get(m, inner)->names = ir_syms_push(m, 1, &y);
+    ir_node_get(m, outer)->names = ir_syms_push(m, 1, &x);
+  }
+  return outer;
+}
+
+/* ---- folds and scans across ranks ---- */
+
+static ac_datum load_scalar(ac_scalar t, const void *p) {
+  ac_datum d = {AC_DATUM_SCALAR, t, {0}, NULL};
+  switch (t) {
+  case AC_BOOL:
+    d.s.b = *(const bool *)p;
+    break;
+  case AC_I8:
+    d.s.i = *(const int8_t *)p;
+    break;
+  case AC_I16:
+    d.s.i = *(const int16_t *)p;
+    break;
+  case AC_I32:
+    d.s.i = *(const int32_t *)p;
+    break;
+  case AC_I64:
+    d.s.i = *(const int64_t *)p;
+    break;
+  case AC_U8:
+    d.s.u = *(const uint8_t *)p;
+    break;
+  case AC_U16:
+    d.s.u = *(const uint16_t *)p;
+    break;
+  case AC_U32:
+    d.s.u = *(const uint32_t *)p;
+    break;
+  case AC_U64:
+    d.s.u = *(const uint64_t *)p;
+    break;
+  case AC_F32:
+    d.s.f = *(const float *)p;
+    break;
+  case AC_F64:
+    d.s.f = *(const double *)p;
+    break;
+  }
+  return d;
+}
+
+/* Every rank's scalar leaves (n per rank, from `mine`) on every rank:
+ * all[r * n + j]. */
+static ac_status allgather_scalars(dist_plan *p, const ac_datum *mine, uint32_t n, ac_datum **all,
+                                   ac_error **err) {
+  int R = p->rt->size;
+  ac_datum *buf = calloc((size_t)R * n + 1, sizeof *buf);
+  ac_status st =
+      dist_agree(p->rt, buf ? AC_OK : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"), err);
+  if (st != AC_OK) {
+    free(buf);
+    return st;
+  }
+  MPI_Allgather(mine, (int)(n * sizeof *mine), MPI_BYTE, buf, (int)(n * sizeof *buf), MPI_BYTE,
+                p->rt->comm);
+  *all = buf;
+  return AC_OK;
+}
+
+/* A temporary value of type t from scalar datums (n leaves). */
+static pval *scalar_value(ir_type t, const ac_datum *d, uint32_t n) {
+  pval *v = pval_new(t, n);
+  for (uint32_t i = 0; v && i < n; i++)
+    v->l[i] = (leaf){LV_SCALAR, d[i], NULL, NULL};
+  return v;
+}
+
+typedef struct leafty {
+  ac_scalar sc[64];
+  uint32_t n;
+  bool over;
+} leafty;
+
+static void leafty_add(void *ud, ac_scalar sc, uint32_t rank) {
+  leafty *l = ud;
+  (void)rank;
+  if (l->n < 64)
+    l->sc[l->n] = sc;
+  else
+    l->over = true;
+  l->n++;
+}
+
+/* The element type's scalar leaves. */
+static bool elem_leaves(dist_plan *p, ir_type t, leafty *lt) {
+  *lt = (leafty){.n = 0};
+  ir_ty_leaves(p->ctx, t, leafty_add, lt);
+  return !lt->over;
+}
+
+/* f(a, b) by the apply stage of node e (f its kid `fk`). */
+static ac_status apply_f(dist_plan *p, ir_ref e, int fk, ir_type et, const ac_datum *a,
+                         const ac_datum *b, uint32_t n, ac_datum *res, ac_error **err) {
+  ac_module *m = p->m;
+  stage *s = find_stage(p, e, V_APPLY);
+  size_t base = p->nenv;
+  ac_status st = AC_OK;
+  if (!env_push(p, scalar_value(et, a, n)) || !env_push(p, scalar_value(et, b, n)))
+    st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  if (st == AC_OK && !s) {
+    ir_loc loc = ir_node_get(m, e)->loc;
+    ir_ref f = ir_shift(m, ir_kid(m, e, (uint32_t)fk), 2, 0);
+    ir_ref x = f ? apply2(m, f, mkvar(m, loc, et, 1), mkvar(m, loc, et, 0), et) : IR_NONE;
+    st = x ? make_stage(p, e, V_APPLY, x, -1, &s, err)
+           : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  }
+  if (st == AC_OK) {
+    sargs ar;
+    st = stage_args(p, s, NULL, &ar, err);
+    if (st == AC_OK) {
+      st = stage_call(s, &ar, res, n, err);
+      args_free(&ar);
+    }
+  }
+  env_pop(p, base);
+  return st;
+}
+
+/* The row-aligned operand of a fold or scan node as a stage of variant
+ * var over e itself (the operand kid row-aligned): false when the operand
+ * is not row-local (the caller makes it a temporary first). */
+static bool operand_rowlocal(dist_plan *p, ir_ref e) {
+  int k = operand_kid(p->m, e);
+  return k >= 0 && rowlocal(p->m, ir_kid(p->m, e, (uint32_t)k), 0);
+}
+
+/* A copy of node e (at the current environment) whose kids in `hoist`
+ * read temporaries: the values of those kids are pushed by the caller,
+ * kid i's as the j-th pushed (nh in all); the other kids are shifted over
+ * them. */
+static ir_ref with_temps(dist_plan *p, ir_ref e, uint64_t hoist, uint32_t nh) {
+  ac_module *m = p->m;
+  ir_node n = *ir_node_get(m, e);
+  ir_ref small[16];
+  if (n.nkids > 16)
+    return IR_NONE;
+  uint32_t j = 0;
+  for (uint32_t i = 0; i < n.nkids; i++) {
+    ir_ref k = ir_kid(m, e, i);
+    if (hoist >> i & 1) {
+      small[i] = mkvar(m, ir_node_get(m, k)->loc, ir_node_get(m, k)->type, nh - 1 - j);
+      j++;
+    } else {
+      small[i] = ir_shift(m, k, (int32_t)nh, 0); /* e binds nothing around its kids */
+    }
+    if (!small[i])
+      return IR_NONE;
+  }
+  ir_ref r = ir_node_new(m, (ir_op)n.op, n.loc, n.nkids, small);
+  if (r) {
+    ir_node *c = ir_node_get(m, r);
+    uint32_t kids = c->kids;
+    *c = n;
+    c->kids = kids;
+  }
+  return r;
+}
+
+/* Evaluates the kids of e in `hoist` (in kid order) and pushes them. */
+static ac_status push_kids(dist_plan *p, ir_ref e, uint64_t hoist, ac_error **err) {
+  ac_module *m = p->m;
+  uint32_t nk = ir_node_get(m, e)->nkids;
+  size_t base = p->nenv;
+  for (uint32_t i = 0; i < nk; i++) {
+    if (!(hoist >> i & 1))
+      continue;
+    pval *v = NULL;
+    /* each kid is evaluated at e's environment: the temporaries pushed so
+     * far are above it, so evaluate first, then push */
+    size_t keep = p->nenv;
+    pval **saved = NULL;
+    size_t nsaved = keep - base;
+    if (nsaved) { /* hide the temporaries while evaluating */
+      saved = malloc(nsaved * sizeof *saved);
+      if (!saved)
+        return dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+      memcpy(saved, p->env + base, nsaved * sizeof *saved);
+      p->nenv = base;
+    }
+    ac_status st = deval(p, ir_kid(m, e, i), &v, err);
+    if (nsaved) {
+      memcpy(p->env + base, saved, nsaved * sizeof *saved);
+      p->nenv = keep;
+      free(saved);
+    }
+    if (st != AC_OK) {
+      env_pop(p, base);
+      return st;
+    }
+    if (!env_push(p, v)) {
+      env_pop(p, base);
+      return dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+    }
+  }
+  return AC_OK;
+}
+
+/* Which kids of e in row-aligned positions are not row-local (bits). */
+static uint64_t nonlocal_operands(dist_plan *p, ir_ref e, int only) {
+  ac_module *m = p->m;
+  uint32_t nk = ir_node_get(m, e)->nkids;
+  uint64_t h = 0;
+  for (uint32_t i = 0; i < nk && i < 64; i++) {
+    bool ra = only >= 0 ? (uint32_t)only == i : ra_kid(m, e, i);
+    if (ra && !rowlocal(m, ir_kid(m, e, i), 0))
+      h |= (uint64_t)1 << i;
+  }
+  return h;
+}
+
+static uint32_t popcount64(uint64_t x) {
+  uint32_t n = 0;
+  for (; x; x &= x - 1)
+    n++;
+  return n;
+}
+
+/* The synthesised copy of e with its non-row-local operands made
+ * temporaries (made once per node), the temporaries pushed. */
+static ac_status hoist_operands(dist_plan *p, ir_ref e, uint64_t hoist, ir_ref *copy,
+                                ac_error **err) {
+  ac_status st = push_kids(p, e, hoist, err);
+  if (st != AC_OK)
+    return st;
+  stage *s = find_stage(p, e, V_OPERANDS);
+  if (s) {
+    *copy = s->expr;
+    return AC_OK;
+  }
+  ir_ref c = with_temps(p, e, hoist, popcount64(hoist));
+  if (!c || !ac_grow(p->ctx, (void **)&p->stages, &p->capstages, p->nstages + 1, sizeof *p->stages))
+    return dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  /* remembered as a stage without a function (the cache of the copy) */
+  p->stages[p->nstages++] = (stage){e, V_OPERANDS, c, (uint32_t)p->nenv, -1, NULL, 0, NULL, hoist};
+  *copy = c;
+  return AC_OK;
+}
+
+/* A rank-1 fold: local folds, partials combined in rank order. */
+static ac_status eval_fold(dist_plan *p, ir_ref e, pval **out, bool *fallback, ac_error **err) {
+  ac_module *m = p->m;
+  ir_type et = ir_node_get(m, e)->type;
+  leafty lt;
+  *fallback = !elem_leaves(p, et, &lt);
+  if (*fallback)
+    return AC_OK;
+  stage *s;
+  ac_status st = make_stage(p, e, V_FOLD, e, 2, &s, err);
+  st = dist_agree(p->rt, st, err);
+  if (st != AC_OK)
+    return st;
+  pval *part = NULL;
+  const ac_dist_array *partp = NULL;
+  st = run_rows(p, s, false, &part, &partp, fallback, err);
+  if (st != AC_OK || *fallback)
+    return st;
+  ac_datum *all = NULL;
+  ac_datum mine[64];
+  for (uint32_t j = 0; j < lt.n; j++)
+    mine[j] = part->l[j].s;
+  pval_release(part);
+  st = allgather_scalars(p, mine, lt.n, &all, err);
+  if (st != AC_OK)
+    return st;
+  /* the partials of the nonempty blocks, combined in rank order by f (so
+   * that z counts once per nonempty block: once on one rank, as written);
+   * no nonempty block: z, rank 0's partial. Every rank combines the same
+   * values in the same order, so every rank has the same result. */
+  ac_datum res[64], tmp[64];
+  memcpy(res, all, lt.n * sizeof *res);
+  bool have = false;
+  for (int r = 0; r < p->rt->size && st == AC_OK; r++) {
+    if (partp->offsets[r + 1] == partp->offsets[r])
+      continue;
+    if (!have) {
+      memcpy(res, &all[(size_t)r * lt.n], lt.n * sizeof *res);
+      have = true;
+    } else {
+      st = apply_f(p, e, 0, et, res, &all[(size_t)r * lt.n], lt.n, tmp, err);
+      memcpy(res, tmp, lt.n * sizeof *res);
+    }
+  }
+  free(all);
+  st = dist_agree(p->rt, st, err);
+  if (st != AC_OK)
+    return st;
+  *out = scalar_value(et, res, lt.n);
+  trace(p, e, "local folds, partials combined in rank order");
+  return dist_agree(p->rt, *out ? AC_OK : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"),
+                    err);
+}
+
+/* Row k of a rank-1 distributed value's block, as scalar datums. */
+static void read_row(const pval *v, int64_t k, ac_datum *d) {
+  for (uint32_t j = 0; j < v->n; j++) {
+    ac_array *b = v->l[j].d->a->block;
+    ac_scalar t = ac_array_type(b);
+    const char *data = ac_array_data(b);
+    d[j] = data ? load_scalar(t, data + (size_t)k * ac_scalar_size(t))
+                : (ac_datum){AC_DATUM_SCALAR, t, {0}, NULL};
+  }
+}
+
+/* Whether e (at the current environment, under `depth` binders of its
+ * own) reads an environment value with array leaves: steps that only some
+ * ranks run must not (reading one may need an allgather, a collective). */
+static bool reads_arrays(dist_plan *p, ir_ref e, uint32_t depth) {
+  const ir_node *n = ir_node_get(p->m, e);
+  if (n->op == IR_VAR && (uint32_t)n->attr >= depth) {
+    pval *v = env_get(p, (uint32_t)n->attr - depth);
+    for (uint32_t j = 0; j < v->n; j++)
+      if (v->l[j].kind != LV_SCALAR)
+        return true;
+    return false;
+  }
+  for (uint32_t i = 0; i < n->nkids; i++)
+    if (reads_arrays(p, ir_kid(p->m, e, i), depth + ir_binders(p->m, e, i)))
+      return true;
+  return false;
+}
+
+/* A rank-1 scan: local scans, the block totals allgathered, each rank's
+ * carry from the totals before it (after it, for scanr), a local fix-up. */
+static ac_status eval_scan(dist_plan *p, ir_ref e, pval **out, bool *fallback, ac_error **err) {
+  ac_module *m = p->m;
+  ir_op op = (ir_op)ir_node_get(m, e)->op;
+  bool right = op == IR_SCANR || op == IR_SCANR_INCL;
+  bool incl = op == IR_SCAN_INCL || op == IR_SCANR_INCL;
+  ir_type at = ir_node_get(m, e)->type;
+  ir_type et = ir_node_get(m, ir_kid(m, e, 1))->type; /* z for exclusive scans */
+  leafty lt;
+  stage *s;
+  /* the carries and fix-ups run on some ranks only */
+  *fallback = reads_arrays(p, ir_kid(m, e, 0), 0);
+  if (*fallback)
+    return AC_OK;
+  ac_status st = make_stage(p, e, V_SCAN, e, operand_kid(m, e), &s, err);
+  st = dist_agree(p->rt, st, err);
+  if (st != AC_OK)
+    return st;
+  pval *sv = NULL;
+  const ac_dist_array *part = NULL;
+  st = run_rows(p, s, false, &sv, &part, fallback, err);
+  if (st != AC_OK || *fallback)
+    return st;
+  if (incl) {
+    /* the element type from the scan's result */
+    ir_typeinfo ti = ir_ty_info(p->ctx, at);
+    (void)ti;
+  }
+  int R = p->rt->size, me = p->rt->rank;
+  int64_t lo = sv->l[0].d->a->offsets[me], hi = sv->l[0].d->a->offsets[me + 1];
+  int64_t cnt = hi - lo;
+  /* the element type: the leaves of the result's elements */
+  lt.n = sv->n;
+  lt.over = sv->n > 64;
+  for (uint32_t j = 0; j < sv->n && j < 64; j++)
+    lt.sc[j] = sv->l[j].d->a->type;
+  if (lt.over) {
+    pval_release(sv);
+    *fallback = true;
+    return AC_OK;
+  }
+  if (incl) {
+    /* an element type for the temporaries: the tuple of the leaves */
+    ir_type f[64];
+    for (uint32_t j = 0; j < lt.n; j++)
+      f[j] = ir_ty_scalar(p->ctx, lt.sc[j]);
+    et = ir_ty_tuple(p->ctx, lt.n, f);
+  }
+  ac_datum tot[64];
+  memset(tot, 0, sizeof tot);
+  if (incl) {
+    if (cnt > 0)
+      read_row(sv, right ? 0 : cnt - 1, tot);
+  } else {
+    /* fold(f, z, a) of the block: the exclusive scan's total */
+    stage *ts = find_stage(p, e, V_TOTAL);
+    if (!ts) {
+      int k = operand_kid(m, e);
+      ir_ref kids[3] = {ir_kid(m, e, 0), ir_kid(m, e, 1), ir_kid(m, e, (uint32_t)k)};
+      ir_ref x = mk(m, IR_FOLD, ir_node_get(m, e)->loc, et, 0, 3, kids);
+      st = x ? make_stage(p, e, V_TOTAL, x, 2, &ts, err)
+             : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+    }
+    st = dist_agree(p->rt, st, err);
+    pval *tv = NULL;
+    bool fb = false;
+    if (st == AC_OK)
+      st = run_rows(p, ts, false, &tv, NULL, &fb, err);
+    if (st != AC_OK || fb) {
+      pval_release(sv);
+      *fallback = fb;
+      return st;
+    }
+    for (uint32_t j = 0; j < lt.n; j++)
+      tot[j] = tv->l[j].s;
+    pval_release(tv);
+  }
+  ac_datum *all = NULL;
+  st = allgather_scalars(p, tot, lt.n, &all, err);
+  if (st != AC_OK) {
+    pval_release(sv);
+    return st;
+  }
+  /* this rank's carry: the totals of the nonempty blocks before it (after
+   * it for scanr), combined in order */
+  ac_datum carry[64], tmp[64];
+  bool have = false;
+  const int64_t *off = part->offsets;
+  (void)off;
+  const int64_t *o = sv->l[0].d->a->offsets;
+  if (!right) {
+    for (int r = 0; r < me && st == AC_OK; r++) {
+      if (o[r + 1] == o[r])
+        continue;
+      if (!have) {
+        memcpy(carry, &all[(size_t)r * lt.n], lt.n * sizeof *carry);
+        have = true;
+      } else {
+        st = apply_f(p, e, 0, et, carry, &all[(size_t)r * lt.n], lt.n, tmp, err);
+        memcpy(carry, tmp, lt.n * sizeof *carry);
+      }
+    }
+  } else {
+    for (int r = R - 1; r > me && st == AC_OK; r--) {
+      if (o[r + 1] == o[r])
+        continue;
+      if (!have) {
+        memcpy(carry, &all[(size_t)r * lt.n], lt.n * sizeof *carry);
+        have = true;
+      } else {
+        st = apply_f(p, e, 0, et, &all[(size_t)r * lt.n], carry, lt.n, tmp, err);
+        memcpy(carry, tmp, lt.n * sizeof *carry);
+      }
+    }
+  }
+  free(all);
+  /* the fix-up: map(|x| f(c, x), s) (f(x, c) for scanr) on this rank's block */
+  if (st == AC_OK && have && cnt > 0) {
+    size_t base = p->nenv;
+    pval *local = pval_new(at, sv->n);
+    for (uint32_t j = 0; local && j < sv->n; j++) {
+      ac_array *b = sv->l[j].d->a->block;
+      ac_array_retain(b);
+      local->l[j] = (leaf){LV_LOCAL, {0}, b, NULL};
+    }
+    if (!env_push(p, scalar_value(et, carry, lt.n)) || !local || !env_push(p, local))
+      st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+    stage *fx = st == AC_OK ? find_stage(p, e, V_FIXUP) : NULL;
+    if (st == AC_OK && !fx) {
+      ir_loc loc = ir_node_get(m, e)->loc;
+      /* under the map's lambda: x is 0, s is 1, c is 2 */
+      ir_ref f = ir_shift(m, ir_kid(m, e, 0), 3, 0);
+      ir_ref c = mkvar(m, loc, et, 2), x = mkvar(m, loc, et, 0);
+      ir_ref body = f ? (right ? apply2(m, f, x, c, et) : apply2(m, f, c, x, et)) : IR_NONE;
+      ir_ref lam = body ? mk(m, IR_LAM, loc, IR_TY_NONE, 1, 1, &body) : IR_NONE;
+      if (lam) {
+        ir_sym xs = ir_sym_intern(p->ctx, "x", 1);
+        ir_node_get(m, lam)->names = ir_syms_push(m, 1, &xs);
+      }
+      ir_ref kids[2] = {lam, mkvar(m, loc, at, 0)};
+      ir_ref x2 = lam && kids[1] ? mk(m, IR_MAP, loc, at, 0, 2, kids) : IR_NONE;
+      st = x2 ? make_stage(p, e, V_FIXUP, x2, -1, &fx, err)
+              : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+    }
+    ac_datum res[64];
+    if (st == AC_OK) {
+      sargs ar;
+      st = stage_args(p, fx, NULL, &ar, err);
+      if (st == AC_OK) {
+        st = stage_call(fx, &ar, res, sv->n, err);
+        args_free(&ar);
+      }
+    }
+    env_pop(p, base);
+    if (st == AC_OK) {
+      for (uint32_t j = 0; j < sv->n; j++) {
+        ac_dist_array *a = sv->l[j].d->a;
+        ac_array_release(a->block);
+        a->block = res[j].array;
+      }
+    }
+  }
+  st = dist_agree(p->rt, st, err);
+  if (st != AC_OK) {
+    pval_release(sv);
+    return st;
+  }
+  *out = sv;
+  trace(p, e, "local scans, carries from the block totals");
+  return AC_OK;
+}
+
+/* ---- stencils ---- */
+
+/* Global row g of an extent-n dimension under a boundary (clamp, mirror,
+ * wrap), as language.md §7.9 defines it. */
+static int64_t boundary_row(int kind, int64_t g, int64_t n) {
+  if (g >= 0 && g < n)
+    return g;
+  switch (kind) {
+  case AC_BOUNDARY_CLAMP:
+    return g < 0 ? 0 : n - 1;
+  case AC_BOUNDARY_WRAP: {
+    int64_t r = g % n;
+    return r < 0 ? r + n : r;
+  }
+  default: { /* mirror: period 2(n-1) */
+    if (n == 1)
+      return 0;
+    int64_t per = 2 * (n - 1);
+    int64_t r = g % per;
+    if (r < 0)
+      r += per;
+    return r < n ? r : per - r;
+  }
+  }
+}
+
+static ac_status eval_stencil(dist_plan *p, ir_ref e, pval **out, bool *fallback, ac_error **err) {
+  ac_module *m = p->m;
+  const ir_node *n = ir_node_get(m, e);
+  int kind = (int)n->attr;
+  uint32_t ak = n->nkids - 1;
+  ir_ref lam = ir_kid(m, e, 0);
+  uint32_t rank = kid_rank(m, e, ak);
+  ir_window w;
+  *fallback = rank == 0 || !ir_window_reach(m, ir_kid(m, lam, 0), rank, &w);
+  if (*fallback)
+    return AC_OK;
+  /* the operand's value */
+  size_t base = p->nenv;
+  ac_status st = push_kids(p, e, (uint64_t)1 << ak, err);
+  if (st != AC_OK)
+    return st;
+  pval *av = p->env[p->nenv - 1];
+  bool dist = av->n > 0;
+  for (uint32_t j = 0; j < av->n; j++)
+    dist &= av->l[j].kind == LV_DIST;
+  if (!dist) {
+    env_pop(p, base);
+    *fallback = true;
+    return AC_OK;
+  }
+  const ac_dist_array *a0 = av->l[0].d->a;
+  int me = p->rt->rank;
+  int64_t N = a0->extents[0], lo = a0->offsets[me], hi = a0->offsets[me + 1];
+  int64_t below = w.below[0], above = w.above[0];
+  /* the rows to fetch: [lo - below, hi + above), mapped by the boundary
+   * (a constant boundary: only the rows that exist; reads beyond them are
+   * beyond the array too) */
+  int64_t first = lo - below, last = hi + above, skip = below;
+  if (kind == AC_BOUNDARY_CONST || N == 0) {
+    if (first < 0) {
+      skip += first;
+      first = 0;
+    }
+    if (last > N)
+      last = N;
+  }
+  int64_t cnt = hi > lo ? last - first : 0;
+  if (hi == lo)
+    skip = 0;
+  int64_t *rows = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *rows);
+  if (!rows)
+    st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  for (int64_t k = 0; rows && k < cnt; k++)
+    rows[k] = boundary_row(kind, first + k, N);
+  st = dist_agree(p->rt, st, err);
+  pval *ext = st == AC_OK ? pval_new(av->type, av->n) : NULL;
+  for (uint32_t j = 0; st == AC_OK && j < av->n; j++) {
+    ac_array *got = NULL;
+    st = dist_fetch_rows(p->rt, av->l[j].d->a, rows, cnt, &got, err);
+    if (ext)
+      ext->l[j] = (leaf){LV_LOCAL, {0}, got, NULL};
+  }
+  free(rows);
+  if (st == AC_OK && !ext)
+    st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  st = dist_agree(p->rt, st, err);
+  if (st != AC_OK) {
+    pval_release(ext);
+    env_pop(p, base);
+    return st;
+  }
+  /* the stencil over the fetched rows, a local temporary */
+  env_pop(p, base);
+  if (!env_push(p, ext))
+    st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  stage *s = st == AC_OK ? find_stage(p, e, V_STENCIL) : NULL;
+  if (st == AC_OK && !s) {
+    ir_ref c = with_temps(p, e, (uint64_t)1 << ak, 1);
+    st = c ? make_stage(p, e, V_STENCIL, c, -1, &s, err)
+           : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  }
+  uint32_t nres = num_leaves(p, n->type);
+  ac_datum *res = calloc(nres + 1, sizeof *res);
+  if (st == AC_OK && !res)
+    st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  if (st == AC_OK) {
+    sargs ar;
+    st = stage_args(p, s, NULL, &ar, err);
+    if (st == AC_OK) {
+      st = stage_call(s, &ar, res, nres, err);
+      args_free(&ar);
+    }
+  }
+  env_pop(p, base);
+  ac_error *mine = NULL;
+  ac_status called = st;
+  st = dist_agree(p->rt, st, err ? err : &mine);
+  if (st != AC_OK) {
+    if (called == AC_OK)
+      release_datums(res, nres);
+    free(res);
+    ac_error_destroy(mine);
+    if (err && *err) {
+      ac_error_destroy(*err);
+      *err = NULL;
+    }
+    *fallback = true; /* e.g. the boundary constant's error, as written */
+    return AC_OK;
+  }
+  /* keep this rank's rows: [skip, skip + hi - lo) of the result */
+  pval *v = pval_new(n->type, nres);
+  for (uint32_t j = 0; v && j < nres; j++) {
+    ac_array *r = res[j].array;
+    ac_array *mine_rows = dist_rows(p->ctx, r, skip, skip + (hi - lo), err);
+    ac_array_release(r);
+    res[j].array = NULL;
+    unsigned rk = mine_rows ? ac_array_rank(mine_rows) : 0;
+    int64_t ex[64];
+    if (mine_rows) {
+      memcpy(ex, ac_array_extents(mine_rows), rk * sizeof *ex);
+      ex[0] = N;
+    }
+    ac_dist_array *da =
+        mine_rows ? dist_array_make(p->rt, ac_array_type(mine_rows), rk, ex, a0->offsets, mine_rows)
+                  : NULL;
+    dref *d = da ? dref_new(da) : NULL;
+    v->l[j] = (leaf){LV_DIST, {0}, NULL, d};
+    if (!d)
+      st = AC_ERR_NOMEM;
+  }
+  for (uint32_t j = 0; j < nres; j++)
+    ac_datum_release(&res[j]);
+  free(res);
+  if (!v)
+    st = AC_ERR_NOMEM;
+  st = dist_agree(p->rt, st == AC_OK ? st : dist_fail(p->rt, err, st, "out of memory"), err);
+  if (st != AC_OK) {
+    pval_release(v);
+    return st;
+  }
+  *out = v;
+  trace(p, e, "halo rows fetched, stencil on blocks");
+  return AC_OK;
+}
+
+static bool datum_index(const ac_datum *d, int64_t *out);
+
+/* ---- producers: generate, iota, fill ---- */
+
+typedef struct remap_st {
+  const uint32_t *tab; /* new index of free variable j < ntab */
+  uint32_t ntab;
+  uint32_t rest; /* added to free variables j >= ntab */
+  uint32_t depth;
+} remap_st;
+
+static ir_ref remap_rec(ac_module *m, ir_ref e, uint32_t binders, void *ud);
+
+/* e with its free variables renumbered: j (relative to e) becomes tab[j]
+ * for j < ntab, else j + rest. */
+static ir_ref remap_at(ac_module *m, ir_ref e, remap_st *r) {
+  ir_node n = *ir_node_get(m, e);
+  if (n.op == IR_VAR) {
+    if ((uint32_t)n.attr < r->depth)
+      return e;
+    uint32_t j = (uint32_t)n.attr - r->depth;
+    return mkvar(m, n.loc, n.type, r->depth + (j < r->ntab ? r->tab[j] : j + r->rest));
+  }
+  return ir_map_kids(m, e, remap_rec, r, false);
+}
+
+static ir_ref remap_rec(ac_module *m, ir_ref e, uint32_t binders, void *ud) {
+  remap_st inner = *(remap_st *)ud;
+  inner.depth += binders;
+  return remap_at(m, e, &inner);
+}
+
+/* The producer's expression for this rank's rows, at an environment with
+ * two temporaries on top: lo (i64, the first row) and the local shape
+ * (outermost extent: the number of rows). */
+static ir_ref producer_expr(dist_plan *p, ir_ref e) {
+  ac_module *m = p->m;
+  ir_node n = *ir_node_get(m, e);
+  ir_type i64 = ir_ty_scalar(p->ctx, AC_I64);
+  ir_ref shape = mkvar(m, n.loc, ir_node_get(m, ir_kid(m, e, 0))->type, 0);
+  if (!shape)
+    return IR_NONE;
+  if (n.op == IR_FILL) {
+    ir_ref kids[2] = {shape, ir_shift(m, ir_kid(m, e, 1), 2, 0)};
+    return kids[1] ? mk(m, IR_FILL, n.loc, n.type, n.attr, 2, kids) : IR_NONE;
+  }
+  if (n.op == IR_IOTA) {
+    /* map(|v| v + lo, iota(rows)) */
+    ir_ref io = mk(m, IR_IOTA, n.loc, n.type, n.attr, 1, &shape);
+    ir_ref add_kids[2] = {mkvar(m, n.loc, i64, 0), mkvar(m, n.loc, i64, 2)};
+    ir_ref add = mk(m, IR_ADD, n.loc, i64, 0, 2, add_kids);
+    ir_ref lam = add ? mk(m, IR_LAM, n.loc, IR_TY_NONE, 1, 1, &add) : IR_NONE;
+    if (lam) {
+      ir_sym v = ir_sym_intern(p->ctx, "v", 1);
+      ir_node_get(m, lam)->names = ir_syms_push(m, 1, &v);
+    }
+    ir_ref map_kids[2] = {lam, io};
+    return lam && io ? mk(m, IR_MAP, n.loc, n.type, 0, 2, map_kids) : IR_NONE;
+  }
+  /* generate(rows, |i1, .., ir| let i1 = i1 + lo; body) */
+  ir_ref lam = ir_kid(m, e, 1);
+  ir_node ln = *ir_node_get(m, lam);
+  uint32_t r = (uint32_t)ln.attr;
+  if (ln.op != IR_LAM || r == 0 || r > 64)
+    return IR_NONE;
+  uint32_t tab[64];
+  for (uint32_t j = 0; j < r; j++)
+    tab[j] = j == r - 1 ? 0 : j + 1;
+  remap_st rs = {tab, r, 3, 0};
+  ir_ref body = remap_at(m, ir_kid(m, lam, 0), &rs);
+  ir_ref add_kids[2] = {mkvar(m, n.loc, i64, r - 1), mkvar(m, n.loc, i64, r + 1)};
+  ir_ref add = mk(m, IR_ADD, n.loc, i64, 0, 2, add_kids);
+  ir_ref let_kids[2] = {add, body};
+  ir_ref let =
+      add && body ? mk(m, IR_LET, n.loc, ir_node_get(m, body)->type, 0, 2, let_kids) : IR_NONE;
+  if (!let)
+    return IR_NONE;
+  ir_sym i1 = ir_binder_name(m, lam, 0, 0);
+  ir_node_get(m, let)->names = ir_syms_push(m, 1, &i1);
+  ir_ref nl = ir_node_new(m, IR_LAM, ln.loc, 1, &let);
+  if (!nl)
+    return IR_NONE;
+  ir_node *c = ir_node_get(m, nl);
+  uint32_t k = c->kids;
+  *c = ln;
+  c->kids = k;
+  ir_ref kids[2] = {shape, nl};
+  return mk(m, IR_GENERATE, n.loc, n.type, n.attr, 2, kids);
+}
+
+/* generate, iota and fill: the shape first; each rank makes its rows of
+ * the partition rule's; nothing is sent. */
+static ac_status eval_producer(dist_plan *p, ir_ref e, pval **out, bool *fallback, ac_error **err) {
+  ac_module *m = p->m;
+  ac_dist_runtime *rt = p->rt;
+  ir_ref sk = ir_kid(m, e, 0);
+  *fallback = true;
+  if (reads_arrays(p, sk, 0) && ir_node_get(m, sk)->op != IR_LEN &&
+      ir_node_get(m, sk)->op != IR_SHAPE)
+    return AC_OK; /* rare: the full form */
+  pval *sv = NULL;
+  ac_status st = deval(p, sk, &sv, err);
+  if (st != AC_OK) {
+    *fallback = false;
+    return st;
+  }
+  int64_t ext[64];
+  bool ok = sv->n >= 1 && sv->n <= 64;
+  for (uint32_t j = 0; ok && j < sv->n; j++)
+    ok = sv->l[j].kind == LV_SCALAR && datum_index(&sv->l[j].s, &ext[j]) && ext[j] >= 0;
+  if (!ok) { /* a negative extent: the full form reports it */
+    pval_release(sv);
+    return AC_OK;
+  }
+  *fallback = false;
+  int me = rt->rank, R = rt->size;
+  int64_t lo, hi;
+  ac_dist_partition(ext[0], R, me, &lo, &hi);
+  ac_datum lod = {AC_DATUM_SCALAR, AC_I64, {.i = lo}, NULL};
+  pval *local = pval_new(sv->type, sv->n);
+  for (uint32_t j = 0; local && j < sv->n; j++) {
+    local->l[j] = sv->l[j];
+    if (j == 0)
+      local->l[j].s = (ac_datum){AC_DATUM_SCALAR, sv->l[0].s.type, {.i = hi - lo}, NULL};
+  }
+  pval_release(sv);
+  size_t base = p->nenv;
+  if (!env_push(p, scalar_value(ir_ty_scalar(p->ctx, AC_I64), &lod, 1)) || !local ||
+      !env_push(p, local))
+    st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+  stage *s = st == AC_OK ? find_stage(p, e, V_PRODUCE) : NULL;
+  if (st == AC_OK && !s) {
+    ir_ref x = producer_expr(p, e);
+    st = x ? make_stage(p, e, V_PRODUCE, x, -1, &s, err)
+           : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+  }
+  st = dist_agree(rt, st, err);
+  if (st != AC_OK) {
+    env_pop(p, base);
+    return st;
+  }
+  pval *v = NULL;
+  st = run_full_local(p, s, &v, err);
+  env_pop(p, base);
+  if (st != AC_OK)
+    return st;
+  int64_t *off = malloc(((size_t)R + 1) * sizeof *off);
+  for (int q = 0; off && q < R; q++) {
+    int64_t h;
+    ac_dist_partition(ext[0], R, q, &off[q], &h);
+  }
+  if (off)
+    off[R] = ext[0];
+  pval *w = off ? pval_new(v->type, v->n) : NULL;
+  for (uint32_t j = 0; w && j < v->n; j++) {
+    ac_array *b = v->l[j].arr;
+    ac_array_retain(b);
+    unsigned rk = ac_array_rank(b);
+    int64_t gx[64];
+    memcpy(gx, ac_array_extents(b), rk * sizeof *gx);
+    gx[0] = ext[0];
+    ac_dist_array *da = dist_array_make(rt, ac_array_type(b), rk, gx, off, b);
+    dref *d = da ? dref_new(da) : NULL;
+    w->l[j] = (leaf){LV_DIST, {0}, NULL, d};
+    if (!d)
+      st = AC_ERR_NOMEM;
+  }
+  free(off);
+  pval_release(v);
+  if (!w)
+    st = AC_ERR_NOMEM;
+  st = dist_agree(rt, st == AC_OK ? st : dist_fail(rt, err, st, "out of memory"), err);
+  if (st != AC_OK) {
+    pval_release(w);
+    return st;
+  }
+  *out = w;
+  trace(p, e, "each rank makes its rows");
+  return AC_OK;
+}
+
+/* ---- gather: element requests to the owners ---- */
+
+static bool datum_index(const ac_datum *d, int64_t *out) {
+  if (d->type >= AC_U8 && d->type <= AC_U64) {
+    if (d->s.u > (uint64_t)INT64_MAX)
+      return false;
+    *out = (int64_t)d->s.u;
+    return true;
+  }
+  *out = d->s.i;
+  return true;
+}
+
+/* gather(idx, a) with a distributed: each rank asks the owners for the
+ * elements its block of idx names (dist_fetch_elems); the result is
+ * distributed like idx (by the partition rule when idx is full). The
+ * operands are temporaries on top of the environment (idx, then a). */
+static ac_status gather_rows(dist_plan *p, ir_ref e, pval **out, bool *fallback, ac_error **err) {
+  ac_dist_runtime *rt = p->rt;
+  pval *iv = p->env[p->nenv - 2], *av = p->env[p->nenv - 1];
+  *fallback = true;
+  for (uint32_t j = 0; j < av->n; j++)
+    if (av->l[j].kind != LV_DIST)
+      return AC_OK;
+  const ac_dist_array *a0 = av->l[0].d->a;
+  uint32_t r = a0->rank;
+  if (iv->n != r || r == 0)
+    return AC_OK;
+  /* the partition of the result: idx's (its leaves alike), or the rule's */
+  const int64_t *ioff = NULL;
+  unsigned irank = 0;
+  const int64_t *iext = NULL;
+  for (uint32_t j = 0; j < r; j++) {
+    const leaf *l = &iv->l[j];
+    unsigned rk;
+    const int64_t *ex = leaf_extents(l, &rk);
+    if (j == 0) {
+      irank = rk;
+      iext = ex;
+    } else if (rk != irank || memcmp(ex, iext, rk * sizeof *ex) != 0) {
+      return AC_OK; /* the full form reports the shapes */
+    }
+    if (l->kind == LV_DIST) {
+      if (!ioff)
+        ioff = l->d->a->offsets;
+      else if (!same_offsets(p, ioff, l->d->a->offsets))
+        return AC_OK;
+    } else if (l->kind != LV_FULL || ioff) {
+      return AC_OK;
+    }
+  }
+  if (ioff)
+    for (uint32_t j = 0; j < r; j++)
+      if (iv->l[j].kind != LV_DIST)
+        return AC_OK;
+  *fallback = false;
+  int me = rt->rank, R = rt->size;
+  int64_t *rule = NULL;
+  if (!ioff) {
+    rule = malloc(((size_t)R + 1) * sizeof *rule);
+    if (!rule)
+      return dist_agree(rt, dist_fail(rt, err, AC_ERR_NOMEM, "out of memory"), err);
+    for (int q = 0; q < R; q++) {
+      int64_t hi;
+      ac_dist_partition(iext[0], R, q, &rule[q], &hi);
+    }
+    rule[R] = iext[0];
+    ioff = rule;
+  }
+  int64_t lo = ioff[me], hi = ioff[me + 1];
+  /* this rank's indices, linear in a */
+  size_t inner = 1;
+  for (unsigned d = 1; d < irank; d++)
+    inner *= (size_t)iext[d];
+  int64_t cnt = (hi - lo) * (int64_t)inner;
+  int64_t *lin = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *lin);
+  ac_status st = lin ? AC_OK : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+  int bad = 0;
+  for (int64_t k = 0; st == AC_OK && k < cnt; k++)
+    lin[k] = 0;
+  for (uint32_t d = 0; st == AC_OK && d < r && !bad; d++) {
+    const leaf *l = &iv->l[d];
+    ac_array *blk = l->kind == LV_DIST ? l->d->a->block : l->arr;
+    ac_scalar t = ac_array_type(blk);
+    const char *data = ac_array_data(blk);
+    size_t es = ac_scalar_size(t);
+    int64_t first = l->kind == LV_DIST ? 0 : lo * (int64_t)inner;
+    for (int64_t k = 0; k < cnt && data; k++) {
+      ac_datum v = load_scalar(t, data + (size_t)(first + k) * es);
+      int64_t x;
+      if (!datum_index(&v, &x) || x < 0 || x >= a0->extents[d]) {
+        bad = 1;
+        break;
+      }
+      lin[k] = lin[k] * a0->extents[d] + x;
+    }
+  }
+  int anybad = bad;
+  if (st == AC_OK)
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, rt->comm);
+  st = dist_agree(rt, st, err);
+  if (st != AC_OK || anybad) {
+    free(lin);
+    free(rule);
+    *fallback = st == AC_OK; /* an index out of range: the full form says which */
+    return st;
+  }
+  pval *v = pval_new(ir_node_get(p->m, e)->type, av->n);
+  if (!v)
+    st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+  st = dist_agree(rt, st, err);
+  for (uint32_t j = 0; st == AC_OK && j < av->n; j++) {
+    ac_array *got = NULL;
+    st = dist_fetch_elems(rt, av->l[j].d->a, lin, cnt, &got, err);
+    if (st != AC_OK)
+      break;
+    int64_t ext[64];
+    memcpy(ext, iext, irank * sizeof *ext);
+    ext[0] = hi - lo;
+    ac_array *blk =
+        ac_array_create(p->ctx, ac_array_type(got), irank, ext, ac_array_data(got), NULL);
+    ac_array_release(got);
+    ext[0] = iext[0];
+    ac_dist_array *da = blk ? dist_array_make(rt, ac_array_type(blk), irank, ext, ioff, blk) : NULL;
+    dref *dr = da ? dref_new(da) : NULL;
+    v->l[j] = (leaf){LV_DIST, {0}, NULL, dr};
+    st = dist_agree(rt, dr ? AC_OK : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory"), err);
+  }
+  free(lin);
+  free(rule);
+  if (st != AC_OK) {
+    pval_release(v);
+    return st;
+  }
+  *out = v;
+  trace(p, e, "element requests to the owners");
+  return AC_OK;
+}
+
+static ac_status eval_gather(dist_plan *p, ir_ref e, pval **out, bool *fallback, ac_error **err) {
+  size_t base = p->nenv;
+  ir_ref c;
+  ac_status st = hoist_operands(p, e, 3, &c, err);
+  st = dist_agree(p->rt, st, err);
+  if (st == AC_OK) {
+    st = gather_rows(p, e, out, fallback, err);
+    if (st == AC_OK && *fallback)
+      st = eval_stage(p, c, out, err);
+  }
+  *fallback = false;
+  env_pop(p, base);
+  return st;
+}
+
+/* backpermute(shape, f, a) = gather(generate(shape, f), a): the source
+ * indices made where the result's rows live, then requested from the
+ * owners. */
+static ac_status eval_backpermute(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
+  ac_module *m = p->m;
+  stage *s = find_stage(p, e, V_OPERANDS);
+  ir_ref gen = s ? s->expr : IR_NONE;
+  if (!gen) {
+    ir_ref lam = ir_kid(m, e, 1);
+    ir_node ln = *ir_node_get(m, lam);
+    ir_type it = ir_ty_array(p->ctx, ir_node_get(m, ir_kid(m, lam, 0))->type, (uint32_t)ln.attr);
+    ir_ref kids[2] = {ir_kid(m, e, 0), lam};
+    gen = it ? mk(m, IR_GENERATE, ir_node_get(m, e)->loc, it, 0, 2, kids) : IR_NONE;
+    if (!gen ||
+        !ac_grow(p->ctx, (void **)&p->stages, &p->capstages, p->nstages + 1, sizeof *p->stages))
+      return dist_agree(p->rt, dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"), err);
+    p->stages[p->nstages++] = (stage){e, V_OPERANDS, gen, 0, -1, NULL, 0, NULL, 0};
+  }
+  size_t base = p->nenv;
+  pval *iv = NULL, *av = NULL;
+  ac_status st = deval(p, gen, &iv, err);
+  if (st == AC_OK && !env_push(p, iv))
+    st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  if (st == AC_OK) {
+    size_t keep = p->nenv;
+    p->nenv = base; /* a is evaluated at e's environment */
+    st = deval(p, ir_kid(m, e, 2), &av, err);
+    p->nenv = keep;
+  }
+  if (st == AC_OK && !env_push(p, av))
+    st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  st = dist_agree(p->rt, st, err);
+  bool fallback = true;
+  if (st == AC_OK)
+    st = gather_rows(p, e, out, &fallback, err);
+  env_pop(p, base);
+  if (st == AC_OK && fallback)
+    st = eval_stage(p, e, out, err);
+  return st;
+}
+
+/* ---- the evaluator ---- */
+
+/* A value of type t with the leaves of v from leaf `first` on. */
+static pval *sub_value(pval *v, ir_type t, uint32_t first, uint32_t n) {
+  pval *w = pval_new(t, n);
+  for (uint32_t j = 0; w && j < n; j++)
+    leaf_copy(&w->l[j], &v->l[first + j]);
+  return w;
+}
+
+/* Runs f (a lambda of one parameter, or a function name) on x. */
+static ac_status apply1(dist_plan *p, ir_ref f, pval *x, pval **out, ac_error **err) {
+  ac_module *m = p->m;
+  const ir_node *fn = ir_node_get(m, f);
+  if (fn->op == IR_LAM) {
+    size_t base = p->nenv;
+    x->refs++;
+    if (!env_push(p, x))
+      return dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+    ac_status st = deval(p, ir_kid(m, f, 0), out, err);
+    env_pop(p, base);
+    return st;
+  }
+  /* a function: its body in an environment of its parameter alone */
+  const ir_func *fd = &m->funcs[fn->attr];
+  pval **saved = p->env;
+  size_t nsaved = p->nenv, capsaved = p->capenv;
+  p->env = NULL;
+  p->nenv = p->capenv = 0;
+  x->refs++;
+  ac_status st = env_push(p, x) ? deval(p, fd->body, out, err)
+                                : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  env_pop(p, 0);
+  ac_free(p->ctx, p->env);
+  p->env = saved;
+  p->nenv = nsaved;
+  p->capenv = capsaved;
+  return st;
+}
+
+/* A scalar value's bool, checked to be the same on every rank. */
+static ac_status agreed_bool(dist_plan *p, pval *c, bool *out, ac_error **err) {
+  int mine = c->n == 1 && c->l[0].kind == LV_SCALAR && c->l[0].s.s.b;
+  int lo = mine, hi = mine;
+  MPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, p->rt->comm);
+  MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, p->rt->comm);
+  if (lo != hi)
+    return dist_agree(p->rt,
+                      dist_fail(p->rt, err, AC_ERR_INTERNAL,
+                                "a condition differs between ranks (an internal error)"),
+                      err);
+  *out = mine != 0;
+  return AC_OK;
+}
+
+static ac_status eval_scalar_int(dist_plan *p, ir_ref e, int64_t *out, ac_error **err) {
+  pval *v = NULL;
+  ac_status st = deval(p, e, &v, err);
+  if (st != AC_OK)
+    return st;
+  ac_datum d = v->l[0].s;
+  *out = d.type >= AC_U8 && d.type <= AC_U64 ? (int64_t)d.s.u : d.s.i;
+  if (d.type == AC_U64 && d.s.u > INT64_MAX)
+    *out = INT64_MAX;
+  pval_release(v);
+  return AC_OK;
+}
+
+static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
+  ac_module *m = p->m;
+  ir_node n = *ir_node_get(m, e);
+  ac_status st = AC_OK;
+  *out = NULL;
+  switch ((ir_op)n.op) {
+  case IR_VAR: {
+    pval *v = env_get(p, (uint32_t)n.attr);
+    v->refs++;
+    *out = v;
+    return AC_OK;
+  }
+  case IR_LET: {
+    pval *v = NULL;
+    st = deval(p, ir_kid(m, e, 0), &v, err);
+    if (st != AC_OK)
+      return st;
+    size_t base = p->nenv;
+    if (!env_push(p, v))
+      return dist_agree(p->rt, dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"), err);
+    st = deval(p, ir_kid(m, e, 1), out, err);
+    env_pop(p, base);
+    return st;
+  }
+  case IR_LETTUP: {
+    pval *v = NULL;
+    st = deval(p, ir_kid(m, e, 0), &v, err);
+    if (st != AC_OK)
+      return st;
+    size_t base = p->nenv;
+    ir_typeinfo ti = ir_ty_info(p->ctx, v->type);
+    uint32_t at = 0;
+    bool ok = ti.kind == TK_TUPLE && ti.n == (uint32_t)n.attr;
+    for (uint32_t f = 0; ok && f < ti.n; f++) {
+      uint32_t nl = num_leaves(p, ti.fields[f]);
+      ok = env_push(p, sub_value(v, ti.fields[f], at, nl));
+      at += nl;
+    }
+    pval_release(v);
+    if (!ok) {
+      env_pop(p, base);
+      return dist_agree(p->rt, dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"), err);
+    }
+    st = deval(p, ir_kid(m, e, 1), out, err);
+    env_pop(p, base);
+    return st;
+  }
+  case IR_TUPLE: {
+    pval **parts = calloc(n.nkids + 1, sizeof *parts);
+    uint32_t total = 0;
+    if (!parts)
+      return dist_agree(p->rt, dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"), err);
+    for (uint32_t i = 0; st == AC_OK && i < n.nkids; i++) {
+      st = deval(p, ir_kid(m, e, i), &parts[i], err);
+      if (st == AC_OK)
+        total += parts[i]->n;
+    }
+    pval *v = st == AC_OK ? pval_new(n.type, total) : NULL;
+    uint32_t at = 0;
+    for (uint32_t i = 0; v && i < n.nkids; i++)
+      for (uint32_t j = 0; j < parts[i]->n; j++)
+        leaf_copy(&v->l[at++], &parts[i]->l[j]);
+    for (uint32_t i = 0; i < n.nkids; i++)
+      pval_release(parts[i]);
+    free(parts);
+    if (st != AC_OK)
+      return st;
+    if (!v)
+      return dist_agree(p->rt, dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"), err);
+    *out = v;
+    return AC_OK;
+  }
+  case IR_PROJ: {
+    pval *v = NULL;
+    st = deval(p, ir_kid(m, e, 0), &v, err);
+    if (st != AC_OK)
+      return st;
+    ir_typeinfo ti = ir_ty_info(p->ctx, v->type);
+    uint32_t at = 0;
+    for (uint32_t f = 0; f < (uint32_t)n.attr; f++)
+      at += num_leaves(p, ti.fields[f]);
+    *out = sub_value(v, n.type, at, num_leaves(p, n.type));
+    pval_release(v);
+    return dist_agree(p->rt, *out ? AC_OK : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"),
+                      err);
+  }
+  case IR_IF: {
+    pval *c = NULL;
+    st = deval(p, ir_kid(m, e, 0), &c, err);
+    if (st != AC_OK)
+      return st;
+    bool b = false;
+    st = agreed_bool(p, c, &b, err);
+    pval_release(c);
+    if (st != AC_OK)
+      return st;
+    return deval(p, ir_kid(m, e, b ? 1 : 2), out, err);
+  }
+  case IR_CALL: {
+    if (n.attr < 0 || (uint64_t)n.attr >= m->nfuncs || m->funcs[n.attr].is_extern ||
+        !m->funcs[n.attr].body)
+      break;
+    /* the callee's body over the values of the arguments */
+    pval **argv = calloc(n.nkids + 1, sizeof *argv);
+    if (!argv)
+      return dist_agree(p->rt, dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"), err);
+    for (uint32_t i = 0; st == AC_OK && i < n.nkids; i++)
+      st = deval(p, ir_kid(m, e, i), &argv[i], err);
+    if (st == AC_OK) {
+      pval **saved = p->env;
+      size_t nsaved = p->nenv, capsaved = p->capenv;
+      p->env = NULL;
+      p->nenv = p->capenv = 0;
+      bool ok = true;
+      for (uint32_t i = 0; ok && i < n.nkids; i++) {
+        argv[i]->refs++;
+        ok = env_push(p, argv[i]);
+      }
+      st = ok ? deval(p, m->funcs[n.attr].body, out, err)
+              : dist_agree(p->rt, dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"), err);
+      env_pop(p, 0);
+      ac_free(p->ctx, p->env);
+      p->env = saved;
+      p->nenv = nsaved;
+      p->capenv = capsaved;
+    }
+    for (uint32_t i = 0; i < n.nkids; i++)
+      pval_release(argv[i]);
+    free(argv);
+    return st;
+  }
+  case IR_ITERATE: {
+    int64_t count = 0;
+    st = eval_scalar_int(p, ir_kid(m, e, 0), &count, err);
+    pval *x = NULL;
+    if (st == AC_OK)
+      st = deval(p, ir_kid(m, e, 2), &x, err);
+    for (int64_t k = 0; st == AC_OK && k < count; k++) {
+      pval *y = NULL;
+      st = apply1(p, ir_kid(m, e, 1), x, &y, err);
+      pval_release(x);
+      x = y;
+    }
+    if (st != AC_OK) {
+      pval_release(x);
+      return st;
+    }
+    *out = x;
+    return AC_OK;
+  }
+  case IR_WHILE: {
+    pval *x = NULL;
+    st = deval(p, ir_kid(m, e, 2), &x, err);
+    while (st == AC_OK) {
+      pval *c = NULL;
+      bool go = false;
+      st = apply1(p, ir_kid(m, e, 0), x, &c, err);
+      if (st == AC_OK) {
+        st = agreed_bool(p, c, &go, err);
+        pval_release(c);
+      }
+      if (st != AC_OK || !go)
+        break;
+      pval *y = NULL;
+      st = apply1(p, ir_kid(m, e, 1), x, &y, err);
+      pval_release(x);
+      x = y;
+    }
+    if (st != AC_OK) {
+      pval_release(x);
+      return st;
+    }
+    *out = x;
+    return AC_OK;
+  }
+  case IR_FOLD:
+  case IR_SCAN:
+  case IR_SCAN_INCL:
+  case IR_SCANR:
+  case IR_SCANR_INCL: {
+    int k = operand_kid(m, e);
+    if (kid_rank(m, e, (uint32_t)k) != 1)
+      break; /* rows: row-local, below */
+    bool fallback = true;
+    if (operand_rowlocal(p, e)) {
+      st = n.op == IR_FOLD ? eval_fold(p, e, out, &fallback, err)
+                           : eval_scan(p, e, out, &fallback, err);
+      if (st != AC_OK || !fallback)
+        return st;
+      break;
+    }
+    /* the operand first, then the fold or scan over it */
+    size_t base = p->nenv;
+    ir_ref c;
+    st = hoist_operands(p, e, (uint64_t)1 << k, &c, err);
+    st = dist_agree(p->rt, st, err);
+    if (st == AC_OK) {
+      bool fb = true;
+      st = n.op == IR_FOLD ? eval_fold(p, c, out, &fb, err) : eval_scan(p, c, out, &fb, err);
+      if (st == AC_OK && fb)
+        st = eval_stage(p, c, out, err);
+    }
+    env_pop(p, base);
+    return st;
+  }
+  case IR_STENCIL: {
+    bool fallback = true;
+    st = eval_stencil(p, e, out, &fallback, err);
+    if (st != AC_OK || !fallback)
+      return st;
+    break;
+  }
+  case IR_MAP: {
+    uint64_t h = nonlocal_operands(p, e, -1);
+    if (!h || n.nkids > 64)
+      break;
+    /* operands that are not row-local are evaluated first */
+    size_t base = p->nenv;
+    ir_ref c;
+    st = hoist_operands(p, e, h, &c, err);
+    st = dist_agree(p->rt, st, err);
+    if (st == AC_OK)
+      st = eval_stage(p, c, out, err);
+    env_pop(p, base);
+    return st;
+  }
+  case IR_LIT: {
+    ac_scalar sc;
+    if (!ir_ty_is_scalar(p->ctx, n.type, &sc) || ir_ty_has_prob(p->ctx, n.type))
+      break;
+    ac_datum d = {AC_DATUM_SCALAR, sc, {0}, NULL};
+    if (sc == AC_F32 || sc == AC_F64)
+      d.s.f = n.lit.f;
+    else if (sc == AC_BOOL)
+      d.s.b = n.lit.u != 0;
+    else if (sc >= AC_U8 && sc <= AC_U64)
+      d.s.u = sc == AC_U64 ? n.lit.u : n.lit.u & ((UINT64_C(1) << (8 * ac_scalar_size(sc))) - 1);
+    else
+      d.s.i = n.lit.i;
+    *out = scalar_value(n.type, &d, 1);
+    return dist_agree(p->rt, *out ? AC_OK : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"),
+                      err);
+  }
+  case IR_GENERATE:
+  case IR_IOTA:
+  case IR_FILL: {
+    bool fallback = true;
+    st = eval_producer(p, e, out, &fallback, err);
+    if (st != AC_OK || !fallback)
+      return st;
+    break;
+  }
+  case IR_BACKPERMUTE:
+    if (ir_node_get(m, ir_kid(m, e, 1))->op != IR_LAM)
+      break;
+    return eval_backpermute(p, e, out, err);
+  case IR_GATHER: {
+    bool fallback = true;
+    st = eval_gather(p, e, out, &fallback, err);
+    if (st != AC_OK || !fallback)
+      return st;
+    break;
+  }
+  default: {
+    /* kids that read arrays through steps of their own (a fold in a
+     * comparison, ...) are evaluated first; the operation itself then runs
+     * on their values (`&&` and `||` evaluate their right operand only
+     * when needed: not these) */
+    if (ir_ops[n.op].typing == TC_LOGIC || n.nkids > 64)
+      break;
+    uint64_t h = 0;
+    for (uint32_t i = 0; i < n.nkids; i++) {
+      ir_ref k = ir_kid(m, e, i);
+      ir_op kop = (ir_op)ir_node_get(m, k)->op;
+      if (ir_binders(m, e, i) > 0 || kop == IR_LAM || kop == IR_FNREF || kop == IR_VAR ||
+          kop == IR_LIT || kop == IR_LEN || kop == IR_SHAPE || !reads_arrays(p, k, 0))
+        continue;
+      h |= (uint64_t)1 << i;
+    }
+    if (!h)
+      break;
+    size_t base = p->nenv;
+    ir_ref c;
+    st = hoist_operands(p, e, h, &c, err);
+    st = dist_agree(p->rt, st, err);
+    if (st == AC_OK)
+      st = eval_stage(p, c, out, err);
+    env_pop(p, base);
+    return st;
+  }
+  }
+  return eval_stage(p, e, out, err);
+}
+
+/* ---- the plan's life ---- */
+
+dist_plan *dist_plan_create(ac_dist_runtime *rt, const ac_module *m, uint32_t fn) {
+  dist_plan *p = calloc(1, sizeof *p);
+  if (!p)
+    return NULL;
+  p->rt = rt;
+  p->ctx = rt->ctx;
+  p->fn = fn;
+  const char *tr = getenv("ARRAYC_DIST_TRACE");
+  p->trace = tr && *tr && strcmp(tr, "0") != 0;
+  p->m = ir_module_clone(m);
+  if (!p->m) {
+    free(p);
+    return NULL;
+  }
+  return p;
+}
+
+void dist_plan_destroy(dist_plan *p) {
+  if (!p)
+    return;
+  for (size_t i = 0; i < p->nstages; i++) {
+    ac_function_destroy(p->stages[i].fn);
+    free(p->stages[i].b);
+  }
+  ac_free(p->ctx, p->stages);
+  env_pop(p, 0);
+  ac_free(p->ctx, p->env);
+  ac_module_destroy(p->m);
+  free(p);
+}
+
+/* Whether the body is more than one stage on full data: some step of it
+ * is distributed. */
+bool dist_plan_distributes(const ac_module *m, uint32_t fn) {
+  ir_ref b = m->funcs[fn].body;
+  switch ((ir_op)ir_node_get(m, b)->op) {
+  case IR_LET:
+  case IR_LETTUP:
+  case IR_TUPLE:
+  case IR_IF:
+  case IR_ITERATE:
+  case IR_WHILE:
+  case IR_FOLD:
+  case IR_SCAN:
+  case IR_SCAN_INCL:
+  case IR_SCANR:
+  case IR_SCANR_INCL:
+  case IR_STENCIL:
+  case IR_MAP:
+  case IR_CALL:
+  case IR_PROJ:
+    return true;
+  default:
+    return rowlocal(m, b, 0);
+  }
+}
+
+static void leaf_kinds(void *ud, ac_scalar sc, uint32_t rank) {
+  (void)sc;
+  (void)rank;
+  (*(uint32_t *)ud)++;
+}
+
+ac_status dist_plan_call(dist_plan *p, const ac_dist_datum *args, size_t nargs,
+                         ac_dist_datum *results, size_t nresults, ac_error **err) {
+  ac_module *m = p->m;
+  const ir_func *fd = &m->funcs[p->fn];
+  ac_status st = AC_OK;
+  size_t at = 0;
+  (void)leaf_kinds;
+  for (uint32_t i = 0; st == AC_OK && i < fd->nparams; i++) {
+    ir_type t = ir_func_param(m, fd, i);
+    uint32_t nl = num_leaves(p, t);
+    pval *v = pval_new(t, nl);
+    for (uint32_t j = 0; v && j < nl && at < nargs; j++, at++) {
+      const ac_dist_datum *a = &args[at];
+      if (a->kind == AC_DIST_SCALAR) {
+        v->l[j] = (leaf){LV_SCALAR, a->local, NULL, NULL};
+      } else if (a->kind == AC_DIST_REPLICATED) {
+        ac_array_retain(a->local.array);
+        v->l[j] = (leaf){LV_FULL, {0}, a->local.array, NULL};
+      } else {
+        const ac_dist_array *d = a->dist;
+        ac_array_retain(d->block);
+        ac_dist_array *c =
+            dist_array_make(p->rt, d->type, d->rank, d->extents, d->offsets, d->block);
+        dref *r = c ? dref_new(c) : NULL;
+        v->l[j] = (leaf){LV_DIST, {0}, NULL, r};
+        if (!r)
+          st = AC_ERR_NOMEM;
+      }
+    }
+    if (!v || !env_push(p, v))
+      st = AC_ERR_NOMEM;
+  }
+  if (st != AC_OK)
+    st = dist_fail(p->rt, err, st, "out of memory");
+  st = dist_agree(p->rt, st, err);
+  pval *r = NULL;
+  if (st == AC_OK)
+    st = deval(p, fd->body, &r, err);
+  env_pop(p, 0);
+  if (st != AC_OK)
+    return st;
+  /* the results: scalars as they are, arrays distributed (full ones by the
+   * partition rule, no data sent) */
+  for (uint32_t j = 0; j < r->n && j < nresults; j++) {
+    leaf *l = &r->l[j];
+    results[j] = (ac_dist_datum){AC_DIST_SCALAR, l->s, NULL};
+    if (l->kind == LV_SCALAR)
+      continue;
+    results[j].kind = AC_DIST_DISTRIBUTED;
+    results[j].local = (ac_datum){0};
+    if (l->kind == LV_DIST) {
+      const ac_dist_array *d = l->d->a;
+      ac_array_retain(d->block);
+      results[j].dist = dist_array_make(p->rt, d->type, d->rank, d->extents, d->offsets, d->block);
+    } else {
+      ac_status s2 = ac_dist_array_from_full(p->rt, l->arr, &results[j].dist, err);
+      if (s2 != AC_OK && st == AC_OK)
+        st = s2;
+    }
+    if (!results[j].dist && st == AC_OK)
+      st = AC_ERR_NOMEM;
+  }
+  pval_release(r);
+  if (st == AC_ERR_NOMEM && !(err && *err))
+    st = dist_fail(p->rt, err, st, "out of memory");
+  st = dist_agree(p->rt, st, err);
+  if (st != AC_OK)
+    for (size_t j = 0; j < nresults; j++)
+      ac_dist_datum_release(&results[j]);
+  return st;
+}
