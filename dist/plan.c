@@ -1090,6 +1090,91 @@ static ac_status hoist_operands(dist_plan *p, ir_ref e, uint64_t hoist, ir_ref *
   return AC_OK;
 }
 
+/* Whether z is an identity of f: f is |a, b| a OP b (or b OP a) with OP
+ * one of + * | ^ & min max on a scalar, and z that operator's identity
+ * literal. Then each rank may fold its block from z (z counts any number
+ * of times); otherwise the blocks are folded without z and z is applied
+ * once, first, as the single-process backends do. */
+static bool z_identity(const ac_module *m, ir_ref f, ir_ref z) {
+  const ir_node *fn = ir_node_get(m, f), *zn = ir_node_get(m, z);
+  if (fn->op != IR_LAM || fn->attr != 2 || zn->op != IR_LIT)
+    return false;
+  ir_ref b = ir_kid(m, f, 0);
+  const ir_node *bn = ir_node_get(m, b);
+  if (bn->nkids != 2)
+    return false;
+  const ir_node *x = ir_node_get(m, ir_kid(m, b, 0)), *y = ir_node_get(m, ir_kid(m, b, 1));
+  if (x->op != IR_VAR || y->op != IR_VAR || x->attr + y->attr != 1)
+    return false;
+  ac_scalar sc;
+  if (!ir_ty_is_scalar(m->ctx, zn->type, &sc) || ir_ty_has_prob(m->ctx, zn->type))
+    return false;
+  bool flt = sc == AC_F32 || sc == AC_F64;
+  bool sgn = sc >= AC_I8 && sc <= AC_I64;
+  unsigned bits = 8 * (unsigned)ac_scalar_size(sc);
+  uint64_t mask = bits >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << bits) - 1;
+  uint64_t u = zn->lit.u & mask;
+  double d = zn->lit.f;
+  switch ((ir_op)bn->op) {
+  case IR_ADD:
+  case IR_BOR:
+  case IR_BXOR:
+    return flt ? d == 0.0 : u == 0;
+  case IR_MUL:
+    return flt ? d == 1.0 : u == 1;
+  case IR_BAND:
+    return !flt && u == mask;
+  case IR_MIN: /* the highest value */
+    return flt ? d == __builtin_inf() : sgn ? u == mask >> 1 : u == mask;
+  case IR_MAX: /* the lowest value */
+    return flt ? d == -__builtin_inf() : sgn ? u == ((mask >> 1) ^ mask) : u == 0;
+  default:
+    return false;
+  }
+}
+
+/* fold(f, z, a) of a block without z: z when the block is empty, else
+ * fold(f, a[0], slice(a, 1, len(a))), at fold node e's position. */
+static ir_ref fold_without_z(dist_plan *p, ir_ref e) {
+  ac_module *m = p->m;
+  ir_node n = *ir_node_get(m, e);
+  ir_ref a = ir_kid(m, e, 2);
+  ir_type at = ir_node_get(m, a)->type, et = n.type;
+  ir_type i64 = ir_ty_scalar(p->ctx, AC_I64), bt = ir_ty_scalar(p->ctx, AC_BOOL);
+  ir_ref v = mkvar(m, n.loc, at, 0);
+  ir_ref len = v ? mk(m, IR_LEN, n.loc, i64, 0, 1, &v) : IR_NONE;
+  ir_ref zero = ir_lit_typed(m, n.loc, i64, (ir_litval){.i = 0});
+  ir_ref one = ir_lit_typed(m, n.loc, i64, (ir_litval){.i = 1});
+  if (!len || !zero || !one)
+    return IR_NONE;
+  ir_node_get(m, zero)->type = i64;
+  ir_node_get(m, one)->type = i64;
+  ir_ref eq_kids[2] = {len, zero};
+  ir_ref eq = mk(m, IR_EQ, n.loc, bt, 0, 2, eq_kids);
+  ir_ref v2 = mkvar(m, n.loc, at, 0);
+  ir_ref zero2 = ir_lit_typed(m, n.loc, i64, (ir_litval){.i = 0});
+  if (!eq || !v2 || !zero2)
+    return IR_NONE;
+  ir_node_get(m, zero2)->type = i64;
+  ir_ref idx_kids[2] = {v2, zero2};
+  ir_ref first = mk(m, IR_INDEX, n.loc, et, 0, 2, idx_kids);
+  ir_ref v3 = mkvar(m, n.loc, at, 0), v4 = mkvar(m, n.loc, at, 0);
+  ir_ref len2 = v4 ? mk(m, IR_LEN, n.loc, i64, 0, 1, &v4) : IR_NONE;
+  ir_ref sl_kids[3] = {v3, one, len2};
+  ir_ref rest = v3 && len2 ? mk(m, IR_SLICE, n.loc, at, 0, 3, sl_kids) : IR_NONE;
+  ir_ref fk[3] = {ir_shift(m, ir_kid(m, e, 0), 1, 0), first, rest};
+  ir_ref fold = fk[0] && first && rest ? mk(m, IR_FOLD, n.loc, et, 0, 3, fk) : IR_NONE;
+  ir_ref if_kids[3] = {eq, ir_shift(m, ir_kid(m, e, 1), 1, 0), fold};
+  ir_ref cond = fold && if_kids[1] ? mk(m, IR_IF, n.loc, et, 0, 3, if_kids) : IR_NONE;
+  ir_ref let_kids[2] = {a, cond};
+  ir_ref let = cond ? mk(m, IR_LET, n.loc, et, 0, 2, let_kids) : IR_NONE;
+  if (let) {
+    ir_sym nm = ir_sym_intern(p->ctx, "a", 1);
+    ir_node_get(m, let)->names = ir_syms_push(m, 1, &nm);
+  }
+  return let;
+}
+
 /* A rank-1 fold: local folds, partials combined in rank order. */
 static ac_status eval_fold(dist_plan *p, ir_ref e, pval **out, bool *fallback, ac_error **err) {
   ac_module *m = p->m;
@@ -1098,8 +1183,17 @@ static ac_status eval_fold(dist_plan *p, ir_ref e, pval **out, bool *fallback, a
   *fallback = !elem_leaves(p, et, &lt);
   if (*fallback)
     return AC_OK;
-  stage *s;
-  ac_status st = make_stage(p, e, V_FOLD, e, 2, &s, err);
+  stage *s = NULL;
+  /* with an identity z each block folds from z; else without it */
+  bool ident = z_identity(m, ir_kid(m, e, 0), ir_kid(m, e, 1));
+  ac_status st = AC_OK;
+  if (ident) {
+    st = make_stage(p, e, V_FOLD, e, 2, &s, err);
+  } else if (!(s = find_stage(p, e, V_FOLD))) {
+    ir_ref x = fold_without_z(p, e);
+    st = x ? make_stage(p, e, V_FOLD, x, 0, &s, err)
+           : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  }
   st = dist_agree(p->rt, st, err);
   if (st != AC_OK)
     return st;
@@ -1123,6 +1217,19 @@ static ac_status eval_fold(dist_plan *p, ir_ref e, pval **out, bool *fallback, a
   ac_datum res[64], tmp[64];
   memcpy(res, all, lt.n * sizeof *res);
   bool have = false;
+  if (!ident) {
+    /* z first, once: the blocks' partials are without it */
+    pval *zv = NULL;
+    st = deval(p, ir_kid(m, e, 1), &zv, err);
+    if (st != AC_OK) {
+      free(all);
+      return st;
+    }
+    for (uint32_t j = 0; j < lt.n && j < zv->n; j++)
+      res[j] = zv->l[j].s;
+    pval_release(zv);
+    have = true;
+  }
   for (int r = 0; r < p->rt->size && st == AC_OK; r++) {
     if (partp->offsets[r + 1] == partp->offsets[r])
       continue;
@@ -1184,8 +1291,10 @@ static ac_status eval_scan(dist_plan *p, ir_ref e, pval **out, bool *fallback, a
   ir_type et = ir_node_get(m, ir_kid(m, e, 1))->type; /* z for exclusive scans */
   leafty lt;
   stage *s;
-  /* the carries and fix-ups run on some ranks only */
-  *fallback = reads_arrays(p, ir_kid(m, e, 0), 0);
+  /* the carries and fix-ups run on some ranks only; an exclusive scan
+   * whose z is not f's identity would count z once per block */
+  *fallback = reads_arrays(p, ir_kid(m, e, 0), 0) ||
+              (!incl && !z_identity(m, ir_kid(m, e, 0), ir_kid(m, e, 1)));
   if (*fallback)
     return AC_OK;
   ac_status st = make_stage(p, e, V_SCAN, e, operand_kid(m, e), &s, err);
@@ -1571,9 +1680,34 @@ static ir_ref producer_expr(dist_plan *p, ir_ref e) {
     ir_ref map_kids[2] = {lam, io};
     return lam && io ? mk(m, IR_MAP, n.loc, n.type, 0, 2, map_kids) : IR_NONE;
   }
-  /* generate(rows, |i1, .., ir| let i1 = i1 + lo; body) */
   ir_ref lam = ir_kid(m, e, 1);
   ir_node ln = *ir_node_get(m, lam);
+  if (ln.op == IR_FNREF) {
+    /* generate(rows, |i1, .., ir| f(i1 + lo, .., ir)) */
+    const ir_func *fd = &m->funcs[ln.attr];
+    uint32_t r = fd->nparams;
+    if (r == 0 || r > 64)
+      return IR_NONE;
+    ir_ref args[64];
+    for (uint32_t j = 0; j < r; j++)
+      args[j] = mkvar(m, n.loc, i64, r - 1 - j);
+    ir_ref add_kids[2] = {args[0], mkvar(m, n.loc, i64, r + 1)};
+    args[0] = mk(m, IR_ADD, n.loc, i64, 0, 2, add_kids);
+    ir_ref call = args[0] ? mk(m, IR_CALL, n.loc, fd->result, ln.attr, r, args) : IR_NONE;
+    ir_ref nl = call ? mk(m, IR_LAM, n.loc, IR_TY_NONE, r, 1, &call) : IR_NONE;
+    if (!nl)
+      return IR_NONE;
+    ir_sym names[64];
+    for (uint32_t j = 0; j < r; j++) {
+      char nm[16];
+      snprintf(nm, sizeof nm, "i%u", j + 1);
+      names[j] = ir_sym_intern(p->ctx, nm, strlen(nm));
+    }
+    ir_node_get(m, nl)->names = ir_syms_push(m, r, names);
+    ir_ref kids[2] = {shape, nl};
+    return mk(m, IR_GENERATE, n.loc, n.type, n.attr, 2, kids);
+  }
+  /* generate(rows, |i1, .., ir| let i1 = i1 + lo; body) */
   uint32_t r = (uint32_t)ln.attr;
   if (ln.op != IR_LAM || r == 0 || r > 64)
     return IR_NONE;
@@ -1609,6 +1743,12 @@ static ac_status eval_producer(dist_plan *p, ir_ref e, pval **out, bool *fallbac
   ac_dist_runtime *rt = p->rt;
   ir_ref sk = ir_kid(m, e, 0);
   *fallback = true;
+  if (ir_node_get(m, e)->op == IR_GENERATE) {
+    ir_node fn = *ir_node_get(m, ir_kid(m, e, 1));
+    if ((fn.op != IR_LAM && fn.op != IR_FNREF) || (fn.op == IR_LAM && fn.attr > 64) ||
+        (fn.op == IR_FNREF && (fn.attr < 0 || m->funcs[fn.attr].nparams > 64)))
+      return AC_OK;
+  }
   if (reads_arrays(p, sk, 0) && ir_node_get(m, sk)->op != IR_LEN &&
       ir_node_get(m, sk)->op != IR_SHAPE)
     return AC_OK; /* rare: the full form */
@@ -1857,7 +1997,10 @@ static ac_status eval_backpermute(dist_plan *p, ir_ref e, pval **out, ac_error *
   if (!gen) {
     ir_ref lam = ir_kid(m, e, 1);
     ir_node ln = *ir_node_get(m, lam);
-    ir_type it = ir_ty_array(p->ctx, ir_node_get(m, ir_kid(m, lam, 0))->type, (uint32_t)ln.attr);
+    ir_type it =
+        ln.op == IR_LAM
+            ? ir_ty_array(p->ctx, ir_node_get(m, ir_kid(m, lam, 0))->type, (uint32_t)ln.attr)
+            : ir_ty_array(p->ctx, m->funcs[ln.attr].result, m->funcs[ln.attr].nparams);
     ir_ref kids[2] = {ir_kid(m, e, 0), lam};
     gen = it ? mk(m, IR_GENERATE, ir_node_get(m, e)->loc, it, 0, 2, kids) : IR_NONE;
     if (!gen ||
@@ -2209,7 +2352,8 @@ static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
     break;
   }
   case IR_BACKPERMUTE:
-    if (ir_node_get(m, ir_kid(m, e, 1))->op != IR_LAM)
+    if (ir_node_get(m, ir_kid(m, e, 1))->op != IR_LAM &&
+        ir_node_get(m, ir_kid(m, e, 1))->op != IR_FNREF)
       break;
     return eval_backpermute(p, e, out, err);
   case IR_GATHER: {
