@@ -9,7 +9,8 @@
  * decided once per function from its IR when it is created.
  *
  * This header and libarrayc_dist need MPI; libarrayc and libarrayc_rt do
- * not. Link arrayc::dist (or -larrayc_dist) and MPI.
+ * not. Link arrayc::dist (find_package(arrayc); it brings libarrayc and
+ * MPI) or `pkg-config --libs arrayc_dist` (docs/install.md section 6).
  *
  * Collectives: every function here that takes a runtime is collective over
  * its communicator (every rank must call it, in the same order, with the
