@@ -70,6 +70,13 @@ AC_API int ac_dist_runtime_local_rank(const ac_dist_runtime *rt);
 AC_API int ac_dist_runtime_local_size(const ac_dist_runtime *rt);
 /* The local backend actually chosen (never AUTO). */
 AC_API ac_backend ac_dist_runtime_backend(const ac_dist_runtime *rt);
+/* Whether this rank passes device memory to MPI directly: true only when
+ * its local backend is a GPU (AC_BACKEND_GPU) and the MPI library takes
+ * device pointers (CUDA-aware: asked of Open MPI with
+ * MPIX_Query_cuda_support(), or ARRAYC_DIST_CUDA_AWARE=1; =0 says no).
+ * Otherwise a GPU rank stages its blocks through pinned host memory, and
+ * a CPU rank sends host memory (docs/distributed.md, "GPUs and MPI"). */
+AC_API bool ac_dist_runtime_cuda_aware(const ac_dist_runtime *rt);
 /* Bytes of array elements this rank has sent to other ranks since the
  * runtime was made (scatters, gathers, the gather strategy's allgathers;
  * not the small messages that agree on errors and shapes): how tests see

@@ -6,9 +6,14 @@
  * failed. Named after the behaviour checked: the partition rule (empty
  * blocks when n < ranks, n = 0), scatter / from_full / from_block / gather
  * round trips of every scalar type from every root, the strategies (a local
- * function sends no array data) and collective errors (a run-time error on
- * one rank only reaches every rank as the same error).
+ * function sends no array data), collective errors (a run-time error on
+ * one rank only reaches every rank as the same error) and the CUDA-aware
+ * query (false off a GPU, whatever ARRAYC_DIST_CUDA_AWARE says; a value of
+ * it other than 0 or 1 fails the creation on every rank). Pinned staging
+ * and device transfers on a GPU backend: test_dist_staging.c.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
+
 #include "arrayc/arrayc.h"
 #include "arrayc/dist.h"
 
@@ -375,6 +380,27 @@ static void test_errors_are_collective(ac_module *m) {
   ac_dist_function_destroy(g);
 }
 
+/* Off a GPU no rank passes device memory to MPI, even when told MPI could
+ * take it; a malformed override is an error on every rank. */
+static void test_cuda_aware_only_on_a_gpu(ac_backend backend) {
+  if (backend != AC_BACKEND_GPU)
+    CHECK(!ac_dist_runtime_cuda_aware(rt));
+  ac_dist_runtime *r2 = NULL;
+  ac_error *e = NULL;
+  setenv("ARRAYC_DIST_CUDA_AWARE", "1", 1);
+  CHECK(ac_dist_runtime_create(ctx, MPI_COMM_WORLD, AC_BACKEND_CPU, &r2, &e) == AC_OK);
+  CHECK(r2 && !ac_dist_runtime_cuda_aware(r2));
+  ac_dist_runtime_destroy(r2);
+  r2 = NULL;
+  /* rank 0 alone has a bad value: every rank fails with its error */
+  setenv("ARRAYC_DIST_CUDA_AWARE", me == 0 ? "yes" : "0", 1);
+  CHECK(ac_dist_runtime_create(ctx, MPI_COMM_WORLD, AC_BACKEND_CPU, &r2, &e) == AC_ERR_INVALID);
+  CHECK(r2 == NULL);
+  CHECK(e && strstr(ac_error_message(e), "ARRAYC_DIST_CUDA_AWARE is 'yes': it must be 0 or 1"));
+  ac_error_destroy(e);
+  unsetenv("ARRAYC_DIST_CUDA_AWARE");
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
@@ -393,6 +419,7 @@ int main(int argc, char **argv) {
   CHECK_EQ_INT(ac_dist_runtime_size(rt), nranks);
   CHECK(ac_dist_runtime_local_rank(rt) < ac_dist_runtime_local_size(rt));
   test_partition_rule_covers_rows_in_rank_order();
+  test_cuda_aware_only_on_a_gpu(backend);
   test_scatter_gather_round_trip_every_type();
   test_from_block_sums_lengths();
   test_from_block_mismatch_fails_on_every_rank();
