@@ -23,7 +23,8 @@
 #   arrayc::arrayc_compiler    the `arrayc` tool (ARRAYC_EXECUTABLE is its path)
 #   arrayc::arrayc-opt, arrayc::arrayc-run
 #   arrayc::dist               libarrayc_dist.a (ARRAYC_MPI builds only): carries
-#                              arrayc::arrayc and MPI::MPI_C (the config finds MPI)
+#                              arrayc::arrayc and MPI::MPI_C (the config finds MPI;
+#                              COMPONENTS dist requires it)
 # and the function arrayc_add_aot (cmake/ArraycAot.cmake).
 #
 # Included once, at the end of the top CMakeLists.txt, when every target
@@ -86,7 +87,8 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/arrayc
 # and the one inside), with every AC_API symbol defined twice. Static, it
 # links with the static libarrayc that arrayc::arrayc and arrayc.pc give:
 # one compiler per program. Its interface carries arrayc::arrayc and
-# MPI::MPI_C, which arrayc-config.cmake finds again (find_dependency).
+# MPI::MPI_C, which arrayc-config.cmake finds again (quietly, or required
+# with find_package(arrayc COMPONENTS dist)).
 set(ARRAYC_CONFIG_DIST OFF)
 if(TARGET arrayc_dist)
   set(ARRAYC_CONFIG_DIST ON)

@@ -18,7 +18,8 @@
 #      loads and runs in a program that links nothing of arrayc;
 #   5. with ARRAYC_MPIEXEC set (the build has the distributed layer), the
 #      installed arrayc/dist.h, libarrayc_dist.a and arrayc_dist.pc, and
-#      dist_main.c built through arrayc::dist and through pkg-config, each
+#      dist_main.c built through arrayc::dist (find_package(arrayc
+#      COMPONENTS dist) in step 2) and through pkg-config, each
 #      run on 2 ranks ($ARRAYC_MPIEXEC -n 2) printing the gathered SAXPY
 #      (skipped, saying why, without ARRAYC_MPIEXEC);
 #   6. the installed Python package (P/$ARRAYC_PYTHON_INSTALL_DIR/arrayc),
@@ -120,8 +121,11 @@ grep -q "prefix=$prefix\$" "$prefix/$libdir/pkgconfig/arrayc_rt.pc" ||
   fail "arrayc_rt.pc does not name the prefix $prefix"
 
 # ---- 2. find_package(arrayc) ----------------------------------------------------
+consumer_dist=OFF
+[ -n "${ARRAYC_MPIEXEC:-}" ] && consumer_dist=ON
 if step "consumer: configure (find_package)" "$work/configure.log" \
   "$cmake" -S "$consumer" -B "$work/consumer" -DCMAKE_BUILD_TYPE=Release \
+  -DCONSUMER_DIST=$consumer_dist \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_C_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags"; then
   grep -q "^arrayc_DIR:PATH=$prefix/" "$work/consumer/CMakeCache.txt" ||
