@@ -101,6 +101,34 @@ ac_array *dist_rows(ac_context *ctx, const ac_array *a, int64_t lo, int64_t hi, 
                          err);
 }
 
+static void free_block(void *p) {
+  free(p);
+}
+
+ac_array *dist_new_block(ac_dist_runtime *rt, ac_scalar type, unsigned rank, const int64_t *extents,
+                         int64_t rows, size_t row, void **data, ac_error **err) {
+  int64_t ext[64];
+  memcpy(ext, extents, rank * sizeof *ext);
+  ext[0] = rows;
+  size_t bytes = (size_t)rows * row;
+  if (rows > 0 && bytes / (size_t)rows != row) {
+    dist_fail(rt, err, AC_ERR_NOMEM, "a block of %lld rows does not fit in memory",
+              (long long)rows);
+    return NULL;
+  }
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p) {
+    dist_fail(rt, err, AC_ERR_NOMEM, "out of memory (a block of %zu bytes)", bytes);
+    return NULL;
+  }
+  memset(p, 0, bytes); /* bool elements must be 0 or 1 when borrowed */
+  ac_array *a = ac_array_borrow(rt->ctx, type, rank, ext, p, free_block, p, err);
+  if (!a)
+    free(p);
+  *data = p;
+  return a;
+}
+
 /* Checks that rows of `row` bytes and every rank's row count fit MPI's
  * int counts; the same answer on every rank (it depends only on the shape
  * and the partition). */

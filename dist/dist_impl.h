@@ -68,6 +68,12 @@ ac_dist_array *dist_array_make(ac_dist_runtime *rt, ac_scalar type, unsigned ran
                                const int64_t *extents, const int64_t *offsets, ac_array *block);
 /* Rows [lo, hi) of a (a copy), as a new array; NULL with *err on failure. */
 ac_array *dist_rows(ac_context *ctx, const ac_array *a, int64_t lo, int64_t hi, ac_error **err);
+/* A new array of `rows` rows shaped like extents (the outermost replaced),
+ * of `row` bytes per row, backed by zeroed malloc'd memory that the caller
+ * fills before anyone reads it (*data); NULL with *err when it does not
+ * fit in memory. Not collective. */
+ac_array *dist_new_block(ac_dist_runtime *rt, ac_scalar type, unsigned rank, const int64_t *extents,
+                         int64_t rows, size_t row, void **data, ac_error **err);
 /* The full array on every rank (an allgather of the blocks), for the
  * local backend (in device memory on a GPU rank). The caller agrees
  * before (local work of its own); this agrees after the data moved (a

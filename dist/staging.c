@@ -141,31 +141,6 @@ ac_status dist_send_from(ac_dist_runtime *rt, const ac_array *a, const void **ou
 
 /* ---- receiving ---- */
 
-static void free_block(void *p) {
-  free(p);
-}
-
-/* A new host array of `rows` rows shaped like extents whose malloc'd
- * elements (*data, zeroed) MPI fills before anyone reads them. */
-static ac_array *new_block(ac_dist_runtime *rt, ac_scalar type, unsigned rank,
-                           const int64_t *extents, int64_t rows, size_t bytes, void **data,
-                           ac_error **err) {
-  int64_t ext[64];
-  memcpy(ext, extents, rank * sizeof *ext);
-  ext[0] = rows;
-  void *p = malloc(bytes ? bytes : 1);
-  if (!p) {
-    dist_fail(rt, err, AC_ERR_NOMEM, "out of memory (a block of %zu bytes)", bytes);
-    return NULL;
-  }
-  memset(p, 0, bytes); /* bool elements must be 0 or 1 when borrowed */
-  ac_array *a = ac_array_borrow(rt->ctx, type, rank, ext, p, free_block, p, err);
-  if (!a)
-    free(p);
-  *data = p;
-  return a;
-}
-
 ac_status dist_recv_begin(ac_dist_runtime *rt, ac_scalar type, unsigned rank,
                           const int64_t *extents, int64_t rows, size_t row, bool device,
                           dist_recv *r, ac_error **err) {
@@ -196,7 +171,7 @@ ac_status dist_recv_begin(ac_dist_runtime *rt, ac_scalar type, unsigned rank,
     return AC_OK;
   }
   /* (c) */
-  if (!(r->host = new_block(rt, type, rank, extents, rows, bytes, &r->data, err)))
+  if (!(r->host = dist_new_block(rt, type, rank, extents, rows, row, &r->data, err)))
     return err && *err ? (*err)->status : AC_ERR_NOMEM;
   return AC_OK;
 }
