@@ -10,6 +10,10 @@
 #   LIBDIR/cmake/arrayc/         arrayc-config.cmake, arrayc-config-version.cmake,
 #                                arrayc-targets*.cmake, ArraycAot.cmake (arrayc_add_aot)
 #   LIBDIR/pkgconfig/            arrayc_rt.pc, arrayc.pc
+# and, when the distributed layer is built (ARRAYC_MPI):
+#   include/arrayc/dist.h
+#   LIBDIR/libarrayc_dist.a      the distributed layer (docs/distributed.md)
+#   LIBDIR/pkgconfig/arrayc_dist.pc
 #
 # LIBDIR is GNUInstallDirs' CMAKE_INSTALL_LIBDIR ("lib", or lib/<multiarch>
 # under /usr on Debian). find_package(arrayc) gives the imported targets
@@ -18,6 +22,9 @@
 #   arrayc::arrayc             libarrayc: the compiler and JIT (carries LLVM)
 #   arrayc::arrayc_compiler    the `arrayc` tool (ARRAYC_EXECUTABLE is its path)
 #   arrayc::arrayc-opt, arrayc::arrayc-run
+#   arrayc::dist               libarrayc_dist.a (ARRAYC_MPI builds only): carries
+#                              arrayc::arrayc and MPI::MPI_C (the config finds MPI;
+#                              COMPONENTS dist requires it)
 # and the function arrayc_add_aot (cmake/ArraycAot.cmake).
 #
 # Included once, at the end of the top CMakeLists.txt, when every target
@@ -61,11 +68,34 @@ install(TARGETS arrayc arrayc_rt arrayc_rt_static arrayc_driver arrayc-opt array
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-# arrayc/dist.h goes with libarrayc_dist, which is not installed yet (it
-# would need MPI found again by arrayc-config.cmake): docs/distributed.md
+# arrayc/dist.h goes with libarrayc_dist, only when the distributed layer is
+# built (it includes <mpi.h>).
+if(TARGET arrayc_dist)
+  set(_dist_h_exclude "")
+else()
+  set(_dist_h_exclude PATTERN "dist.h" EXCLUDE)
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/arrayc
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        FILES_MATCHING PATTERN "*.h" PATTERN "*.def" PATTERN "dist.h" EXCLUDE)
+        FILES_MATCHING PATTERN "*.h" PATTERN "*.def" ${_dist_h_exclude})
+
+# libarrayc_dist stays a static library, exported as arrayc::dist. It is
+# built on libarrayc's internals (the strategy reads the IR, errors are
+# made with the IR's diagnostics), which libarrayc.so does not export; a
+# libarrayc_dist.so would have to carry a second copy of the compiler, and
+# a program would then hold two (the one it links for ac_context_create
+# and the one inside), with every AC_API symbol defined twice. Static, it
+# links with the static libarrayc that arrayc::arrayc and arrayc.pc give:
+# one compiler per program. Its interface carries arrayc::arrayc and
+# MPI::MPI_C, which arrayc-config.cmake finds again (quietly, or required
+# with find_package(arrayc COMPONENTS dist)).
+set(ARRAYC_CONFIG_DIST OFF)
+if(TARGET arrayc_dist)
+  set(ARRAYC_CONFIG_DIST ON)
+  set_target_properties(arrayc_dist PROPERTIES EXPORT_NAME dist)
+  install(TARGETS arrayc_dist EXPORT arrayc-targets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 
 # ---- find_package(arrayc) ------------------------------------------------------------
 install(EXPORT arrayc-targets NAMESPACE arrayc:: FILE arrayc-targets.cmake
@@ -126,14 +156,30 @@ if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
 else()
   set(_pc_dest "\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 endif()
-foreach(pc arrayc_rt arrayc)
+set(_pcs arrayc_rt arrayc)
+# arrayc_dist.pc: libarrayc_dist, then arrayc.pc's libraries (Requires), and
+# MPI as CMake found it (its include directories and libraries by path:
+# MPI implementations name their own .pc files differently)
+if(ARRAYC_CONFIG_DIST)
+  list(APPEND _pcs arrayc_dist)
+  set(ARRAYC_PC_MPI_CFLAGS "")
+  foreach(d ${MPI_C_INCLUDE_DIRS})
+    string(APPEND ARRAYC_PC_MPI_CFLAGS " -I${d}")
+  endforeach()
+  set(ARRAYC_PC_MPI_LIBS "")
+  foreach(lib ${MPI_C_LIBRARIES})
+    string(APPEND ARRAYC_PC_MPI_LIBS " ${lib}")
+  endforeach()
+endif()
+set(_pc_files "")
+foreach(pc ${_pcs})
   configure_file(${PROJECT_SOURCE_DIR}/cmake/${pc}.pc.in ${_pc_dir}/${pc}.pc.in @ONLY)
+  string(APPEND _pc_files " \"${_pc_dir}/install/${pc}.pc\"")
 endforeach()
 install(CODE "
   set(ARRAYC_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
-  foreach(pc arrayc_rt arrayc)
+  foreach(pc ${_pcs})
     configure_file(\"${_pc_dir}/\${pc}.pc.in\" \"${_pc_dir}/install/\${pc}.pc\" @ONLY)
   endforeach()
-  file(INSTALL DESTINATION \"${_pc_dest}\"
-       TYPE FILE FILES \"${_pc_dir}/install/arrayc_rt.pc\" \"${_pc_dir}/install/arrayc.pc\")
+  file(INSTALL DESTINATION \"${_pc_dest}\" TYPE FILE FILES ${_pc_files})
 ")

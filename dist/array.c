@@ -213,23 +213,24 @@ static ac_status finish_make(ac_dist_runtime *rt, ac_status st, ac_error *e, int
 
 /* Gives every rank the block of rows of `full` (root's) its offsets say:
  * the scatter behind ac_dist_array_scatter_from; offsets and shape agree
- * on every rank. */
+ * on every rank. Root sends and each rank receives where staging.c says
+ * (device memory on a GPU rank: the block is for its backend). A failure
+ * after the data moved is local: the caller agrees (finish_make). */
 static ac_status scatter_rows(ac_dist_runtime *rt, const ac_array *full, int root, const shape *s,
                               const int64_t *off, ac_dist_array **out, ac_error **err) {
   size_t row = 0;
   ac_status st = dist_row_bytes((ac_scalar)s->type, (unsigned)s->rank, s->ext, &row)
                      ? check_counts(rt, row, off, err)
                      : dist_fail(rt, err, AC_ERR_INVALID, "the array is too large");
-  void *data = NULL;
-  ac_array *block = NULL;
+  dist_recv r = {0};
+  bool receiving = false;
   const void *src = NULL;
   if (st == AC_OK)
-    block = dist_new_block(rt, (ac_scalar)s->type, (unsigned)s->rank, s->ext,
-                           off[rt->rank + 1] - off[rt->rank], row, &data, err);
-  if (st == AC_OK && !block)
-    st = *err ? (*err)->status : AC_ERR_NOMEM;
-  if (st == AC_OK && rt->rank == root && !(src = ac_array_data(full)) && ac_array_size(full))
-    st = ac_array_read(full, NULL, 0, err);
+    receiving =
+        (st = dist_recv_begin(rt, (ac_scalar)s->type, (unsigned)s->rank, s->ext,
+                              off[rt->rank + 1] - off[rt->rank], row, true, &r, err)) == AC_OK;
+  if (st == AC_OK && rt->rank == root)
+    st = dist_send_from(rt, full, &src, err);
   int *cnt = NULL, *disp = NULL;
   if (st == AC_OK && !counts(rt, off, &cnt, &disp))
     st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
@@ -239,17 +240,21 @@ static ac_status scatter_rows(ac_dist_runtime *rt, const ac_array *full, int roo
     MPI_Type_contiguous((int)row, MPI_BYTE, &dt);
     MPI_Type_commit(&dt);
     static const char none[1];
-    MPI_Scatterv(src ? src : none, cnt, disp, dt, data, cnt[rt->rank], dt, root, rt->comm);
+    MPI_Scatterv(src ? src : none, cnt, disp, dt, r.data ? r.data : (void *)none, cnt[rt->rank], dt,
+                 root, rt->comm);
     MPI_Type_free(&dt);
     if (rt->rank == root)
       rt->bytes_sent += (uint64_t)(off[rt->size] - cnt[root]) * row;
   }
   free(cnt);
   free(disp);
-  if (st != AC_OK) {
-    ac_array_release(block);
+  ac_array *block = NULL;
+  if (st == AC_OK)
+    st = dist_recv_end(rt, &r, &block, err);
+  else if (receiving)
+    dist_recv_abandon(rt, &r);
+  if (st != AC_OK)
     return st;
-  }
   *out = dist_array_make(rt, (ac_scalar)s->type, (unsigned)s->rank, s->ext, off, block);
   return *out ? AC_OK : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
 }
@@ -346,22 +351,25 @@ ac_status ac_dist_array_from_block(ac_dist_runtime *rt, ac_array *block, ac_dist
   return finish_make(rt, st, e, off, out, err);
 }
 
-/* Collects a's blocks to root, or to every rank (root AC_DIST_ALL). */
-static ac_status collect(ac_dist_runtime *rt, const ac_dist_array *a, int root, ac_array **full,
-                         ac_error **err) {
+/* Collects a's blocks to root, or to every rank (root AC_DIST_ALL); each
+ * rank sends from where staging.c says, and the full array is received
+ * for the local backend (device memory on a GPU rank) when `device`, else
+ * on the host. A failure after the data moved (only possible for the
+ * device) is agreed on here, so that every rank returns the same. */
+static ac_status collect(ac_dist_runtime *rt, const ac_dist_array *a, int root, bool device,
+                         ac_array **full, ac_error **err) {
   size_t row = 0;
   ac_status st = dist_row_bytes(a->type, a->rank, a->extents, &row)
                      ? check_counts(rt, row, a->offsets, err)
                      : dist_fail(rt, err, AC_ERR_INVALID, "the array is too large");
-  bool here = root == AC_DIST_ALL || root == rt->rank;
-  void *data = NULL;
-  ac_array *whole = NULL;
-  if (st == AC_OK && here &&
-      !(whole = dist_new_block(rt, a->type, a->rank, a->extents, a->extents[0], row, &data, err)))
-    st = *err ? (*err)->status : AC_ERR_NOMEM;
-  const void *mine = ac_array_data(a->block);
-  if (st == AC_OK && !mine && ac_array_size(a->block))
-    st = ac_array_read(a->block, NULL, 0, err);
+  bool here = root == AC_DIST_ALL || root == rt->rank, receiving = false;
+  dist_recv r = {0};
+  if (st == AC_OK && here)
+    receiving = (st = dist_recv_begin(rt, a->type, a->rank, a->extents, a->extents[0], row, device,
+                                      &r, err)) == AC_OK;
+  const void *mine = NULL;
+  if (st == AC_OK)
+    st = dist_send_from(rt, a->block, &mine, err);
   int *cnt = NULL, *disp = NULL;
   if (st == AC_OK && !counts(rt, a->offsets, &cnt, &disp))
     st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
@@ -373,10 +381,10 @@ static ac_status collect(ac_dist_runtime *rt, const ac_dist_array *a, int root, 
     static const char none[1];
     int n = cnt[rt->rank];
     if (root == AC_DIST_ALL) {
-      MPI_Allgatherv(mine ? mine : none, n, dt, data, cnt, disp, dt, rt->comm);
+      MPI_Allgatherv(mine ? mine : none, n, dt, r.data, cnt, disp, dt, rt->comm);
       rt->bytes_sent += (uint64_t)n * row * (uint64_t)(rt->size - 1);
     } else {
-      MPI_Gatherv(mine ? mine : none, n, dt, data, cnt, disp, dt, root, rt->comm);
+      MPI_Gatherv(mine ? mine : none, n, dt, r.data, cnt, disp, dt, root, rt->comm);
       if (rt->rank != root)
         rt->bytes_sent += (uint64_t)n * row;
     }
@@ -384,6 +392,13 @@ static ac_status collect(ac_dist_runtime *rt, const ac_dist_array *a, int root, 
   }
   free(cnt);
   free(disp);
+  ac_array *whole = NULL;
+  if (st == AC_OK && here)
+    st = dist_recv_end(rt, &r, &whole, err);
+  else if (receiving)
+    dist_recv_abandon(rt, &r);
+  if (device)
+    st = dist_agree(rt, st, err);
   if (st != AC_OK) {
     ac_array_release(whole);
     return st;
@@ -394,7 +409,7 @@ static ac_status collect(ac_dist_runtime *rt, const ac_dist_array *a, int root, 
 
 ac_status dist_allgather(ac_dist_runtime *rt, const ac_dist_array *a, ac_array **full,
                          ac_error **err) {
-  return collect(rt, a, AC_DIST_ALL, full, err);
+  return collect(rt, a, AC_DIST_ALL, true, full, err);
 }
 
 ac_status ac_dist_array_gather(ac_dist_runtime *rt, const ac_dist_array *a, int root,
@@ -406,6 +421,6 @@ ac_status ac_dist_array_gather(ac_dist_runtime *rt, const ac_dist_array *a, int 
   if (!a || (root != AC_DIST_ALL && (root < 0 || root >= rt->size)))
     return dist_fail(rt, err, AC_ERR_INVALID, "ac_dist_array_gather: %s",
                      a ? "no such root rank" : "the array is NULL");
-  ac_status st = collect(rt, a, root, full, &e);
+  ac_status st = collect(rt, a, root, false, full, &e);
   return ir_report(err, e, st);
 }

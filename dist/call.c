@@ -59,7 +59,7 @@ ac_status ac_dist_function_create(ac_dist_runtime *rt, ac_module *m, const char 
     local = dist_local_rule(m, name, mapped0, n0);
   }
   ac_free(rt->ctx, mapped0);
-  ac_status st = staged && !local ? ac_function_create(m, name, AC_BACKEND_INTERP, &fn, &e)
+  ac_status st = staged && !local ? api_function_signature(m, name, &fn, &e)
                                   : ac_runtime_compile(rt->local, m, name, &fn, &e);
   ac_dist_function *f = NULL;
   if (st == AC_OK) {

@@ -1,17 +1,19 @@
 /* dist/dist_impl.h: the distributed layer's internals (libarrayc_dist).
  *
- * Five modules: runtime.c (the runtime, collective error agreement, the
- * device choice), array.c (distributed arrays: partitions, scatter, gather),
- * exchange.c (the all-to-all primitives the distributed operations are made
- * of: fetching rows and elements by global index, repartitioning, routing
- * values to the owners of their indices), call.c with strategy.c
- * (functions: the strategy decided from the IR, the calls) and plan.c (the
- * staged strategy: a function's body evaluated step by step, each step in
- * its distributed form or on allgathered data). Everything
- * here is collective unless it says otherwise, and follows one pattern so
- * that no rank is left waiting: a rank's local work may fail, then every
- * rank calls dist_agree, which makes every rank return the same error when
- * any failed, and only then is data exchanged.
+ * Six modules: runtime.c (the runtime, collective error agreement, the
+ * device choice), array.c (distributed arrays: partitions, scatter,
+ * gather), staging.c (where blocks are for MPI on a GPU: device memory
+ * with CUDA-aware MPI, else pinned host buffers), exchange.c (the
+ * all-to-all primitives the distributed operations are made of: fetching
+ * rows and elements by global index, repartitioning, routing values to the
+ * owners of their indices), call.c with strategy.c (functions: the
+ * strategy decided from the IR, the calls) and plan.c (the staged
+ * strategy: a function's body evaluated step by step, each step in its
+ * distributed form or on allgathered data). Everything here is collective
+ * unless it says otherwise, and follows one pattern so that no rank is
+ * left waiting: a rank's local work may fail, then every rank calls
+ * dist_agree, which makes every rank return the same error when any
+ * failed, and only then is data exchanged.
  */
 #ifndef ARRAYC_DIST_IMPL_H
 #define ARRAYC_DIST_IMPL_H
@@ -19,6 +21,16 @@
 #include "arrayc/dist.h"
 
 #include "ir.h"
+#include "runtime/gpu.h"
+
+/* A staging buffer (staging.c): pinned host memory of the local GPU, or
+ * malloc'd when pinning failed. */
+typedef struct dist_stage {
+  void *p;
+  size_t bytes;
+  bool pinned;
+} dist_stage;
+enum { DIST_STAGE_SEND = 0, DIST_STAGE_RECV = 1 };
 
 struct ac_dist_runtime {
   ac_context *ctx;
@@ -26,6 +38,12 @@ struct ac_dist_runtime {
   int rank, size, local_rank, local_size;
   ac_runtime *local; /* the rank's backend */
   uint64_t bytes_sent;
+  /* staging.c: the local CUDA device (NULL unless the backend is
+   * AC_BACKEND_GPU; the local runtime's), whether this rank hands device
+   * memory to MPI (a GPU and a CUDA-aware MPI), the two staging buffers */
+  rt_gpu *gpu;
+  bool cuda_aware;
+  dist_stage stage[2];
 };
 
 struct ac_dist_array {
@@ -61,10 +79,49 @@ ac_array *dist_rows(ac_context *ctx, const ac_array *a, int64_t lo, int64_t hi, 
  * fit in memory. Not collective. */
 ac_array *dist_new_block(ac_dist_runtime *rt, ac_scalar type, unsigned rank, const int64_t *extents,
                          int64_t rows, size_t row, void **data, ac_error **err);
-/* The full array on every rank (an allgather of the blocks); local work
- * fails before any data moves, so the caller agrees first. */
+/* The full array on every rank (an allgather of the blocks), for the
+ * local backend (in device memory on a GPU rank). The caller agrees
+ * before (local work of its own); this agrees after the data moved (a
+ * copy to the device may fail), so every rank returns the same. */
 ac_status dist_allgather(ac_dist_runtime *rt, const ac_dist_array *a, ac_array **full,
                          ac_error **err);
+
+/* ---- staging.c: where a block's bytes are for MPI ---- */
+/* Finds the local CUDA device and decides whether MPI is CUDA-aware
+ * (ARRAYC_DIST_CUDA_AWARE, else the MPI library); an invalid value of the
+ * variable is an error. Local (the caller agrees). */
+ac_status dist_staging_init(ac_dist_runtime *rt, ac_error **err);
+/* Frees the staging buffers (before the local runtime goes). */
+void dist_staging_free(ac_dist_runtime *rt);
+/* Where MPI reads all of a's elements: its device copy (cuda_aware), the
+ * send staging buffer holding a copy of it (a GPU backend, device-only
+ * elements), or its host elements; NULL when a has none. Valid until the
+ * next staging call. Local. */
+ac_status dist_send_from(ac_dist_runtime *rt, const ac_array *a, const void **out, ac_error **err);
+/* A block being received: begin gives MPI the place to write (data), end
+ * makes the array once MPI has written it, abandon frees it unfinished. */
+typedef struct dist_recv {
+  ac_array *host; /* a host block: MPI writes its elements */
+  void *data;     /* where MPI writes */
+  rt_dptr dev;    /* the device buffer of a block received for the device */
+  bool staged;    /* data is the receive staging buffer: end copies it up */
+  ac_scalar type;
+  unsigned rank;
+  const int64_t *extents; /* the caller's, rows aside; live until end */
+  int64_t rows;
+  size_t bytes;
+} dist_recv;
+/* A block of `rows` rows of `row` bytes shaped like extents; device: the
+ * local backend uses it next, so on a GPU it is received into (or copied
+ * up to) device memory. Local. */
+ac_status dist_recv_begin(ac_dist_runtime *rt, ac_scalar type, unsigned rank,
+                          const int64_t *extents, int64_t rows, size_t row, bool device,
+                          dist_recv *r, ac_error **err);
+/* The received block (one reference to the caller); on failure r is
+ * abandoned. Local: a failure here comes after the data moved, so the
+ * caller agrees afterwards. */
+ac_status dist_recv_end(ac_dist_runtime *rt, dist_recv *r, ac_array **out, ac_error **err);
+void dist_recv_abandon(ac_dist_runtime *rt, dist_recv *r);
 
 /* ---- exchange.c: all-to-all primitives (docs/distributed.md,
  * "Communication primitives (internal)") ----
@@ -121,6 +178,11 @@ ac_status dist_route_elems(ac_dist_runtime *rt, const int64_t *offsets, int64_t 
  * (strategy.c): true when the function qualifies; then mapped[i] says
  * whether leaf i is an array parameter that the function only maps. */
 bool dist_local_rule(ac_module *m, const char *name, bool *mapped, size_t nargs);
+
+/* lib/api/function.c: a function of m that is only its signature (the
+ * interpreter's, compiling and binding nothing): a staged function's own. */
+ac_status api_function_signature(ac_module *m, const char *name, ac_function **out,
+                                 ac_error **err);
 
 /* The staged strategy (plan.c): a distributed evaluation of a function's
  * body, step by step. */

@@ -6,7 +6,9 @@
  * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) and makes the rank's local
  * ac_runtime. Errors are agreed on with one MPI_Allreduce (the lowest
  * failing rank, or none) and, only when some rank failed, a broadcast of
- * that rank's error: the common path costs one small allreduce.
+ * that rank's error: the common path costs one small allreduce. How a
+ * rank's blocks reach MPI on a GPU (CUDA-aware MPI, pinned staging) is
+ * staging.c's, decided when the runtime is made.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 
@@ -190,7 +192,7 @@ ac_status ac_dist_runtime_create(ac_context *ctx, MPI_Comm comm, ac_backend loca
   MPI_Comm dup, node;
   MPI_Comm_dup(comm, &dup);
   MPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  ac_dist_runtime tmp = {ctx, dup, 0, 0, 0, 0, NULL, 0};
+  ac_dist_runtime tmp = {.ctx = ctx, .comm = dup};
   MPI_Comm_rank(dup, &tmp.rank);
   MPI_Comm_size(dup, &tmp.size);
   MPI_Comm_rank(node, &tmp.local_rank);
@@ -203,8 +205,8 @@ ac_status ac_dist_runtime_create(ac_context *ctx, MPI_Comm comm, ac_backend loca
   else if ((unsigned)local_backend > AC_BACKEND_SIMT_EMU)
     st = dist_fail(&tmp, &e, AC_ERR_INVALID, "ac_dist_runtime_create: unknown backend %d",
                    (int)local_backend);
-  else
-    st = local_runtime(&tmp, local_backend, &e);
+  else if ((st = local_runtime(&tmp, local_backend, &e)) == AC_OK)
+    st = dist_staging_init(&tmp, &e);
   st = dist_agree(&tmp, st, &e);
   if (st != AC_OK) {
     ac_runtime_destroy(tmp.local);
@@ -220,6 +222,7 @@ ac_status ac_dist_runtime_create(ac_context *ctx, MPI_Comm comm, ac_backend loca
 void ac_dist_runtime_destroy(ac_dist_runtime *rt) {
   if (!rt)
     return;
+  dist_staging_free(rt); /* pinned memory goes back while the device lives */
   ac_runtime_destroy(rt->local);
   MPI_Comm_free(&rt->comm);
   ac_free(rt->ctx, rt);

@@ -158,6 +158,14 @@ typedef struct rt_gpu_ops {
    * a failure to queue any launch of the batch. */
   void (*batch_begin)(rt_gpu *g);
   ac_status (*batch_end)(rt_gpu *g, ac_error **err);
+  /* Optional (NULL: the device has none, use malloc). Page-locked host
+   * memory for a caller that moves large blocks through it (the
+   * distributed layer's staging, dist/staging.c): copies from and to it
+   * run at the bus's full speed without the driver staging them. Returns
+   * NULL when it cannot (the caller then uses pageable memory);
+   * host_free(g, NULL) does nothing. */
+  void *(*host_alloc)(rt_gpu *g, size_t bytes);
+  void (*host_free)(rt_gpu *g, void *p);
 } rt_gpu_ops;
 
 /* Control blocks kept between calls (plan_gpu.c): a call whose plan has
@@ -307,5 +315,8 @@ bool rt_resid_take(ac_array *a, rt_gpu *g, rt_dptr *d, size_t *bytes);
 /* Makes a's host elements valid (fetching them from the device when the
  * array was produced there). Every host-side reader of a->data calls it. */
 ac_status rt_resid_host(const ac_array *a, ac_error **err);
+/* Whether a's host elements are valid now (an array without a device copy,
+ * or one whose host copy was made or fetched), without fetching anything. */
+bool rt_resid_host_valid(const ac_array *a);
 
 #endif

@@ -938,6 +938,27 @@ static ac_status cu_sync(rt_gpu *gp, ac_error **err) {
   return r == CUDA_SUCCESS ? AC_OK : CU_FAIL(g, r, "cuStreamSynchronize", NULL, err);
 }
 
+/* Pinned blocks for callers (gpu.h: host_alloc): cuMemHostAlloc in our
+ * context, NULL when the driver lacks it, refuses, or the context is lost. */
+static void *cu_host_alloc(rt_gpu *gp, size_t bytes) {
+  cu_gpu *g = (cu_gpu *)gp;
+  void *p = NULL;
+  if (!g->cu.MemHostAlloc || !g->cu.MemFreeHost || cu_enter(g, NULL) != AC_OK)
+    return NULL;
+  if (g->cu.MemHostAlloc(&p, bytes ? bytes : 1, 0) != CUDA_SUCCESS)
+    p = NULL;
+  cu_leave(g);
+  return p;
+}
+
+static void cu_host_free(rt_gpu *gp, void *p) {
+  cu_gpu *g = (cu_gpu *)gp;
+  if (!p || cu_is_lost(g) || cu_enter(g, NULL) != AC_OK)
+    return; /* a lost context takes its pinned blocks with it */
+  (void)g->cu.MemFreeHost(p);
+  cu_leave(g);
+}
+
 static void cu_limits(rt_gpu *gp, rt_gkernel *k, rt_glimits *out) {
   (void)gp;
   *out = k->lim;
@@ -1061,6 +1082,8 @@ static const rt_gpu_ops cu_trace_ops = {
     .scope_leave = cu_scope_leave,
     .batch_begin = cu_batch_begin,
     .batch_end = cu_batch_end,
+    .host_alloc = cu_host_alloc,
+    .host_free = cu_host_free,
 };
 
 static const rt_gpu_ops cu_ops = {
@@ -1081,6 +1104,8 @@ static const rt_gpu_ops cu_ops = {
     .scope_leave = cu_scope_leave,
     .batch_begin = cu_batch_begin,
     .batch_end = cu_batch_end,
+    .host_alloc = cu_host_alloc,
+    .host_free = cu_host_free,
 };
 
 /* ---- creating a device ---- */

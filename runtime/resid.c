@@ -90,6 +90,17 @@ rt_dptr rt_resid_dptr(const ac_array *a, const rt_gpu *g) {
   return r && r->g == g ? r->d : 0;
 }
 
+bool rt_resid_host_valid(const ac_array *ca) {
+  ac_array *a = (ac_array *)ca; /* the lock is taken, nothing changes */
+  struct rt_resid *r = a ? atomic_load(&a->resid) : NULL;
+  if (!r)
+    return true;
+  pthread_mutex_lock(&r->lock);
+  bool valid = r->host_valid;
+  pthread_mutex_unlock(&r->lock);
+  return valid;
+}
+
 ac_status rt_resid_host(const ac_array *ca, ac_error **err) {
   ac_array *a = (ac_array *)ca; /* the elements' host copy is filled in, not changed */
   struct rt_resid *r = a ? atomic_load(&a->resid) : NULL;

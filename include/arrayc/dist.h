@@ -9,7 +9,8 @@
  * decided once per function from its IR when it is created.
  *
  * This header and libarrayc_dist need MPI; libarrayc and libarrayc_rt do
- * not. Link arrayc::dist (or -larrayc_dist) and MPI.
+ * not. Link arrayc::dist (find_package(arrayc); it brings libarrayc and
+ * MPI) or `pkg-config --libs arrayc_dist` (docs/install.md section 6).
  *
  * Collectives: every function here that takes a runtime is collective over
  * its communicator (every rank must call it, in the same order, with the
@@ -69,6 +70,13 @@ AC_API int ac_dist_runtime_local_rank(const ac_dist_runtime *rt);
 AC_API int ac_dist_runtime_local_size(const ac_dist_runtime *rt);
 /* The local backend actually chosen (never AUTO). */
 AC_API ac_backend ac_dist_runtime_backend(const ac_dist_runtime *rt);
+/* Whether this rank passes device memory to MPI directly: true only when
+ * its local backend is a GPU (AC_BACKEND_GPU) and the MPI library takes
+ * device pointers (CUDA-aware: asked of Open MPI with
+ * MPIX_Query_cuda_support(), or ARRAYC_DIST_CUDA_AWARE=1; =0 says no).
+ * Otherwise a GPU rank stages its blocks through pinned host memory, and
+ * a CPU rank sends host memory (docs/distributed.md, "GPUs and MPI"). */
+AC_API bool ac_dist_runtime_cuda_aware(const ac_dist_runtime *rt);
 /* Bytes of array elements this rank has sent to other ranks since the
  * runtime was made (scatters, gathers, the gather strategy's allgathers;
  * not the small messages that agree on errors and shapes): how tests see

@@ -25,6 +25,7 @@
  * on several threads may be destroyed at once.
  */
 #include "api/function_impl.h"
+#include "api/runtime_dev.h"
 #include "passes/pass.h"
 
 #include "target/nvptx.h"
@@ -139,6 +140,10 @@ void ac_runtime_destroy(ac_runtime *rt) {
 
 ac_backend ac_runtime_backend(const ac_runtime *rt) {
   return rt->backend;
+}
+
+rt_gpu *api_runtime_cuda(const ac_runtime *rt) {
+  return rt && rt->backend == AC_BACKEND_GPU ? rt->gpu : NULL;
 }
 
 unsigned ac_runtime_num_threads(const ac_runtime *rt) {

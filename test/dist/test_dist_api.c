@@ -6,9 +6,14 @@
  * failed. Named after the behaviour checked: the partition rule (empty
  * blocks when n < ranks, n = 0), scatter / from_full / from_block / gather
  * round trips of every scalar type from every root, the strategies (a local
- * function sends no array data) and collective errors (a run-time error on
- * one rank only reaches every rank as the same error).
+ * function sends no array data), collective errors (a run-time error on
+ * one rank only reaches every rank as the same error) and the CUDA-aware
+ * query (false off a GPU, whatever ARRAYC_DIST_CUDA_AWARE says; a value of
+ * it other than 0 or 1 fails the creation on every rank). Pinned staging
+ * and device transfers on a GPU backend: test_dist_staging.c.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
+
 #include "arrayc/arrayc.h"
 #include "arrayc/dist.h"
 
@@ -164,7 +169,12 @@ static const char *program =
     "}\n"
     "fn shifted(xs: f32[], b: f32[]) -> f32[] { map(|x| x + b[0], xs) }\n"
     "fn rev(a: i32[]) -> i32[] { reverse(a) }\n"
-    "fn at(a: i64[], i: i64) -> i64 { a[i] }\n";
+    "fn at(a: i64[], i: i64) -> i64 { a[i] }\n"
+    "fn smooth(xs: f32[]) -> f32[] { stencil(|w| w[-1] + w[1], clamp, xs) }\n"
+    "fn prefix(xs: i32[]) -> (i32[], i32) {\n"
+    "  let s = scan_incl(|a, b| a + b, xs);\n"
+    "  (s, fold(|a, b| max(a, b), -2147483648, xs))\n"
+    "}\n";
 
 static ac_module *module(void) {
   ac_module *m = NULL;
@@ -260,9 +270,63 @@ done:
   ac_dist_function_destroy(p);
 }
 
-/* Everything else is gathered: correct, and every rank has the scalar. */
+/* The sum of a counter over the ranks. */
+static uint64_t all_ranks(uint64_t mine) {
+  uint64_t sum = 0;
+  MPI_Allreduce(&mine, &sum, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return sum;
+}
+
+/* The staged strategy: a fold, a scan and a stencil across ranks send
+ * what their algorithms need and no more (no array bytes for a fold or a
+ * scan, one halo row each way per boundary between nonempty blocks for a
+ * stencil), with the results of one process. */
+static void test_staged_functions_send_what_they_need(ac_module *m) {
+  ac_dist_function *st = function(m, "smooth", AC_DIST_STAGED);
+  ac_dist_function *pf = function(m, "prefix", AC_DIST_STAGED);
+  if (!st || !pf)
+    goto done;
+  for (int64_t n = 0; n <= 11; n += 11) {
+    ac_dist_datum xs = distribute(make_array(AC_F32, n, 1, 1));
+    ac_dist_datum res[2];
+    uint64_t before = all_ranks(ac_dist_runtime_bytes_sent(rt));
+    CHECK(ac_dist_function_call(st, &xs, 1, res, 1, NULL) == AC_OK);
+    uint64_t sent = all_ranks(ac_dist_runtime_bytes_sent(rt)) - before;
+    /* n = 11 >= ranks: every block nonempty, 2 (R - 1) rows of 4 bytes */
+    CHECK_EQ_INT(sent, n ? 2 * 4 * (nranks - 1) : 0);
+    ac_array *full = collect(&res[0]);
+    for (int64_t k = 0; full && k < n; k++) {
+      float l = (float)(k > 0 ? k - 1 : 0) + 1.5f, r = (float)(k < n - 1 ? k + 1 : n - 1) + 1.5f;
+      CHECK(((const float *)ac_array_data(full))[k] == l + r);
+    }
+    ac_array_release(full);
+    ac_dist_datum_release(&res[0]);
+    ac_dist_datum_release(&xs);
+    ac_dist_datum is = distribute(make_array(AC_I32, n, 1, 1));
+    before = all_ranks(ac_dist_runtime_bytes_sent(rt));
+    CHECK(ac_dist_function_call(pf, &is, 1, res, 2, NULL) == AC_OK);
+    CHECK_EQ_INT(all_ranks(ac_dist_runtime_bytes_sent(rt)) - before, 0);
+    full = collect(&res[0]);
+    int32_t run = 0;
+    for (int64_t k = 0; full && k < n; k++) {
+      run += (int32_t)k + 1;
+      CHECK_EQ_INT(((const int32_t *)ac_array_data(full))[k], run);
+    }
+    CHECK(res[1].kind == AC_DIST_SCALAR);
+    CHECK_EQ_INT(res[1].local.s.i, n ? n : INT32_MIN);
+    ac_array_release(full);
+    ac_dist_datum_release(&res[0]);
+    ac_dist_datum_release(&is);
+  }
+done:
+  ac_dist_function_destroy(st);
+  ac_dist_function_destroy(pf);
+}
+
+/* A fold across ranks (staged) and what is not distributed yet (gather):
+ * correct, and every rank has the scalar. */
 static void test_gather_strategy_functions(ac_module *m) {
-  ac_dist_function *d = function(m, "dotp", AC_DIST_GATHER);
+  ac_dist_function *d = function(m, "dotp", AC_DIST_STAGED);
   ac_dist_function *s = function(m, "shifted", AC_DIST_LOCAL);
   ac_dist_function *r = function(m, "rev", AC_DIST_GATHER);
   if (!d || !s || !r)
@@ -271,7 +335,9 @@ static void test_gather_strategy_functions(ac_module *m) {
     ac_dist_datum args[2] = {distribute(make_array(AC_F32, n, 1, 1)),
                              distribute(make_array(AC_F32, n, 1, 1))};
     ac_dist_datum res[1];
+    uint64_t sent = ac_dist_runtime_bytes_sent(rt);
     CHECK(ac_dist_function_call(d, args, 2, res, 1, NULL) == AC_OK);
+    CHECK_EQ_INT(ac_dist_runtime_bytes_sent(rt), sent); /* local folds: partials only */
     double want = 0;
     for (int64_t k = 0; k < n; k++)
       want += ((double)k + 1.5) * ((double)k + 1.5);
@@ -375,6 +441,27 @@ static void test_errors_are_collective(ac_module *m) {
   ac_dist_function_destroy(g);
 }
 
+/* Off a GPU no rank passes device memory to MPI, even when told MPI could
+ * take it; a malformed override is an error on every rank. */
+static void test_cuda_aware_only_on_a_gpu(ac_backend backend) {
+  if (backend != AC_BACKEND_GPU)
+    CHECK(!ac_dist_runtime_cuda_aware(rt));
+  ac_dist_runtime *r2 = NULL;
+  ac_error *e = NULL;
+  setenv("ARRAYC_DIST_CUDA_AWARE", "1", 1);
+  CHECK(ac_dist_runtime_create(ctx, MPI_COMM_WORLD, AC_BACKEND_CPU, &r2, &e) == AC_OK);
+  CHECK(r2 && !ac_dist_runtime_cuda_aware(r2));
+  ac_dist_runtime_destroy(r2);
+  r2 = NULL;
+  /* rank 0 alone has a bad value: every rank fails with its error */
+  setenv("ARRAYC_DIST_CUDA_AWARE", me == 0 ? "yes" : "0", 1);
+  CHECK(ac_dist_runtime_create(ctx, MPI_COMM_WORLD, AC_BACKEND_CPU, &r2, &e) == AC_ERR_INVALID);
+  CHECK(r2 == NULL);
+  CHECK(e && strstr(ac_error_message(e), "ARRAYC_DIST_CUDA_AWARE is 'yes': it must be 0 or 1"));
+  ac_error_destroy(e);
+  unsetenv("ARRAYC_DIST_CUDA_AWARE");
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
@@ -393,6 +480,7 @@ int main(int argc, char **argv) {
   CHECK_EQ_INT(ac_dist_runtime_size(rt), nranks);
   CHECK(ac_dist_runtime_local_rank(rt) < ac_dist_runtime_local_size(rt));
   test_partition_rule_covers_rows_in_rank_order();
+  test_cuda_aware_only_on_a_gpu(backend);
   test_scatter_gather_round_trip_every_type();
   test_from_block_sums_lengths();
   test_from_block_mismatch_fails_on_every_rank();
@@ -401,6 +489,7 @@ int main(int argc, char **argv) {
   if (m) {
     test_local_functions_send_no_array_data(m);
     test_gather_strategy_functions(m);
+    test_staged_functions_send_what_they_need(m);
     test_errors_are_collective(m);
     ac_module_destroy(m);
   }

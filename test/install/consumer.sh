@@ -16,7 +16,13 @@
 #   4. the installed `arrayc --shared` writes a shared object that names
 #      libarrayc_rt (DT_NEEDED), finds it in P/LIBDIR (its run path), and
 #      loads and runs in a program that links nothing of arrayc;
-#   5. the installed Python package (P/$ARRAYC_PYTHON_INSTALL_DIR/arrayc),
+#   5. with ARRAYC_MPIEXEC set (the build has the distributed layer), the
+#      installed arrayc/dist.h, libarrayc_dist.a and arrayc_dist.pc, and
+#      dist_main.c built through arrayc::dist (find_package(arrayc
+#      COMPONENTS dist) in step 2) and through pkg-config, each
+#      run on 2 ranks ($ARRAYC_MPIEXEC -n 2) printing the gathered SAXPY
+#      (skipped, saying why, without ARRAYC_MPIEXEC);
+#   6. the installed Python package (P/$ARRAYC_PYTHON_INSTALL_DIR/arrayc),
 #      run by $ARRAYC_PYTHON (both from the environment): it loads the
 #      installed libarrayc, compiles a program and an @arrayc.jit function
 #      (skipped, saying why, without them, without NumPy, or in a sanitizer
@@ -115,8 +121,11 @@ grep -q "prefix=$prefix\$" "$prefix/$libdir/pkgconfig/arrayc_rt.pc" ||
   fail "arrayc_rt.pc does not name the prefix $prefix"
 
 # ---- 2. find_package(arrayc) ----------------------------------------------------
+consumer_dist=OFF
+[ -n "${ARRAYC_MPIEXEC:-}" ] && consumer_dist=ON
 if step "consumer: configure (find_package)" "$work/configure.log" \
   "$cmake" -S "$consumer" -B "$work/consumer" -DCMAKE_BUILD_TYPE=Release \
+  -DCONSUMER_DIST=$consumer_dist \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_C_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags"; then
   grep -q "^arrayc_DIR:PATH=$prefix/" "$work/consumer/CMakeCache.txt" ||
@@ -201,7 +210,35 @@ dotp 32" "$work/consumer/shared_check" "$work/so/libdemo.so"
   fi
 fi
 
-# ---- 5. the Python package -------------------------------------------------------
+# ---- 5. the distributed layer ------------------------------------------------------
+mpiexec=${ARRAYC_MPIEXEC:-}
+dist_out='dist 2 ranks local saxpy [3, 6, 9, 12, 15]'
+if [ -z "$mpiexec" ]; then
+  echo "skipped: the distributed layer (ARRAYC_MPIEXEC not set: built without MPI)"
+else
+  for f in include/arrayc/dist.h "$libdir/libarrayc_dist.a" "$libdir/pkgconfig/arrayc_dist.pc"; do
+    [ -e "$prefix/$f" ] || fail "not installed: $f"
+  done
+  if [ -x "$work/consumer/dist_saxpy" ]; then
+    expect "dist_saxpy (arrayc::dist) on 2 ranks" "$dist_out" \
+      "$mpiexec" -n 2 "$work/consumer/dist_saxpy"
+  else
+    fail "no dist_saxpy program (the consumer did not build it: ARRAYC_DIST_FOUND?)"
+  fi
+  # pkg-config: arrayc_dist.pc names libarrayc_dist, then arrayc.pc's libraries and MPI's
+  dist_libs=$(pkg-config --libs arrayc_dist)
+  contains "pkg-config --libs arrayc_dist names libarrayc_dist" "$dist_libs" \
+    "-larrayc_dist"
+  contains "pkg-config --libs arrayc_dist names libarrayc" "$dist_libs" "-larrayc "
+  # shellcheck disable=SC2046,SC2086
+  step "cc with pkg-config arrayc_dist" "$work/pc/cc-dist.log" \
+    "$cc" $flags -o "$work/pc/dist" "$consumer/dist_main.c" \
+    $(pkg-config --cflags --libs arrayc_dist) $rpaths &&
+    expect "pkg-config program (distributed layer) on 2 ranks" "$dist_out" \
+      "$mpiexec" -n 2 "$work/pc/dist"
+fi
+
+# ---- 6. the Python package -------------------------------------------------------
 py=${ARRAYC_PYTHON:-}
 if [ -z "$py" ] || [ -z "${ARRAYC_PYTHON_INSTALL_DIR:-}" ]; then
   echo "skipped: the Python package (ARRAYC_PYTHON or ARRAYC_PYTHON_INSTALL_DIR not set)"
