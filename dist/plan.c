@@ -148,6 +148,8 @@ typedef enum variant {
   V_STENCIL,  /* the stencil on a temporary of fetched rows */
   V_OPERANDS, /* the node with its operands that are not row-local made temporaries */
   V_PRODUCE,  /* generate, iota or fill of this rank's rows */
+  V_SLICE,    /* a slice of this rank's block */
+  V_PERMUTE,  /* permute of the values routed to this rank into its block */
   V_NUM
 } variant;
 
@@ -361,6 +363,45 @@ static ir_ref walk_root(walk *w, ir_ref e, int ra_kid_of_root) {
   return walk_node(w, e, 0, false, ra_kid_of_root);
 }
 
+static bool type_has_array(ac_context *ctx, ir_type t) {
+  ir_typeinfo ti = ir_ty_info(ctx, t);
+  if (ti.kind == TK_ARRAY || ti.kind == TK_WINDOW)
+    return true;
+  for (uint32_t i = 0; ti.kind == TK_TUPLE && i < ti.n; i++)
+    if (type_has_array(ctx, ti.fields[i]))
+      return true;
+  return false;
+}
+
+/* Whether e is a small computation over scalars: no array anywhere, no
+ * loop, no call, at most 64 nodes (*count so far). */
+static bool scalar_step_rec(const ac_module *m, ir_ref e, unsigned *count) {
+  const ir_node *n = ir_node_get(m, e);
+  if (++*count > 64)
+    return false;
+  switch ((ir_op)n->op) {
+  case IR_LOOP:
+  case IR_REC:
+  case IR_CALL:
+  case IR_FNREF:
+  case IR_WHILE:
+  case IR_ITERATE:
+    return false;
+  default:
+    break;
+  }
+  if (n->op != IR_LAM && type_has_array(m->ctx, n->type))
+    return false;
+  for (uint32_t i = 0; i < n->nkids; i++)
+    if (!scalar_step_rec(m, ir_kid(m, e, i), count))
+      return false;
+  return true;
+}
+
+static bool scalar_step(const ac_module *m, ir_ref e, unsigned count) {
+  return scalar_step_rec(m, e, &count);
+}
+
 static stage *find_stage(dist_plan *p, ir_ref key, variant var) {
   for (size_t i = 0; i < p->nstages; i++)
     if (p->stages[i].key == key && p->stages[i].var == var)
@@ -411,7 +452,13 @@ static ac_status make_stage(dist_plan *p, ir_ref key, variant var, ir_ref expr, 
   }
   m->funcs[fi].body = body;
   ac_function *fn = NULL;
-  ac_status st = ac_runtime_compile(p->rt->local, m, name, &fn, err);
+  /* a small step over scalars alone is interpreted: compiling it would
+   * cost more than it ever runs */
+  bool small = w.nb <= 64 && scalar_step(m, body, 0);
+  for (uint32_t i = 0; small && i < w.nb; i++)
+    small = !type_has_array(ctx, w.b[i].type);
+  ac_status st = small ? ac_function_create(m, name, AC_BACKEND_INTERP, &fn, err)
+                       : ac_runtime_compile(p->rt->local, m, name, &fn, err);
   if (st != AC_OK) {
     free(w.b);
     return st;
@@ -2031,6 +2078,563 @@ static ac_status eval_backpermute(dist_plan *p, ir_ref e, pval **out, ac_error *
   return st;
 }
 
+/* ---- scatter and permute: values routed to the owners ---- */
+
+static uint32_t type_rank_of(ac_context *ctx, ir_type t) {
+  ir_typeinfo ti = ir_ty_info(ctx, t);
+  if (ti.kind == TK_TUPLE && ti.n > 0)
+    ti = ir_ty_info(ctx, ti.fields[0]);
+  return ti.kind == TK_ARRAY ? ti.rank : 0;
+}
+
+static ac_array *leaf_array(const leaf *l) {
+  return l->kind == LV_DIST ? l->d->a->block : l->arr;
+}
+
+/* The linear indices, in an array of extents ext (rank r), of the
+ * elements named by r integer arrays (ix[d], elements first..first+cnt);
+ * false when one is out of range (or cannot be read). */
+static bool linear_indices(ac_array *const *ix, uint32_t r, const int64_t *ext, int64_t first,
+                           int64_t cnt, int64_t *lin) {
+  for (int64_t k = 0; k < cnt; k++)
+    lin[k] = 0;
+  for (uint32_t d = 0; d < r; d++) {
+    ac_scalar t = ac_array_type(ix[d]);
+    const char *data = ac_array_data(ix[d]);
+    size_t es = ac_scalar_size(t);
+    if (!data && cnt > 0)
+      return false;
+    for (int64_t k = 0; k < cnt; k++) {
+      ac_datum v = load_scalar(t, data + (size_t)(first + k) * es);
+      int64_t x;
+      if (!datum_index(&v, &x) || x < 0 || x >= ext[d])
+        return false;
+      lin[k] = lin[k] * ext[d] + x;
+    }
+  }
+  return true;
+}
+
+/* Every rank's verdict: true when some rank's is. */
+static bool any_rank(dist_plan *p, bool mine) {
+  int m = mine, any = m;
+  MPI_Allreduce(&m, &any, 1, MPI_INT, MPI_MAX, p->rt->comm);
+  return any != 0;
+}
+
+/* Whether every leaf of v is distributed with one partition (*off). */
+static bool all_dist(const pval *v, const int64_t **off, const dist_plan *p) {
+  if (v->n == 0)
+    return false;
+  for (uint32_t j = 0; j < v->n; j++) {
+    if (v->l[j].kind != LV_DIST)
+      return false;
+    if (j == 0)
+      *off = v->l[0].d->a->offsets;
+    else if (!same_offsets(p, *off, v->l[j].d->a->offsets))
+      return false;
+  }
+  return true;
+}
+
+static int64_t inner_elems(const int64_t *ext, unsigned rank) {
+  int64_t n = 1;
+  for (unsigned d = 1; d < rank; d++)
+    n *= ext[d];
+  return n;
+}
+
+/* A distributed leaf from this rank's block (the reference is taken). */
+static ac_status dist_leaf(dist_plan *p, ac_array *blk, int64_t outer, const int64_t *off,
+                           leaf *l) {
+  unsigned rk = ac_array_rank(blk);
+  int64_t gx[64];
+  memcpy(gx, ac_array_extents(blk), rk * sizeof *gx);
+  gx[0] = outer;
+  ac_dist_array *da = dist_array_make(p->rt, ac_array_type(blk), rk, gx, off, blk);
+  dref *d = da ? dref_new(da) : NULL;
+  *l = (leaf){LV_DIST, {0}, NULL, d};
+  return d ? AC_OK : AC_ERR_NOMEM;
+}
+
+/* scatter(idx, vals, dest), dest distributed: each rank sends the (index,
+ * value) pairs of its rows of idx and vals to the owners of the indices
+ * (dist_route_elems), which write them into a copy of their block. An index
+ * out of range or written twice: the full form reports it. The operands
+ * are temporaries on top of the environment (idx, vals, dest). */
+static ac_status scatter_rows(dist_plan *p, ir_ref e, pval **out, bool *fallback, ac_error **err) {
+  ac_dist_runtime *rt = p->rt;
+  pval *iv = p->env[p->nenv - 3], *vv = p->env[p->nenv - 2], *dv = p->env[p->nenv - 1];
+  const int64_t *doff = NULL;
+  *fallback = true;
+  if (!all_dist(dv, &doff, p) || vv->n != dv->n)
+    return AC_OK;
+  const ac_dist_array *d0 = dv->l[0].d->a;
+  uint32_t r = d0->rank;
+  if (iv->n != r || r > 64)
+    return AC_OK;
+  /* idx and vals: one shape, and one partition (or full) */
+  unsigned srank = 0;
+  const int64_t *sext = NULL, *soff = NULL;
+  for (uint32_t j = 0; j < iv->n + vv->n; j++) {
+    const leaf *l = j < iv->n ? &iv->l[j] : &vv->l[j - iv->n];
+    unsigned rk;
+    const int64_t *ex = leaf_extents(l, &rk);
+    if (!sext) {
+      sext = ex;
+      srank = rk;
+    } else if (rk != srank || memcmp(ex, sext, rk * sizeof *ex) != 0) {
+      return AC_OK;
+    }
+    if (l->kind == LV_DIST) {
+      if (!soff)
+        soff = l->d->a->offsets;
+      else if (!same_offsets(p, soff, l->d->a->offsets))
+        return AC_OK;
+    } else if (l->kind != LV_FULL) {
+      return AC_OK;
+    }
+  }
+  int R = rt->size, me = rt->rank;
+  int64_t rule[65];
+  if (!soff) {
+    if (R > 64)
+      return AC_OK;
+    for (int q = 0; q < R; q++) {
+      int64_t hi;
+      ac_dist_partition(sext[0], R, q, &rule[q], &hi);
+    }
+    rule[R] = sext[0];
+    soff = rule;
+  } else {
+    for (uint32_t j = 0; j < iv->n + vv->n; j++) { /* full leaves with distributed ones */
+      const leaf *l = j < iv->n ? &iv->l[j] : &vv->l[j - iv->n];
+      if (l->kind != LV_DIST)
+        return AC_OK;
+    }
+  }
+  *fallback = false;
+  int64_t inner = inner_elems(sext, srank);
+  int64_t cnt = (soff[me + 1] - soff[me]) * inner;
+  int64_t first = iv->l[0].kind == LV_DIST ? 0 : soff[me] * inner;
+  int64_t *lin = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *lin);
+  ac_array *ix[64];
+  for (uint32_t d = 0; d < r; d++)
+    ix[d] = leaf_array(&iv->l[d]);
+  bool bad = lin && !linear_indices(ix, r, d0->extents, first, cnt, lin);
+  ac_status st =
+      dist_agree(rt, lin ? AC_OK : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory"), err);
+  if (st != AC_OK || any_rank(p, bad)) {
+    free(lin);
+    *fallback = st == AC_OK;
+    return st;
+  }
+  int64_t row_elems = inner_elems(d0->extents, r);
+  int64_t mine = (doff[me + 1] - doff[me]) * row_elems;
+  pval *v = pval_new(dv->type, dv->n);
+  unsigned char *seen = calloc((size_t)(mine > 0 ? mine : 1), 1);
+  bool dup = false;
+  st = dist_agree(rt, v && seen ? AC_OK : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory"), err);
+  for (uint32_t j = 0; st == AC_OK && j < dv->n; j++) {
+    ac_array *vals = leaf_array(&vv->l[j]);
+    size_t es = ac_scalar_size(ac_array_type(vals));
+    const char *vdata = ac_array_data(vals);
+    int64_t *ridx = NULL, nrecv = 0;
+    void *rvals = NULL;
+    st =
+        dist_route_elems(rt, doff, row_elems, es, lin,
+                         vdata ? vdata + (size_t)(vv->l[j].kind == LV_DIST ? 0 : first) * es : NULL,
+                         cnt, &ridx, &rvals, &nrecv, err);
+    if (st != AC_OK)
+      break;
+    ac_array *blk = dv->l[j].d->a->block;
+    ac_array *copy = ac_array_create(p->ctx, ac_array_type(blk), ac_array_rank(blk),
+                                     ac_array_extents(blk), ac_array_data(blk), NULL);
+    char *cdata = copy ? (char *)ac_array_data(copy) : NULL;
+    for (int64_t k = 0; cdata && k < nrecv; k++) {
+      if (j == 0) {
+        dup |= seen[ridx[k]] != 0;
+        seen[ridx[k]] = 1;
+      }
+      memcpy(cdata + (size_t)ridx[k] * es, (const char *)rvals + (size_t)k * es, es);
+    }
+    free(ridx);
+    free(rvals);
+    if (!copy || (!cdata && mine > 0)) {
+      ac_array_release(copy);
+      st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+    } else if (dist_leaf(p, copy, d0->extents[0], doff, &v->l[j]) != AC_OK) {
+      st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+    }
+    st = dist_agree(rt, st, err);
+  }
+  free(lin);
+  free(seen);
+  if (st == AC_OK && any_rank(p, dup)) {
+    pval_release(v);
+    *fallback = true; /* an index written twice: the full form says which */
+    return AC_OK;
+  }
+  if (st != AC_OK) {
+    pval_release(v);
+    return st;
+  }
+  *out = v;
+  trace(p, e, "values routed to the owners of their indices");
+  return AC_OK;
+}
+
+/* The element type of an array type (a tuple of arrays: the tuple of
+ * their element types). */
+static ir_type elem_type(ac_context *ctx, ir_type t) {
+  ir_typeinfo ti = ir_ty_info(ctx, t);
+  if (ti.kind == TK_ARRAY)
+    return ir_ty_scalar(ctx, ti.sc);
+  if (ti.kind != TK_TUPLE || ti.n > 64)
+    return IR_TY_NONE;
+  ir_type f[64];
+  for (uint32_t i = 0; i < ti.n; i++)
+    f[i] = elem_type(ctx, ti.fields[i]);
+  return ir_ty_tuple(ctx, ti.n, f);
+}
+
+/* permute(comb, dest, f, a), dest distributed: the destinations of each
+ * rank's rows of a (generate(shape(a), f), made where the rows are) and
+ * the values are routed to the owners of the destinations, which combine
+ * them into their block in the order of a's elements (by a permute of the
+ * values received). The operands dest and a are temporaries (c is e with
+ * them). */
+static ac_status permute_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool *fallback,
+                              ac_error **err) {
+  ac_module *m = p->m;
+  ac_dist_runtime *rt = p->rt;
+  size_t base = p->nenv - 2;
+  pval *dv = p->env[base], *av = p->env[base + 1];
+  const int64_t *doff = NULL;
+  *fallback = true;
+  if (!all_dist(dv, &doff, p) || av->n != dv->n)
+    return AC_OK;
+  const ac_dist_array *d0 = dv->l[0].d->a;
+  uint32_t r = d0->rank;
+  if (r > 64)
+    return AC_OK;
+  /* the destinations: generate(shape(a), f) at c's environment */
+  stage *gs = find_stage(p, c, V_OPERANDS);
+  ir_ref gen = gs ? gs->expr : IR_NONE;
+  ir_loc loc = ir_node_get(m, e)->loc;
+  if (!gen) {
+    ir_ref f = ir_kid(m, c, 2);
+    ir_node fn = *ir_node_get(m, f);
+    ir_ref av0 = mkvar(m, loc, av->type, 0);
+    uint32_t q = type_rank_of(p->ctx, av->type);
+    ir_type sht = q == 1 ? ir_ty_scalar(p->ctx, AC_I64) : IR_TY_NONE;
+    if (q > 1 && q <= 64) {
+      ir_type f64s[64];
+      for (uint32_t d = 0; d < q; d++)
+        f64s[d] = ir_ty_scalar(p->ctx, AC_I64);
+      sht = ir_ty_tuple(p->ctx, q, f64s);
+    }
+    ir_ref sh = av0 && sht ? mk(m, IR_SHAPE, loc, sht, 0, 1, &av0) : IR_NONE;
+    ir_type rt_f = fn.op == IR_LAM     ? ir_node_get(m, ir_kid(m, f, 0))->type
+                   : fn.op == IR_FNREF ? m->funcs[fn.attr].result
+                                       : IR_TY_NONE;
+    ir_type it = rt_f ? ir_ty_array(p->ctx, rt_f, q) : IR_TY_NONE;
+    ir_ref kids[2] = {sh, f};
+    gen = sh && it ? mk(m, IR_GENERATE, loc, it, 0, 2, kids) : IR_NONE;
+    if (!gen ||
+        !ac_grow(p->ctx, (void **)&p->stages, &p->capstages, p->nstages + 1, sizeof *p->stages))
+      return AC_OK;
+    p->stages[p->nstages++] = (stage){c, V_OPERANDS, gen, 0, -1, NULL, 0, NULL, 0};
+  }
+  pval *gv = NULL;
+  ac_status st = deval(p, gen, &gv, err);
+  if (st != AC_OK) {
+    *fallback = false;
+    return st;
+  }
+  const int64_t *goff = NULL;
+  if (!all_dist(gv, &goff, p) || gv->n != r) {
+    pval_release(gv);
+    return AC_OK;
+  }
+  *fallback = false;
+  int me = rt->rank;
+  /* a's rows where the destinations are */
+  const ac_dist_array *g0 = gv->l[0].d->a;
+  int64_t inner = inner_elems(g0->extents, g0->rank);
+  int64_t cnt = (goff[me + 1] - goff[me]) * inner;
+  ac_array *vals[64];
+  ac_dist_array *moved[64];
+  memset(moved, 0, sizeof moved);
+  for (uint32_t j = 0; st == AC_OK && j < av->n; j++) {
+    leaf *l = &av->l[j];
+    if (l->kind == LV_DIST && !same_offsets(p, l->d->a->offsets, goff)) {
+      st = dist_repartition(rt, l->d->a, goff, &moved[j], err);
+      vals[j] = moved[j] ? moved[j]->block : NULL;
+    } else if (l->kind == LV_DIST) {
+      vals[j] = l->d->a->block;
+    } else {
+      vals[j] =
+          ac_array_create(p->ctx, ac_array_type(l->arr), 1, &cnt,
+                          (const char *)ac_array_data(l->arr) +
+                              (size_t)(goff[me] * inner) * ac_scalar_size(ac_array_type(l->arr)),
+                          NULL);
+      st = dist_agree(rt, vals[j] ? AC_OK : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory"), err);
+    }
+  }
+  int64_t *lin = st == AC_OK ? malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *lin) : NULL;
+  ac_array *ix[64];
+  for (uint32_t d = 0; d < r; d++)
+    ix[d] = gv->l[d].d->a->block;
+  bool bad = lin && !linear_indices(ix, r, d0->extents, 0, cnt, lin);
+  if (st == AC_OK)
+    st = dist_agree(rt, lin ? AC_OK : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory"), err);
+  bool anybad = st == AC_OK && any_rank(p, bad);
+  pval_release(gv);
+  /* route the values; receive (local index, value) pairs */
+  int64_t row_elems = inner_elems(d0->extents, r);
+  int64_t mine = (doff[me + 1] - doff[me]) * row_elems;
+  pval *flat = NULL, *rv = NULL, *ri = NULL;
+  if (st == AC_OK && !anybad) {
+    flat = pval_new(ir_ty_array(p->ctx, elem_type(p->ctx, dv->type), 1), dv->n);
+    rv = pval_new(flat ? flat->type : IR_TY_NONE, dv->n);
+    ri = pval_new(ir_ty_array(p->ctx, ir_ty_scalar(p->ctx, AC_I64), 1), 1);
+    st = dist_agree(
+        rt, flat && rv && ri ? AC_OK : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory"), err);
+  }
+  for (uint32_t j = 0; st == AC_OK && !anybad && j < dv->n; j++) {
+    size_t es = ac_scalar_size(ac_array_type(vals[j]));
+    int64_t *ridx = NULL, nrecv = 0;
+    void *rvals = NULL;
+    st = dist_route_elems(rt, doff, row_elems, es, lin, ac_array_data(vals[j]), cnt, &ridx, &rvals,
+                          &nrecv, err);
+    if (st != AC_OK)
+      break;
+    ac_array *blk = dv->l[j].d->a->block;
+    ac_array *fb = ac_array_create(p->ctx, ac_array_type(blk), 1, &mine, ac_array_data(blk), NULL);
+    ac_array *fv = ac_array_create(p->ctx, ac_array_type(blk), 1, &nrecv, rvals, NULL);
+    ac_array *fi = j == 0 ? ac_array_create(p->ctx, AC_I64, 1, &nrecv, ridx, NULL) : NULL;
+    flat->l[j] = (leaf){LV_LOCAL, {0}, fb, NULL};
+    rv->l[j] = (leaf){LV_LOCAL, {0}, fv, NULL};
+    if (j == 0)
+      ri->l[0] = (leaf){LV_LOCAL, {0}, fi, NULL};
+    free(ridx);
+    free(rvals);
+    st = dist_agree(
+        rt, fb && fv && (j > 0 || fi) ? AC_OK : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory"),
+        err);
+  }
+  free(lin);
+  for (uint32_t j = 0; j < av->n; j++) {
+    if (moved[j])
+      ac_dist_array_destroy(moved[j]);
+    else if (av->l[j].kind != LV_DIST)
+      ac_array_release(vals[j]);
+  }
+  if (st != AC_OK || anybad) {
+    pval_release(flat);
+    pval_release(rv);
+    pval_release(ri);
+    *fallback = st == AC_OK; /* a destination out of range: the full form says which */
+    return st;
+  }
+  /* permute(comb, flat, |k| ridx[k], rvals) over the temporaries (flat,
+   * ridx, rvals): comb at e's environment, three above it */
+  size_t keep = p->nenv;
+  p->nenv = base; /* the operands' temporaries are under the new ones: hide them */
+  pval **hidden = malloc(2 * sizeof *hidden);
+  if (hidden)
+    memcpy(hidden, p->env + base, 2 * sizeof *hidden);
+  if (!hidden || !env_push(p, flat) || !env_push(p, ri) || !env_push(p, rv))
+    st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+  stage *s = st == AC_OK ? find_stage(p, e, V_PERMUTE) : NULL;
+  if (st == AC_OK && !s) {
+    ir_type i64 = ir_ty_scalar(p->ctx, AC_I64);
+    ir_ref idx_kids[2] = {mkvar(m, loc, ri->type, 2), mkvar(m, loc, i64, 0)};
+    ir_ref at = mk(m, IR_INDEX, loc, i64, 0, 2, idx_kids);
+    ir_ref lam = at ? mk(m, IR_LAM, loc, IR_TY_NONE, 1, 1, &at) : IR_NONE;
+    if (lam) {
+      ir_sym k = ir_sym_intern(p->ctx, "k", 1);
+      ir_node_get(m, lam)->names = ir_syms_push(m, 1, &k);
+    }
+    ir_ref kids[4] = {ir_shift(m, ir_kid(m, e, 0), 3, 0), mkvar(m, loc, flat->type, 2), lam,
+                      mkvar(m, loc, rv->type, 0)};
+    ir_ref x = kids[0] && kids[1] && lam && kids[3]
+                   ? mk(m, IR_PERMUTE, loc, flat->type, ir_node_get(m, e)->attr, 4, kids)
+                   : IR_NONE;
+    st = x ? make_stage(p, e, V_PERMUTE, x, -1, &s, err)
+           : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+  }
+  st = dist_agree(rt, st, err);
+  pval *res = NULL;
+  if (st == AC_OK)
+    st = run_full_local(p, s, &res, err);
+  env_pop(p, base);
+  if (hidden) {
+    memcpy(p->env + base, hidden, 2 * sizeof *hidden);
+    p->nenv = keep - 0;
+    p->nenv = base + 2;
+    free(hidden);
+  }
+  if (st != AC_OK)
+    return st;
+  /* the flat blocks back to the blocks' shape, distributed like dest */
+  pval *v = pval_new(dv->type, dv->n);
+  for (uint32_t j = 0; v && j < dv->n; j++) {
+    ac_array *blk = dv->l[j].d->a->block;
+    ac_array *b = ac_array_create(p->ctx, ac_array_type(blk), ac_array_rank(blk),
+                                  ac_array_extents(blk), ac_array_data(res->l[j].arr), NULL);
+    if (!b || dist_leaf(p, b, d0->extents[0], doff, &v->l[j]) != AC_OK)
+      st = AC_ERR_NOMEM;
+  }
+  pval_release(res);
+  if (!v)
+    st = AC_ERR_NOMEM;
+  st = dist_agree(rt, st == AC_OK ? st : dist_fail(rt, err, st, "out of memory"), err);
+  if (st != AC_OK) {
+    pval_release(v);
+    return st;
+  }
+  *out = v;
+  trace(p, e, "values routed to the owners of their destinations, combined there");
+  return AC_OK;
+}
+
+static ac_status eval_scatter_permute(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
+  bool perm = ir_node_get(p->m, e)->op == IR_PERMUTE;
+  size_t base = p->nenv;
+  ir_ref c;
+  ac_status st = hoist_operands(p, e, perm ? 0xa : 0x7, &c, err);
+  st = dist_agree(p->rt, st, err);
+  bool fallback = true;
+  if (st == AC_OK)
+    st =
+        perm ? permute_rows(p, e, c, out, &fallback, err) : scatter_rows(p, e, out, &fallback, err);
+  if (st == AC_OK && fallback)
+    st = eval_stage(p, c, out, err);
+  env_pop(p, base);
+  return st;
+}
+
+/* ---- slices ---- */
+
+static int64_t ceil_div(int64_t a, int64_t b) {
+  return a <= 0 ? 0 : (a + b - 1) / b;
+}
+
+/* slice(a, start, stop[, stride]) of a distributed a: each rank keeps the
+ * selected rows of its block (the result's partition follows from a's),
+ * inner dimensions sliced as written; nothing is sent. Bounds that are
+ * out of range: the full form reports them. */
+static ac_status eval_slice(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
+  ac_module *m = p->m;
+  ac_dist_runtime *rt = p->rt;
+  uint32_t nk = ir_node_get(m, e)->nkids;
+  size_t base = p->nenv;
+  ir_ref c;
+  uint64_t all = (UINT64_C(1) << nk) - 1;
+  ac_status st = hoist_operands(p, e, all, &c, err);
+  st = dist_agree(rt, st, err);
+  if (st != AC_OK) {
+    env_pop(p, base);
+    return st;
+  }
+  pval *av = p->env[base];
+  pval *bv[3] = {p->env[base + 1], p->env[base + 2], nk > 3 ? p->env[base + 3] : NULL};
+  bool dist = av->n > 0;
+  for (uint32_t j = 0; j < av->n; j++)
+    dist &= av->l[j].kind == LV_DIST;
+  const ac_dist_array *a0 = dist ? av->l[0].d->a : NULL;
+  /* the bounds of every dimension, checked as the language does */
+  int64_t lo3[3][64];
+  uint32_t r = a0 ? a0->rank : 0;
+  bool ok = dist && r <= 64;
+  for (int k = 0; ok && k < 3; k++) {
+    for (uint32_t d = 0; ok && d < r; d++) {
+      if (!bv[k]) {
+        lo3[k][d] = 1;
+        continue;
+      }
+      ok =
+          bv[k]->n == r && bv[k]->l[d].kind == LV_SCALAR && datum_index(&bv[k]->l[d].s, &lo3[k][d]);
+    }
+  }
+  for (uint32_t d = 0; ok && d < r; d++)
+    ok = 0 <= lo3[0][d] && lo3[0][d] <= lo3[1][d] && lo3[1][d] <= a0->extents[d] && lo3[2][d] >= 1;
+  if (!ok) {
+    st = eval_stage(p, c, out, err);
+    env_pop(p, base);
+    return st;
+  }
+  int R = rt->size, me = rt->rank;
+  int64_t s0 = lo3[0][0], e0 = lo3[1][0], st0 = lo3[2][0];
+  int64_t total = ceil_div(e0 - s0, st0);
+  int64_t *off = malloc(((size_t)R + 1) * sizeof *off);
+  for (int q = 0; off && q <= R; q++) {
+    int64_t k = ceil_div(a0->offsets[q] - s0, st0);
+    off[q] = k < total ? k : total;
+  }
+  /* this rank's rows of the block, as a local slice */
+  int64_t lo = a0->offsets[me];
+  int64_t first = off ? s0 + off[me] * st0 - lo : 0, cnt = off ? off[me + 1] - off[me] : 0;
+  int64_t lstart = cnt > 0 ? first : 0, lstop = cnt > 0 ? first + (cnt - 1) * st0 + 1 : 0;
+  pval *la = pval_new(av->type, av->n);
+  pval *lb[3] = {NULL, NULL, NULL};
+  for (uint32_t j = 0; la && j < av->n; j++) {
+    ac_array_retain(av->l[j].d->a->block);
+    la->l[j] = (leaf){LV_LOCAL, {0}, av->l[j].d->a->block, NULL};
+  }
+  for (int k = 0; k < 3; k++) {
+    if (!bv[k])
+      continue;
+    lb[k] = pval_new(bv[k]->type, bv[k]->n);
+    for (uint32_t d = 0; lb[k] && d < r; d++) {
+      lb[k]->l[d] = bv[k]->l[d];
+      if (d == 0)
+        lb[k]->l[0].s.s.i = k == 0 ? lstart : k == 1 ? lstop : st0;
+    }
+  }
+  env_pop(p, base);
+  if (!off || !la || !env_push(p, la) || (lb[0] && !env_push(p, lb[0])) ||
+      (lb[1] && !env_push(p, lb[1])) || (lb[2] && !env_push(p, lb[2])))
+    st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+  stage *s = NULL;
+  if (st == AC_OK)
+    st = make_stage(p, e, V_SLICE, c, -1, &s, err);
+  st = dist_agree(rt, st, err);
+  pval *v = NULL;
+  if (st == AC_OK)
+    st = run_full_local(p, s, &v, err);
+  env_pop(p, base);
+  pval *w = st == AC_OK ? pval_new(v->type, v->n) : NULL;
+  for (uint32_t j = 0; w && j < v->n; j++) {
+    ac_array *b = v->l[j].arr;
+    ac_array_retain(b);
+    unsigned rk = ac_array_rank(b);
+    int64_t gx[64];
+    memcpy(gx, ac_array_extents(b), rk * sizeof *gx);
+    gx[0] = total;
+    ac_dist_array *da = dist_array_make(rt, ac_array_type(b), rk, gx, off, b);
+    dref *d = da ? dref_new(da) : NULL;
+    w->l[j] = (leaf){LV_DIST, {0}, NULL, d};
+    if (!d)
+      st = AC_ERR_NOMEM;
+  }
+  if (st == AC_OK && !w)
+    st = AC_ERR_NOMEM;
+  pval_release(v);
+  free(off);
+  st = dist_agree(
+      rt, st == AC_OK || st != AC_ERR_NOMEM ? st : dist_fail(rt, err, st, "out of memory"), err);
+  if (st != AC_OK) {
+    pval_release(w);
+    return st;
+  }
+  *out = w;
+  trace(p, e, "each rank keeps its rows");
+  return AC_OK;
+}
+
 /* ---- the evaluator ---- */
 
 /* A value of type t with the leaves of v from leaf `first` on. */
@@ -2351,6 +2955,18 @@ static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
       return st;
     break;
   }
+  case IR_SCATTER:
+    return eval_scatter_permute(p, e, out, err);
+  case IR_PERMUTE: {
+    ir_op fop = (ir_op)ir_node_get(m, ir_kid(m, e, 2))->op;
+    if (fop != IR_LAM && fop != IR_FNREF)
+      break;
+    return eval_scatter_permute(p, e, out, err);
+  }
+  case IR_SLICE:
+    if (n.nkids < 3 || n.nkids > 4)
+      break;
+    return eval_slice(p, e, out, err);
   case IR_BACKPERMUTE:
     if (ir_node_get(m, ir_kid(m, e, 1))->op != IR_LAM &&
         ir_node_get(m, ir_kid(m, e, 1))->op != IR_FNREF)
