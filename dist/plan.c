@@ -150,6 +150,7 @@ typedef enum variant {
   V_PRODUCE,  /* generate, iota or fill of this rank's rows */
   V_SLICE,    /* a slice of this rank's block */
   V_PERMUTE,  /* permute of the values routed to this rank into its block */
+  V_FOLD_SEG, /* fold_seg of this rank's pieces of the segments */
   V_NUM
 } variant;
 
@@ -1594,7 +1595,9 @@ static ac_status eval_stencil(dist_plan *p, ir_ref e, pval **out, bool *fallback
     env_pop(p, base);
     return st;
   }
-  /* the stencil over the fetched rows, a local temporary */
+  /* the stencil over the fetched rows, a local temporary (the operand is
+   * kept for its partition) */
+  av->refs++;
   env_pop(p, base);
   if (!env_push(p, ext))
     st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
@@ -1630,6 +1633,7 @@ static ac_status eval_stencil(dist_plan *p, ir_ref e, pval **out, bool *fallback
       *err = NULL;
     }
     *fallback = true; /* e.g. the boundary constant's error, as written */
+    pval_release(av);
     return AC_OK;
   }
   /* keep this rank's rows: [skip, skip + hi - lo) of the result */
@@ -1659,6 +1663,7 @@ static ac_status eval_stencil(dist_plan *p, ir_ref e, pval **out, bool *fallback
   if (!v)
     st = AC_ERR_NOMEM;
   st = dist_agree(p->rt, st == AC_OK ? st : dist_fail(p->rt, err, st, "out of memory"), err);
+  pval_release(av);
   if (st != AC_OK) {
     pval_release(v);
     return st;
@@ -2516,6 +2521,258 @@ static ac_status eval_scatter_permute(dist_plan *p, ir_ref e, pval **out, ac_err
   return st;
 }
 
+/* ---- segmented folds ---- */
+
+static void store_scalar(ac_scalar t, const ac_datum *d, void *p) {
+  switch (t) {
+  case AC_BOOL:
+    *(bool *)p = d->s.b;
+    break;
+  case AC_I8:
+    *(int8_t *)p = (int8_t)d->s.i;
+    break;
+  case AC_I16:
+    *(int16_t *)p = (int16_t)d->s.i;
+    break;
+  case AC_I32:
+    *(int32_t *)p = (int32_t)d->s.i;
+    break;
+  case AC_I64:
+    *(int64_t *)p = d->s.i;
+    break;
+  case AC_U8:
+    *(uint8_t *)p = (uint8_t)d->s.u;
+    break;
+  case AC_U16:
+    *(uint16_t *)p = (uint16_t)d->s.u;
+    break;
+  case AC_U32:
+    *(uint32_t *)p = (uint32_t)d->s.u;
+    break;
+  case AC_U64:
+    *(uint64_t *)p = d->s.u;
+    break;
+  case AC_F32:
+    *(float *)p = (float)d->s.f;
+    break;
+  case AC_F64:
+    *(double *)p = d->s.f;
+    break;
+  }
+}
+
+/* fold_seg(f, z, a, lens) with a distributed (rank 1) and f's identity z:
+ * lens is made full (it has one entry per segment); segment s belongs to
+ * the rank whose block holds its first element (an empty segment: the
+ * block its position falls in, the last rank at the end); each rank folds
+ * its pieces of the segments (fold_seg of its block with the pieces'
+ * lengths), and a segment that goes on into later blocks is completed by
+ * its owner with the pieces of those ranks (allgathered: one value per
+ * rank), combined in rank order. The operands are temporaries (a, lens). */
+static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool *fallback,
+                               ac_error **err) {
+  ac_module *m = p->m;
+  ac_dist_runtime *rt = p->rt;
+  size_t base = p->nenv - 2;
+  pval *av = p->env[base], *lv = p->env[base + 1];
+  const int64_t *aoff = NULL;
+  *fallback = true;
+  if (!all_dist(av, &aoff, p) || lv->n != 1 || av->n > 64 ||
+      !z_identity(m, ir_kid(m, e, 0), ir_kid(m, e, 1)) || reads_arrays(p, ir_kid(m, c, 0), 0))
+    return AC_OK;
+  const ac_dist_array *a0 = av->l[0].d->a;
+  if (a0->rank != 1)
+    return AC_OK;
+  /* the lengths, full, checked */
+  ac_array *lens = NULL;
+  ac_status st = AC_OK;
+  if (lv->l[0].kind == LV_DIST)
+    st = leaf_full(p, lv->l[0].d, &lens, err);
+  else
+    lens = lv->l[0].arr;
+  st = dist_agree(rt, st, err);
+  if (st != AC_OK) {
+    *fallback = false;
+    return st;
+  }
+  int64_t S = ac_array_size(lens), n = a0->extents[0];
+  int R = rt->size, me = rt->rank;
+  int64_t *start = malloc(((size_t)S + 1) * sizeof *start);
+  ac_scalar lt = ac_array_type(lens);
+  const char *ld = ac_array_data(lens);
+  bool ok = start && (ld || S == 0);
+  int64_t sum = 0;
+  for (int64_t k = 0; ok && k < S; k++) {
+    ac_datum d = load_scalar(lt, ld + (size_t)k * ac_scalar_size(lt));
+    int64_t x;
+    ok = datum_index(&d, &x) && x >= 0 && x <= n - sum;
+    start[k] = sum;
+    sum += ok ? x : 0;
+  }
+  ok = ok && sum == n;
+  if (!ok) { /* the full form reports the lengths */
+    free(start);
+    return AC_OK;
+  }
+  start[S] = n;
+  *fallback = false;
+  /* owners: segment s is rank own(s)'s; sb[r] = the first segment of rank r */
+  int64_t *sb = malloc(((size_t)R + 1) * sizeof *sb);
+  if (sb) {
+    int64_t s = 0;
+    for (int r = 0; r < R; r++) {
+      sb[r] = s;
+      while (s < S && (start[s] < n ? dist_owner(a0->offsets, R, start[s]) : R - 1) == r)
+        s++;
+    }
+    sb[R] = S;
+  }
+  /* this rank's pieces: the segments meeting [lo, hi) with elements, and
+   * its own empty ones: a contiguous run [p0, p1) */
+  int64_t lo = a0->offsets[me], hi = a0->offsets[me + 1];
+  int64_t p0 = sb ? sb[me] : 0, p1 = sb ? sb[me + 1] : 0;
+  bool cont = false; /* the first piece continues an earlier rank's segment */
+  if (sb && hi > lo) {
+    /* the segment holding row lo, when it started before */
+    int64_t a = 0, b = S; /* the last s with start[s] <= lo and len > 0 */
+    while (a < b) {
+      int64_t mid = (a + b) / 2;
+      if (start[mid] <= lo)
+        a = mid + 1;
+      else
+        b = mid;
+    }
+    int64_t s = a - 1;
+    while (s >= 0 && start[s + 1] == start[s])
+      s--; /* skip empty segments at lo */
+    if (s >= 0 && start[s] < lo && start[s + 1] > lo) {
+      cont = true;
+      p0 = s;
+    }
+  }
+  int64_t np = p1 - p0;
+  int64_t *plen = malloc((size_t)(np > 0 ? np : 1) * sizeof *plen);
+  for (int64_t k = 0; plen && k < np; k++) {
+    int64_t s = p0 + k, a = start[s] > lo ? start[s] : lo,
+            b = start[s + 1] < hi ? start[s + 1] : hi;
+    plen[k] = b > a ? b - a : 0;
+  }
+  /* the local fold_seg over the pieces: temporaries a's block, lens */
+  ac_array *pl = NULL;
+  if (plen) {
+    char *buf = malloc((size_t)(np > 0 ? np : 1) * ac_scalar_size(lt));
+    for (int64_t k = 0; buf && k < np; k++) {
+      ac_datum d = {AC_DATUM_SCALAR, lt, {.i = plen[k]}, NULL};
+      store_scalar(lt, &d, buf + (size_t)k * ac_scalar_size(lt));
+    }
+    pl = buf ? ac_array_create(p->ctx, lt, 1, &np, buf, NULL) : NULL;
+    free(buf);
+  }
+  free(plen);
+  pval *la = pval_new(av->type, av->n), *ll = pval_new(lv->type, 1);
+  for (uint32_t j = 0; la && j < av->n; j++) {
+    ac_array_retain(av->l[j].d->a->block);
+    la->l[j] = (leaf){LV_LOCAL, {0}, av->l[j].d->a->block, NULL};
+  }
+  if (ll)
+    ll->l[0] = (leaf){LV_LOCAL, {0}, pl, NULL};
+  else
+    ac_array_release(pl);
+  size_t keep = p->nenv;
+  pval *hidden[2] = {p->env[base], p->env[base + 1]};
+  p->nenv = base;
+  if (!start || !sb || !pl || !la || !ll || !env_push(p, la) || !env_push(p, ll))
+    st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+  stage *sg = NULL;
+  if (st == AC_OK)
+    st = make_stage(p, e, V_FOLD_SEG, c, -1, &sg, err);
+  st = dist_agree(rt, st, err);
+  pval *res = NULL;
+  if (st == AC_OK)
+    st = run_full_local(p, sg, &res, err);
+  env_pop(p, base);
+  p->env[base] = hidden[0];
+  p->env[base + 1] = hidden[1];
+  p->nenv = keep;
+  /* the continuation pieces: each rank's first piece (when it continues
+   * a segment) and that segment's number, allgathered */
+  uint32_t nl = av->n;
+  ac_datum first[65];
+  memset(first, 0, sizeof first);
+  if (st == AC_OK && cont && np > 0)
+    for (uint32_t j = 0; j < nl; j++) {
+      ac_array *b = res->l[j].arr;
+      first[j] = load_scalar(ac_array_type(b), ac_array_data(b));
+    }
+  first[nl] = (ac_datum){AC_DATUM_SCALAR, AC_I64, {.i = cont ? p0 : -1}, NULL};
+  ac_datum *all = NULL;
+  if (st == AC_OK)
+    st = allgather_scalars(p, first, nl + 1, &all, err);
+  /* my last own segment, completed with later ranks' continuation pieces */
+  int64_t own0 = cont ? 1 : 0, own = np - own0;
+  ac_datum last[64], tmp[64];
+  bool extend = false;
+  ir_type et = ir_node_get(m, e)->type;
+  et = elem_type(p->ctx, et);
+  if (st == AC_OK && own > 0) {
+    int64_t s = p1 - 1;
+    for (uint32_t j = 0; j < nl; j++) {
+      ac_array *b = res->l[j].arr;
+      ac_scalar t = ac_array_type(b);
+      last[j] =
+          load_scalar(t, (const char *)ac_array_data(b) + (size_t)(np - 1) * ac_scalar_size(t));
+    }
+    for (int r = me + 1; r < R && st == AC_OK; r++) {
+      if (all[(size_t)r * (nl + 1) + nl].s.i != s)
+        continue;
+      extend = true;
+      st = apply_f(p, c, 0, et, last, &all[(size_t)r * (nl + 1)], nl, tmp, err);
+      memcpy(last, tmp, nl * sizeof *last);
+    }
+  }
+  free(all);
+  pval *v = st == AC_OK ? pval_new(ir_node_get(m, e)->type, nl) : NULL;
+  for (uint32_t j = 0; v && j < nl; j++) {
+    ac_array *b = res->l[j].arr;
+    ac_scalar t = ac_array_type(b);
+    size_t es = ac_scalar_size(t);
+    ac_array *blk = ac_array_create(p->ctx, t, 1, &own,
+                                    (const char *)ac_array_data(b) + (size_t)own0 * es, NULL);
+    if (blk && extend && own > 0)
+      store_scalar(t, &last[j], (char *)ac_array_data(blk) + (size_t)(own - 1) * es);
+    if (!blk || dist_leaf(p, blk, S, sb, &v->l[j]) != AC_OK)
+      st = AC_ERR_NOMEM;
+  }
+  pval_release(res);
+  free(start);
+  free(sb);
+  if (st == AC_OK && !v)
+    st = AC_ERR_NOMEM;
+  st = dist_agree(
+      rt, st == AC_OK || st != AC_ERR_NOMEM ? st : dist_fail(rt, err, st, "out of memory"), err);
+  if (st != AC_OK) {
+    pval_release(v);
+    return st;
+  }
+  *out = v;
+  trace(p, e, "local folds of the pieces, segments across blocks completed by their owners");
+  return AC_OK;
+}
+
+static ac_status eval_fold_seg(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
+  size_t base = p->nenv;
+  ir_ref c;
+  ac_status st = hoist_operands(p, e, 0xc, &c, err);
+  st = dist_agree(p->rt, st, err);
+  bool fallback = true;
+  if (st == AC_OK)
+    st = fold_seg_rows(p, e, c, out, &fallback, err);
+  if (st == AC_OK && fallback)
+    st = eval_stage(p, c, out, err);
+  env_pop(p, base);
+  return st;
+}
+
 /* ---- slices ---- */
 
 static int64_t ceil_div(int64_t a, int64_t b) {
@@ -2957,6 +3214,8 @@ static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
   }
   case IR_SCATTER:
     return eval_scatter_permute(p, e, out, err);
+  case IR_FOLD_SEG:
+    return eval_fold_seg(p, e, out, err);
   case IR_PERMUTE: {
     ir_op fop = (ir_op)ir_node_get(m, ir_kid(m, e, 2))->op;
     if (fop != IR_LAM && fop != IR_FNREF)
@@ -3063,6 +3322,15 @@ bool dist_plan_distributes(const ac_module *m, uint32_t fn) {
   case IR_MAP:
   case IR_CALL:
   case IR_PROJ:
+  case IR_GENERATE:
+  case IR_IOTA:
+  case IR_FILL:
+  case IR_SLICE:
+  case IR_GATHER:
+  case IR_BACKPERMUTE:
+  case IR_SCATTER:
+  case IR_PERMUTE:
+  case IR_FOLD_SEG:
     return true;
   default:
     return rowlocal(m, b, 0);
