@@ -151,6 +151,7 @@ typedef enum variant {
   V_SLICE,    /* a slice of this rank's block */
   V_PERMUTE,  /* permute of the values routed to this rank into its block */
   V_FOLD_SEG, /* fold_seg of this rank's pieces of the segments */
+  V_FILTER,   /* filter of this rank's block */
   V_NUM
 } variant;
 
@@ -2773,6 +2774,246 @@ static ac_status eval_fold_seg(dist_plan *p, ir_ref e, pval **out, ac_error **er
   return st;
 }
 
+/* ---- index-space operations: reverse, transpose, reshape; filter; a[i] ---- */
+
+/* A new value of type t whose leaves are the rows of the partition rule's
+ * over extents ext (rank q) made from the elements of av's leaves at the
+ * linear indices lin (this rank's cnt, fetched from their owners). */
+static ac_status fetched_value(dist_plan *p, const pval *av, ir_type t, unsigned q,
+                               const int64_t *ext, const int64_t *off, const int64_t *lin,
+                               int64_t cnt, pval **out, ac_error **err) {
+  ac_dist_runtime *rt = p->rt;
+  pval *v = pval_new(t, av->n);
+  ac_status st = dist_agree(rt, v ? AC_OK : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory"), err);
+  for (uint32_t j = 0; st == AC_OK && j < av->n; j++) {
+    ac_array *got = NULL;
+    st = dist_fetch_elems(rt, av->l[j].d->a, lin, cnt, &got, err);
+    if (st != AC_OK)
+      break;
+    int64_t bx[64];
+    memcpy(bx, ext, q * sizeof *bx);
+    bx[0] = off[rt->rank + 1] - off[rt->rank];
+    ac_array *blk = ac_array_create(p->ctx, ac_array_type(got), q, bx, ac_array_data(got), NULL);
+    ac_array_release(got);
+    st = blk && dist_leaf(p, blk, ext[0], off, &v->l[j]) == AC_OK ? AC_OK : AC_ERR_NOMEM;
+    st = dist_agree(rt, st == AC_OK ? st : dist_fail(rt, err, st, "out of memory"), err);
+  }
+  if (st != AC_OK) {
+    pval_release(v);
+    return st;
+  }
+  *out = v;
+  return AC_OK;
+}
+
+/* The partition rule's offsets over n rows (size + 1 entries, malloc'd). */
+static int64_t *rule_partition(dist_plan *p, int64_t n) {
+  int R = p->rt->size;
+  int64_t *off = malloc(((size_t)R + 1) * sizeof *off);
+  for (int q = 0; off && q < R; q++) {
+    int64_t hi;
+    ac_dist_partition(n, R, q, &off[q], &hi);
+  }
+  if (off)
+    off[R] = n;
+  return off;
+}
+
+/* reverse (rank 1), transpose (rank 2) and reshape of a distributed
+ * array: each rank makes its rows of the rule's partition of the result
+ * from the elements they come from (dist_fetch_elems). The operands are
+ * temporaries (reshape: shape, a; the others: a). */
+static ac_status index_map_rows(dist_plan *p, ir_ref e, pval **out, bool *fallback,
+                                ac_error **err) {
+  ac_module *m = p->m;
+  ir_op op = (ir_op)ir_node_get(m, e)->op;
+  pval *av = p->env[p->nenv - 1];
+  const int64_t *aoff = NULL;
+  *fallback = true;
+  if (!all_dist(av, &aoff, p) || av->n > 64)
+    return AC_OK;
+  const ac_dist_array *a0 = av->l[0].d->a;
+  unsigned r = a0->rank, q = r;
+  int64_t ext[64], size = 1;
+  for (unsigned d = 0; d < r; d++)
+    size *= a0->extents[d];
+  memcpy(ext, a0->extents, r * sizeof *ext);
+  if (op == IR_REVERSE && r != 1)
+    return AC_OK;
+  if (op == IR_TRANSPOSE) {
+    if (r != 2)
+      return AC_OK;
+    ext[0] = a0->extents[1];
+    ext[1] = a0->extents[0];
+  }
+  if (op == IR_RESHAPE) {
+    pval *sv = p->env[p->nenv - 2];
+    if (sv->n == 0 || sv->n > 64)
+      return AC_OK;
+    q = sv->n;
+    int64_t prod = 1;
+    for (unsigned d = 0; d < q; d++) {
+      if (sv->l[d].kind != LV_SCALAR || !datum_index(&sv->l[d].s, &ext[d]) || ext[d] < 0)
+        return AC_OK; /* a negative extent: the full form says so */
+      prod = ext[d] && prod > INT64_MAX / ext[d] ? -1 : prod * ext[d];
+    }
+    if (prod != size)
+      return AC_OK;
+  }
+  *fallback = false;
+  int64_t *off = rule_partition(p, ext[0]);
+  int me = p->rt->rank;
+  int64_t inner = inner_elems(ext, q);
+  int64_t lo = off ? off[me] : 0, cnt = off ? (off[me + 1] - lo) * inner : 0;
+  int64_t *lin = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *lin);
+  for (int64_t k = 0; lin && k < cnt; k++) {
+    int64_t g = lo * inner + k; /* the result's linear index */
+    if (op == IR_REVERSE)
+      lin[k] = ext[0] - 1 - g;
+    else if (op == IR_TRANSPOSE) /* out (j, i) is a (i, j): a has ext[1] rows of ext[0] */
+      lin[k] = (g % ext[1]) * ext[0] + g / ext[1];
+    else
+      lin[k] = g;
+  }
+  ac_status st = dist_agree(
+      p->rt, off && lin ? AC_OK : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"), err);
+  if (st == AC_OK)
+    st = fetched_value(p, av, ir_node_get(m, e)->type, q, ext, off, lin, cnt, out, err);
+  free(lin);
+  free(off);
+  if (st == AC_OK)
+    trace(p, e, "each rank's rows fetched from the owners of their elements");
+  return st;
+}
+
+/* filter(f, a) of a distributed rank-1 a: each rank filters its block;
+ * the result's partition is the running sum of the ranks' counts (one
+ * allgather of a count); no element is sent. a is a temporary (c is e
+ * with it). */
+static ac_status filter_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool *fallback,
+                             ac_error **err) {
+  ac_dist_runtime *rt = p->rt;
+  size_t base = p->nenv - 1;
+  pval *av = p->env[base];
+  const int64_t *aoff = NULL;
+  *fallback = true;
+  if (!all_dist(av, &aoff, p) || av->l[0].d->a->rank != 1)
+    return AC_OK;
+  *fallback = false;
+  pval *la = pval_new(av->type, av->n);
+  for (uint32_t j = 0; la && j < av->n; j++) {
+    ac_array_retain(av->l[j].d->a->block);
+    la->l[j] = (leaf){LV_LOCAL, {0}, av->l[j].d->a->block, NULL};
+  }
+  pval *hidden = p->env[base];
+  p->nenv = base;
+  ac_status st = la && env_push(p, la) ? AC_OK : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+  stage *s = NULL;
+  if (st == AC_OK)
+    st = make_stage(p, e, V_FILTER, c, -1, &s, err);
+  st = dist_agree(rt, st, err);
+  pval *res = NULL;
+  if (st == AC_OK)
+    st = run_full_local(p, s, &res, err);
+  env_pop(p, base);
+  p->env[base] = hidden;
+  p->nenv = base + 1;
+  if (st != AC_OK)
+    return st;
+  ac_datum mine = {AC_DATUM_SCALAR, AC_I64, {.i = ac_array_size(res->l[0].arr)}, NULL}, *all = NULL;
+  st = allgather_scalars(p, &mine, 1, &all, err);
+  int64_t *off = st == AC_OK ? malloc(((size_t)rt->size + 1) * sizeof *off) : NULL;
+  if (off) {
+    off[0] = 0;
+    for (int r = 0; r < rt->size; r++)
+      off[r + 1] = off[r] + all[r].s.i;
+  }
+  free(all);
+  pval *v = off ? pval_new(res->type, res->n) : NULL;
+  for (uint32_t j = 0; v && j < res->n; j++) {
+    ac_array_retain(res->l[j].arr);
+    if (dist_leaf(p, res->l[j].arr, off[rt->size], off, &v->l[j]) != AC_OK)
+      st = AC_ERR_NOMEM;
+  }
+  pval_release(res);
+  free(off);
+  if (st == AC_OK && !v)
+    st = AC_ERR_NOMEM;
+  st = dist_agree(
+      rt, st == AC_OK || st != AC_ERR_NOMEM ? st : dist_fail(rt, err, st, "out of memory"), err);
+  if (st != AC_OK) {
+    pval_release(v);
+    return st;
+  }
+  *out = v;
+  trace(p, e, "local filters, partitioned by the counts");
+  return AC_OK;
+}
+
+/* a[i1, .., ir] of a distributed a: the element fetched from its owner by
+ * every rank. The operands are temporaries (a, then the indices). */
+static ac_status index_rows(dist_plan *p, ir_ref e, uint32_t nk, pval **out, bool *fallback,
+                            ac_error **err) {
+  pval *av = p->env[p->nenv - nk];
+  const int64_t *aoff = NULL;
+  *fallback = true;
+  if (!all_dist(av, &aoff, p))
+    return AC_OK;
+  const ac_dist_array *a0 = av->l[0].d->a;
+  if (a0->rank != nk - 1)
+    return AC_OK;
+  int64_t lin = 0;
+  for (uint32_t d = 0; d + 1 < nk; d++) {
+    pval *iv = p->env[p->nenv - nk + 1 + d];
+    int64_t x;
+    if (iv->n != 1 || iv->l[0].kind != LV_SCALAR || !datum_index(&iv->l[0].s, &x) || x < 0 ||
+        x >= a0->extents[d])
+      return AC_OK; /* out of range: the full form says how */
+    lin = lin * a0->extents[d] + x;
+  }
+  *fallback = false;
+  pval *v = pval_new(ir_node_get(p->m, e)->type, av->n);
+  ac_status st =
+      dist_agree(p->rt, v ? AC_OK : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"), err);
+  for (uint32_t j = 0; st == AC_OK && j < av->n; j++) {
+    ac_array *got = NULL;
+    st = dist_fetch_elems(p->rt, av->l[j].d->a, &lin, 1, &got, err);
+    if (st == AC_OK) {
+      v->l[j] = (leaf){LV_SCALAR, load_scalar(ac_array_type(got), ac_array_data(got)), NULL, NULL};
+      ac_array_release(got);
+    }
+  }
+  if (st != AC_OK) {
+    pval_release(v);
+    return st;
+  }
+  *out = v;
+  trace(p, e, "the element fetched from its owner");
+  return AC_OK;
+}
+
+/* The index-space operations, filter and indexing: operands first, then
+ * their distributed form, else the full form. */
+static ac_status eval_index_space(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
+  ac_module *m = p->m;
+  ir_op op = (ir_op)ir_node_get(m, e)->op;
+  uint32_t nk = ir_node_get(m, e)->nkids;
+  uint64_t hoist = op == IR_FILTER ? 2 : (UINT64_C(1) << nk) - 1;
+  size_t base = p->nenv;
+  ir_ref c;
+  ac_status st = hoist_operands(p, e, hoist, &c, err);
+  st = dist_agree(p->rt, st, err);
+  bool fallback = true;
+  if (st == AC_OK)
+    st = op == IR_FILTER  ? filter_rows(p, e, c, out, &fallback, err)
+         : op == IR_INDEX ? index_rows(p, e, nk, out, &fallback, err)
+                          : index_map_rows(p, e, out, &fallback, err);
+  if (st == AC_OK && fallback)
+    st = eval_stage(p, c, out, err);
+  env_pop(p, base);
+  return st;
+}
+
 /* ---- slices ---- */
 
 static int64_t ceil_div(int64_t a, int64_t b) {
@@ -3216,6 +3457,22 @@ static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
     return eval_scatter_permute(p, e, out, err);
   case IR_FOLD_SEG:
     return eval_fold_seg(p, e, out, err);
+  case IR_REVERSE:
+  case IR_TRANSPOSE:
+    if (rowlocal(m, e, 0))
+      break; /* rows of rows: row by row */
+    return eval_index_space(p, e, out, err);
+  case IR_RESHAPE:
+    return eval_index_space(p, e, out, err);
+  case IR_FILTER:
+    if (n.nkids != 2 || n.nkids > 64)
+      break;
+    return eval_index_space(p, e, out, err);
+  case IR_INDEX:
+    if (n.nkids < 2 || n.nkids > 64 || type_has_array(p->ctx, n.type) ||
+        !type_has_array(p->ctx, ir_node_get(m, ir_kid(m, e, 0))->type))
+      break;
+    return eval_index_space(p, e, out, err);
   case IR_PERMUTE: {
     ir_op fop = (ir_op)ir_node_get(m, ir_kid(m, e, 2))->op;
     if (fop != IR_LAM && fop != IR_FNREF)
@@ -3331,6 +3588,11 @@ bool dist_plan_distributes(const ac_module *m, uint32_t fn) {
   case IR_SCATTER:
   case IR_PERMUTE:
   case IR_FOLD_SEG:
+  case IR_REVERSE:
+  case IR_TRANSPOSE:
+  case IR_RESHAPE:
+  case IR_FILTER:
+  case IR_INDEX:
     return true;
   default:
     return rowlocal(m, b, 0);
