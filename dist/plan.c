@@ -673,6 +673,10 @@ static ac_status stage_call(const stage *s, const sargs *a, ac_datum *res, size_
 /* ---- evaluation ---- */
 
 static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err);
+static ac_status local_to_dist(dist_plan *p, pval *v, int64_t outer, const int64_t *off, pval **out,
+                               ac_error **err);
+static int64_t *rule_partition(dist_plan *p, int64_t n);
+static bool any_rank(dist_plan *p, bool mine);
 
 static uint32_t num_leaves(dist_plan *p, ir_type t) {
   return ir_ty_num_leaves(p->ctx, t);
@@ -683,15 +687,19 @@ static void release_datums(ac_datum *d, size_t n) {
     ac_datum_release(&d[i]);
 }
 
-/* Runs stage s on full data: array results full, scalars rank 0's. */
-static ac_status run_full(dist_plan *p, const stage *s, pval **out, ac_error **err) {
+/* Runs stage s on every rank with the environment as it is (its bindings
+ * full). replicated: the results are the same on every rank (array
+ * results full, scalars rank 0's, broadcast); else each rank keeps its own
+ * array results as local arrays (and its scalars: the caller knows them to
+ * be the same everywhere). Collective; the outcome is agreed. */
+static ac_status run_everywhere(dist_plan *p, const stage *s, bool replicated, pval **out,
+                                ac_error **err) {
   ir_type t = ir_node_get(p->m, s->expr)->type;
   uint32_t nres = num_leaves(p, t);
   sargs a;
-  ac_status st = stage_args(p, s, NULL, &a, err);
-  /* stage_args agrees within its collectives; local failures of its own
+  /* stage_args agrees within its collectives; its local failures
    * (memory) are agreed here */
-  st = dist_agree(p->rt, st, err);
+  ac_status st = dist_agree(p->rt, stage_args(p, s, NULL, &a, err), err);
   if (st != AC_OK)
     return st;
   ac_datum *res = calloc(nres ? nres : 1, sizeof *res);
@@ -699,7 +707,6 @@ static ac_status run_full(dist_plan *p, const stage *s, pval **out, ac_error **e
            : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
   bool called = st == AC_OK;
   args_free(&a);
-  st = dist_agree(p->rt, st, err);
   pval *v = st == AC_OK ? pval_new(t, nres) : NULL;
   if (st == AC_OK && !v)
     st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
@@ -713,10 +720,11 @@ static ac_status run_full(dist_plan *p, const stage *s, pval **out, ac_error **e
   }
   for (uint32_t i = 0; i < nres; i++) {
     if (res[i].kind == AC_DATUM_SCALAR) {
-      MPI_Bcast(&res[i].s, sizeof res[i].s, MPI_BYTE, 0, p->rt->comm);
+      if (replicated)
+        MPI_Bcast(&res[i].s, sizeof res[i].s, MPI_BYTE, 0, p->rt->comm);
       v->l[i] = (leaf){LV_SCALAR, res[i], NULL, NULL};
     } else {
-      v->l[i] = (leaf){LV_FULL, {0}, res[i].array, NULL};
+      v->l[i] = (leaf){replicated ? LV_FULL : LV_LOCAL, {0}, res[i].array, NULL};
     }
   }
   free(res);
@@ -724,39 +732,52 @@ static ac_status run_full(dist_plan *p, const stage *s, pval **out, ac_error **e
   return AC_OK;
 }
 
-/* Runs stage s on every rank with the environment as it is (full
- * bindings), keeping each rank's results as local arrays (scalars as
- * they are: the caller knows them to be the same everywhere). */
-static ac_status run_full_local(dist_plan *p, const stage *s, pval **out, ac_error **err) {
-  ir_type t = ir_node_get(p->m, s->expr)->type;
-  uint32_t nres = num_leaves(p, t);
-  sargs a;
-  ac_status st = stage_args(p, s, NULL, &a, err);
-  st = dist_agree(p->rt, st, err);
-  if (st != AC_OK)
-    return st;
-  ac_datum *res = calloc(nres ? nres : 1, sizeof *res);
-  st = res ? stage_call(s, &a, res, nres, err)
-           : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
-  bool called = st == AC_OK;
-  args_free(&a);
-  pval *v = st == AC_OK ? pval_new(t, nres) : NULL;
-  if (st == AC_OK && !v)
-    st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
-  st = dist_agree(p->rt, st, err);
-  if (st != AC_OK) {
-    if (called)
-      release_datums(res, nres);
-    free(res);
-    free(v);
-    return st;
+/* This rank's blocks of a distributed value, as a value of local arrays
+ * (NULL when memory runs out). */
+static pval *blocks_value(const pval *av) {
+  pval *v = pval_new(av->type, av->n);
+  for (uint32_t j = 0; v && j < av->n; j++) {
+    ac_array_retain(av->l[j].d->a->block);
+    v->l[j] = (leaf){LV_LOCAL, {0}, av->l[j].d->a->block, NULL};
   }
-  for (uint32_t i = 0; i < nres; i++)
-    v->l[i] = res[i].kind == AC_DATUM_SCALAR ? (leaf){LV_SCALAR, res[i], NULL, NULL}
-                                             : (leaf){LV_LOCAL, {0}, res[i].array, NULL};
-  free(res);
-  *out = v;
-  return AC_OK;
+  return v;
+}
+
+/* Runs the stage (key, var) with the temporaries locals[0..nl) (taken)
+ * in place of the environment's nhide topmost entries, which are hidden
+ * while it runs and put back after; the stage computes expr, made by the
+ * caller when find_stage(key, var) has none yet (IR_NONE otherwise). Each
+ * rank keeps its results (local arrays). Collective; agreed. */
+static ac_status run_locals(dist_plan *p, size_t nhide, pval **locals, size_t nl, ir_ref key,
+                            variant var, ir_ref expr, pval **res, ac_error **err) {
+  size_t top = p->nenv, base = top - nhide;
+  pval *hidden[8];
+  ac_status st =
+      nhide <= 8 ? AC_OK : dist_fail(p->rt, err, AC_ERR_INTERNAL, "too many temporaries");
+  for (size_t i = 0; st == AC_OK && i < nhide && i < 8; i++)
+    hidden[i] = p->env[base + i];
+  if (st == AC_OK)
+    p->nenv = base;
+  for (size_t i = 0; i < nl; i++) {
+    if (st == AC_OK && !(locals[i] && env_push(p, locals[i])))
+      st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+    else if (st != AC_OK)
+      pval_release(locals[i]);
+  }
+  stage *s = st == AC_OK ? find_stage(p, key, var) : NULL;
+  if (st == AC_OK && !s)
+    st = expr ? make_stage(p, key, var, expr, -1, &s, err)
+              : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  st = dist_agree(p->rt, st, err);
+  if (st == AC_OK)
+    st = run_everywhere(p, s, false, res, err);
+  if (nhide <= 8) {
+    env_pop(p, base);
+    for (size_t i = 0; i < nhide && i < 8; i++)
+      p->env[base + i] = hidden[i];
+    p->nenv = top;
+  }
+  return st;
 }
 
 /* Runs stage s on blocks of its row-aligned leaves' partition: array
@@ -852,7 +873,7 @@ static ac_status eval_stage(dist_plan *p, ir_ref e, pval **out, ac_error **err) 
   st = dist_agree(p->rt, st, err);
   if (st != AC_OK)
     return st;
-  st = run_full(p, s, out, err);
+  st = run_everywhere(p, s, true, out, err);
   trace(p, e, "on full arrays");
   return st;
 }
@@ -1815,7 +1836,7 @@ static ac_status eval_producer(dist_plan *p, ir_ref e, pval **out, bool *fallbac
   bool ok = sv->n >= 1 && sv->n <= 64;
   for (uint32_t j = 0; ok && j < sv->n; j++)
     ok = sv->l[j].kind == LV_SCALAR && datum_index(&sv->l[j].s, &ext[j]) && ext[j] >= 0;
-  if (!ok) { /* a negative extent: the full form reports it */
+  if (any_rank(p, !ok)) { /* a negative extent: the full form reports it */
     pval_release(sv);
     return AC_OK;
   }
@@ -1831,57 +1852,16 @@ static ac_status eval_producer(dist_plan *p, ir_ref e, pval **out, bool *fallbac
       local->l[j].s = (ac_datum){AC_DATUM_SCALAR, sv->l[0].s.type, {.i = hi - lo}, NULL};
   }
   pval_release(sv);
-  size_t base = p->nenv;
-  if (!env_push(p, scalar_value(ir_ty_scalar(p->ctx, AC_I64), &lod, 1)) || !local ||
-      !env_push(p, local))
-    st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
-  stage *s = st == AC_OK ? find_stage(p, e, V_PRODUCE) : NULL;
-  if (st == AC_OK && !s) {
-    ir_ref x = producer_expr(p, e);
-    st = x ? make_stage(p, e, V_PRODUCE, x, -1, &s, err)
-           : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
-  }
-  st = dist_agree(rt, st, err);
-  if (st != AC_OK) {
-    env_pop(p, base);
-    return st;
-  }
+  pval *locals[2] = {scalar_value(ir_ty_scalar(p->ctx, AC_I64), &lod, 1), local};
+  ir_ref x = find_stage(p, e, V_PRODUCE) ? IR_NONE : producer_expr(p, e);
   pval *v = NULL;
-  st = run_full_local(p, s, &v, err);
-  env_pop(p, base);
+  st = run_locals(p, 0, locals, 2, e, V_PRODUCE, x, &v, err);
+  int64_t *off = st == AC_OK ? rule_partition(p, ext[0]) : NULL;
+  if (st == AC_OK)
+    st = local_to_dist(p, v, ext[0], off, out, err);
+  free(off);
   if (st != AC_OK)
     return st;
-  int64_t *off = malloc(((size_t)R + 1) * sizeof *off);
-  for (int q = 0; off && q < R; q++) {
-    int64_t h;
-    ac_dist_partition(ext[0], R, q, &off[q], &h);
-  }
-  if (off)
-    off[R] = ext[0];
-  pval *w = off ? pval_new(v->type, v->n) : NULL;
-  for (uint32_t j = 0; w && j < v->n; j++) {
-    ac_array *b = v->l[j].arr;
-    ac_array_retain(b);
-    unsigned rk = ac_array_rank(b);
-    int64_t gx[64];
-    memcpy(gx, ac_array_extents(b), rk * sizeof *gx);
-    gx[0] = ext[0];
-    ac_dist_array *da = dist_array_make(rt, ac_array_type(b), rk, gx, off, b);
-    dref *d = da ? dref_new(da) : NULL;
-    w->l[j] = (leaf){LV_DIST, {0}, NULL, d};
-    if (!d)
-      st = AC_ERR_NOMEM;
-  }
-  free(off);
-  pval_release(v);
-  if (!w)
-    st = AC_ERR_NOMEM;
-  st = dist_agree(rt, st == AC_OK ? st : dist_fail(rt, err, st, "out of memory"), err);
-  if (st != AC_OK) {
-    pval_release(w);
-    return st;
-  }
-  *out = w;
   trace(p, e, "each rank makes its rows");
   return AC_OK;
 }
@@ -2161,6 +2141,27 @@ static ac_status dist_leaf(dist_plan *p, ac_array *blk, int64_t outer, const int
   dref *d = da ? dref_new(da) : NULL;
   *l = (leaf){LV_DIST, {0}, NULL, d};
   return d ? AC_OK : AC_ERR_NOMEM;
+}
+
+/* v's local arrays (v is taken) as this rank's blocks of a distributed
+ * value: partition off, outermost extent outer. Agreed. */
+static ac_status local_to_dist(dist_plan *p, pval *v, int64_t outer, const int64_t *off, pval **out,
+                               ac_error **err) {
+  pval *w = off && v ? pval_new(v->type, v->n) : NULL;
+  ac_status st = w ? AC_OK : AC_ERR_NOMEM;
+  for (uint32_t j = 0; w && j < v->n; j++) {
+    ac_array_retain(v->l[j].arr);
+    if (dist_leaf(p, v->l[j].arr, outer, off, &w->l[j]) != AC_OK)
+      st = AC_ERR_NOMEM;
+  }
+  pval_release(v);
+  st = dist_agree(p->rt, st == AC_OK ? st : dist_fail(p->rt, err, st, "out of memory"), err);
+  if (st != AC_OK) {
+    pval_release(w);
+    return st;
+  }
+  *out = w;
+  return AC_OK;
 }
 
 /* scatter(idx, vals, dest), dest distributed: each rank sends the (index,
@@ -2445,16 +2446,10 @@ static ac_status permute_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool
     return st;
   }
   /* permute(comb, flat, |k| ridx[k], rvals) over the temporaries (flat,
-   * ridx, rvals): comb at e's environment, three above it */
-  size_t keep = p->nenv;
-  p->nenv = base; /* the operands' temporaries are under the new ones: hide them */
-  pval **hidden = malloc(2 * sizeof *hidden);
-  if (hidden)
-    memcpy(hidden, p->env + base, 2 * sizeof *hidden);
-  if (!hidden || !env_push(p, flat) || !env_push(p, ri) || !env_push(p, rv))
-    st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
-  stage *s = st == AC_OK ? find_stage(p, e, V_PERMUTE) : NULL;
-  if (st == AC_OK && !s) {
+   * ridx, rvals) in place of the operands': comb at e's environment,
+   * three above it */
+  ir_ref x = IR_NONE;
+  if (!find_stage(p, e, V_PERMUTE)) {
     ir_type i64 = ir_ty_scalar(p->ctx, AC_I64);
     ir_ref idx_kids[2] = {mkvar(m, loc, ri->type, 2), mkvar(m, loc, i64, 0)};
     ir_ref at = mk(m, IR_INDEX, loc, i64, 0, 2, idx_kids);
@@ -2465,23 +2460,13 @@ static ac_status permute_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool
     }
     ir_ref kids[4] = {ir_shift(m, ir_kid(m, e, 0), 3, 0), mkvar(m, loc, flat->type, 2), lam,
                       mkvar(m, loc, rv->type, 0)};
-    ir_ref x = kids[0] && kids[1] && lam && kids[3]
-                   ? mk(m, IR_PERMUTE, loc, flat->type, ir_node_get(m, e)->attr, 4, kids)
-                   : IR_NONE;
-    st = x ? make_stage(p, e, V_PERMUTE, x, -1, &s, err)
-           : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+    x = kids[0] && kids[1] && lam && kids[3]
+            ? mk(m, IR_PERMUTE, loc, flat->type, ir_node_get(m, e)->attr, 4, kids)
+            : IR_NONE;
   }
-  st = dist_agree(rt, st, err);
+  pval *locals[3] = {flat, ri, rv};
   pval *res = NULL;
-  if (st == AC_OK)
-    st = run_full_local(p, s, &res, err);
-  env_pop(p, base);
-  if (hidden) {
-    memcpy(p->env + base, hidden, 2 * sizeof *hidden);
-    p->nenv = keep - 0;
-    p->nenv = base + 2;
-    free(hidden);
-  }
+  st = run_locals(p, 2, locals, 3, e, V_PERMUTE, x, &res, err);
   if (st != AC_OK)
     return st;
   /* the flat blocks back to the blocks' shape, distributed like dest */
@@ -2611,7 +2596,7 @@ static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, boo
     sum += ok ? x : 0;
   }
   ok = ok && sum == n;
-  if (!ok) { /* the full form reports the lengths */
+  if (any_rank(p, !ok)) { /* the full form reports the lengths */
     free(start);
     return AC_OK;
   }
@@ -2670,31 +2655,19 @@ static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, boo
     free(buf);
   }
   free(plen);
-  pval *la = pval_new(av->type, av->n), *ll = pval_new(lv->type, 1);
-  for (uint32_t j = 0; la && j < av->n; j++) {
-    ac_array_retain(av->l[j].d->a->block);
-    la->l[j] = (leaf){LV_LOCAL, {0}, av->l[j].d->a->block, NULL};
-  }
+  pval *ll = pl ? pval_new(lv->type, 1) : NULL;
   if (ll)
     ll->l[0] = (leaf){LV_LOCAL, {0}, pl, NULL};
   else
     ac_array_release(pl);
-  size_t keep = p->nenv;
-  pval *hidden[2] = {p->env[base], p->env[base + 1]};
-  p->nenv = base;
-  if (!start || !sb || !pl || !la || !ll || !env_push(p, la) || !env_push(p, ll))
-    st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
-  stage *sg = NULL;
-  if (st == AC_OK)
-    st = make_stage(p, e, V_FOLD_SEG, c, -1, &sg, err);
-  st = dist_agree(rt, st, err);
+  pval *locals[2] = {blocks_value(av), ll};
+  if (!start || !sb) {
+    pval_release(locals[0]);
+    pval_release(locals[1]);
+    locals[0] = locals[1] = NULL;
+  }
   pval *res = NULL;
-  if (st == AC_OK)
-    st = run_full_local(p, sg, &res, err);
-  env_pop(p, base);
-  p->env[base] = hidden[0];
-  p->env[base + 1] = hidden[1];
-  p->nenv = keep;
+  st = run_locals(p, 2, locals, 2, e, V_FOLD_SEG, c, &res, err);
   /* the continuation pieces: each rank's first piece (when it continues
    * a segment) and that segment's number, allgathered */
   uint32_t nl = av->n;
@@ -2852,13 +2825,13 @@ static ac_status index_map_rows(dist_plan *p, ir_ref e, pval **out, bool *fallba
       return AC_OK;
     q = sv->n;
     int64_t prod = 1;
-    for (unsigned d = 0; d < q; d++) {
-      if (sv->l[d].kind != LV_SCALAR || !datum_index(&sv->l[d].s, &ext[d]) || ext[d] < 0)
-        return AC_OK; /* a negative extent: the full form says so */
-      prod = ext[d] && prod > INT64_MAX / ext[d] ? -1 : prod * ext[d];
+    bool bad = false;
+    for (unsigned d = 0; !bad && d < q; d++) {
+      bad = sv->l[d].kind != LV_SCALAR || !datum_index(&sv->l[d].s, &ext[d]) || ext[d] < 0;
+      prod = bad ? -1 : ext[d] && prod > INT64_MAX / ext[d] ? -1 : prod * ext[d];
     }
-    if (prod != size)
-      return AC_OK;
+    if (any_rank(p, bad || prod != size))
+      return AC_OK; /* a negative extent or another size: the full form says so */
   }
   *fallback = false;
   int64_t *off = rule_partition(p, ext[0]);
@@ -2900,24 +2873,8 @@ static ac_status filter_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool 
   if (!all_dist(av, &aoff, p) || av->l[0].d->a->rank != 1)
     return AC_OK;
   *fallback = false;
-  pval *la = pval_new(av->type, av->n);
-  for (uint32_t j = 0; la && j < av->n; j++) {
-    ac_array_retain(av->l[j].d->a->block);
-    la->l[j] = (leaf){LV_LOCAL, {0}, av->l[j].d->a->block, NULL};
-  }
-  pval *hidden = p->env[base];
-  p->nenv = base;
-  ac_status st = la && env_push(p, la) ? AC_OK : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
-  stage *s = NULL;
-  if (st == AC_OK)
-    st = make_stage(p, e, V_FILTER, c, -1, &s, err);
-  st = dist_agree(rt, st, err);
-  pval *res = NULL;
-  if (st == AC_OK)
-    st = run_full_local(p, s, &res, err);
-  env_pop(p, base);
-  p->env[base] = hidden;
-  p->nenv = base + 1;
+  pval *la = blocks_value(av), *res = NULL;
+  ac_status st = run_locals(p, 1, &la, 1, e, V_FILTER, c, &res, err);
   if (st != AC_OK)
     return st;
   ac_datum mine = {AC_DATUM_SCALAR, AC_I64, {.i = ac_array_size(res->l[0].arr)}, NULL}, *all = NULL;
@@ -2929,23 +2886,13 @@ static ac_status filter_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool 
       off[r + 1] = off[r] + all[r].s.i;
   }
   free(all);
-  pval *v = off ? pval_new(res->type, res->n) : NULL;
-  for (uint32_t j = 0; v && j < res->n; j++) {
-    ac_array_retain(res->l[j].arr);
-    if (dist_leaf(p, res->l[j].arr, off[rt->size], off, &v->l[j]) != AC_OK)
-      st = AC_ERR_NOMEM;
-  }
-  pval_release(res);
+  if (st == AC_OK)
+    st = local_to_dist(p, res, off ? off[rt->size] : 0, off, out, err);
+  else
+    pval_release(res);
   free(off);
-  if (st == AC_OK && !v)
-    st = AC_ERR_NOMEM;
-  st = dist_agree(
-      rt, st == AC_OK || st != AC_ERR_NOMEM ? st : dist_fail(rt, err, st, "out of memory"), err);
-  if (st != AC_OK) {
-    pval_release(v);
+  if (st != AC_OK)
     return st;
-  }
-  *out = v;
   trace(p, e, "local filters, partitioned by the counts");
   return AC_OK;
 }
@@ -2963,14 +2910,18 @@ static ac_status index_rows(dist_plan *p, ir_ref e, uint32_t nk, pval **out, boo
   if (a0->rank != nk - 1)
     return AC_OK;
   int64_t lin = 0;
-  for (uint32_t d = 0; d + 1 < nk; d++) {
+  bool bad = false;
+  for (uint32_t d = 0; !bad && d + 1 < nk; d++) {
     pval *iv = p->env[p->nenv - nk + 1 + d];
     int64_t x;
-    if (iv->n != 1 || iv->l[0].kind != LV_SCALAR || !datum_index(&iv->l[0].s, &x) || x < 0 ||
-        x >= a0->extents[d])
-      return AC_OK; /* out of range: the full form says how */
-    lin = lin * a0->extents[d] + x;
+    bad = iv->n != 1 || iv->l[0].kind != LV_SCALAR || !datum_index(&iv->l[0].s, &x) || x < 0 ||
+          x >= a0->extents[d];
+    lin = bad ? 0 : lin * a0->extents[d] + x;
   }
+  /* out of range (on any rank: the scalars of a call should agree, the
+   * errors must): the full form says how */
+  if (any_rank(p, bad))
+    return AC_OK;
   *fallback = false;
   pval *v = pval_new(ir_node_get(p->m, e)->type, av->n);
   ac_status st =
@@ -3059,7 +3010,7 @@ static ac_status eval_slice(dist_plan *p, ir_ref e, pval **out, ac_error **err) 
   }
   for (uint32_t d = 0; ok && d < r; d++)
     ok = 0 <= lo3[0][d] && lo3[0][d] <= lo3[1][d] && lo3[1][d] <= a0->extents[d] && lo3[2][d] >= 1;
-  if (!ok) {
+  if (any_rank(p, !ok)) {
     st = eval_stage(p, c, out, err);
     env_pop(p, base);
     return st;
@@ -3076,12 +3027,8 @@ static ac_status eval_slice(dist_plan *p, ir_ref e, pval **out, ac_error **err) 
   int64_t lo = a0->offsets[me];
   int64_t first = off ? s0 + off[me] * st0 - lo : 0, cnt = off ? off[me + 1] - off[me] : 0;
   int64_t lstart = cnt > 0 ? first : 0, lstop = cnt > 0 ? first + (cnt - 1) * st0 + 1 : 0;
-  pval *la = pval_new(av->type, av->n);
+  pval *la = blocks_value(av);
   pval *lb[3] = {NULL, NULL, NULL};
-  for (uint32_t j = 0; la && j < av->n; j++) {
-    ac_array_retain(av->l[j].d->a->block);
-    la->l[j] = (leaf){LV_LOCAL, {0}, av->l[j].d->a->block, NULL};
-  }
   for (int k = 0; k < 3; k++) {
     if (!bv[k])
       continue;
@@ -3092,43 +3039,17 @@ static ac_status eval_slice(dist_plan *p, ir_ref e, pval **out, ac_error **err) 
         lb[k]->l[0].s.s.i = k == 0 ? lstart : k == 1 ? lstop : st0;
     }
   }
-  env_pop(p, base);
-  if (!off || !la || !env_push(p, la) || (lb[0] && !env_push(p, lb[0])) ||
-      (lb[1] && !env_push(p, lb[1])) || (lb[2] && !env_push(p, lb[2])))
-    st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
-  stage *s = NULL;
-  if (st == AC_OK)
-    st = make_stage(p, e, V_SLICE, c, -1, &s, err);
-  st = dist_agree(rt, st, err);
+  /* the slice of the local temporaries, in place of the operands */
+  pval *locals[4] = {la, lb[0], lb[1], lb[2]};
   pval *v = NULL;
-  if (st == AC_OK)
-    st = run_full_local(p, s, &v, err);
+  st = off ? run_locals(p, nk, locals, nk, e, V_SLICE, c, &v, err)
+           : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
   env_pop(p, base);
-  pval *w = st == AC_OK ? pval_new(v->type, v->n) : NULL;
-  for (uint32_t j = 0; w && j < v->n; j++) {
-    ac_array *b = v->l[j].arr;
-    ac_array_retain(b);
-    unsigned rk = ac_array_rank(b);
-    int64_t gx[64];
-    memcpy(gx, ac_array_extents(b), rk * sizeof *gx);
-    gx[0] = total;
-    ac_dist_array *da = dist_array_make(rt, ac_array_type(b), rk, gx, off, b);
-    dref *d = da ? dref_new(da) : NULL;
-    w->l[j] = (leaf){LV_DIST, {0}, NULL, d};
-    if (!d)
-      st = AC_ERR_NOMEM;
-  }
-  if (st == AC_OK && !w)
-    st = AC_ERR_NOMEM;
-  pval_release(v);
+  if (st == AC_OK)
+    st = local_to_dist(p, v, total, off, out, err);
   free(off);
-  st = dist_agree(
-      rt, st == AC_OK || st != AC_ERR_NOMEM ? st : dist_fail(rt, err, st, "out of memory"), err);
-  if (st != AC_OK) {
-    pval_release(w);
+  if (st != AC_OK)
     return st;
-  }
-  *out = w;
   trace(p, e, "each rank keeps its rows");
   return AC_OK;
 }
@@ -3181,8 +3102,9 @@ static ac_status agreed_bool(dist_plan *p, pval *c, bool *out, ac_error **err) {
   MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, p->rt->comm);
   if (lo != hi)
     return dist_agree(p->rt,
-                      dist_fail(p->rt, err, AC_ERR_INTERNAL,
-                                "a condition differs between ranks (an internal error)"),
+                      dist_fail(p->rt, err, AC_ERR_INVALID,
+                                "a condition differs between ranks: the scalars and "
+                                "replicated arrays of a call must be the same on every rank"),
                       err);
   *out = mine != 0;
   return AC_OK;
@@ -3198,6 +3120,17 @@ static ac_status eval_scalar_int(dist_plan *p, ir_ref e, int64_t *out, ac_error 
   if (d.type == AC_U64 && d.s.u > INT64_MAX)
     *out = INT64_MAX;
   pval_release(v);
+  /* every rank runs the same number of iterations */
+  int64_t lo = *out, hi = *out;
+  MPI_Allreduce(out, &lo, 1, MPI_INT64_T, MPI_MIN, p->rt->comm);
+  MPI_Allreduce(out, &hi, 1, MPI_INT64_T, MPI_MAX, p->rt->comm);
+  if (lo != hi)
+    return dist_agree(p->rt,
+                      dist_fail(p->rt, err, AC_ERR_INVALID,
+                                "an iteration count differs between ranks (%lld, %lld): the "
+                                "scalars of a call must be the same on every rank",
+                                (long long)lo, (long long)hi),
+                      err);
   return AC_OK;
 }
 

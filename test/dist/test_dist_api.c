@@ -170,6 +170,7 @@ static const char *program =
     "fn shifted(xs: f32[], b: f32[]) -> f32[] { map(|x| x + b[0], xs) }\n"
     "fn rev(a: i32[]) -> i32[] { reverse(a) }\n"
     "fn at(a: i64[], i: i64) -> i64 { a[i] }\n"
+    "fn twice(a: i32[]) -> i32[,] { replicate(2, a) }\n"
     "fn smooth(xs: f32[]) -> f32[] { stencil(|w| w[-1] + w[1], clamp, xs) }\n"
     "fn prefix(xs: i32[]) -> (i32[], i32) {\n"
     "  let s = scan_incl(|a, b| a + b, xs);\n"
@@ -328,7 +329,8 @@ done:
 static void test_gather_strategy_functions(ac_module *m) {
   ac_dist_function *d = function(m, "dotp", AC_DIST_STAGED);
   ac_dist_function *s = function(m, "shifted", AC_DIST_LOCAL);
-  ac_dist_function *r = function(m, "rev", AC_DIST_GATHER);
+  ac_dist_function *r = function(m, "rev", AC_DIST_STAGED);
+  ac_dist_function *t = function(m, "twice", AC_DIST_GATHER);
   if (!d || !s || !r)
     goto done;
   for (int64_t n = 0; n <= 7; n += 7) {
@@ -351,6 +353,15 @@ static void test_gather_strategy_functions(ac_module *m) {
       CHECK_EQ_INT(((const int32_t *)ac_array_data(full))[k], n - k);
     ac_array_release(full);
     ac_dist_datum_release(&res[0]);
+    /* the gather strategy: replicate needs all of a on every rank */
+    CHECK(t && ac_dist_function_call(t, &ri, 1, res, 1, NULL) == AC_OK);
+    full = t ? collect(&res[0]) : NULL;
+    CHECK(!t || (full && ac_array_rank(full) == 2 && ac_array_extents(full)[0] == 2));
+    for (int64_t k = 0; full && k < 2 * n; k++)
+      CHECK_EQ_INT(((const int32_t *)ac_array_data(full))[k], k % n + 1);
+    ac_array_release(full);
+    if (t)
+      ac_dist_datum_release(&res[0]);
     ac_dist_datum_release(&ri);
   }
   /* b[0] read inside the map: local when b is replicated, but a call with
@@ -372,6 +383,7 @@ done:
   ac_dist_function_destroy(d);
   ac_dist_function_destroy(s);
   ac_dist_function_destroy(r);
+  ac_dist_function_destroy(t);
 }
 
 /* Every rank's error agrees with the others': the lowest failing rank's,
@@ -391,7 +403,7 @@ static void check_same_error(ac_status st, ac_error *e, const char *want) {
 static void test_errors_are_collective(ac_module *m) {
   /* local: an index out of bounds in the last rank's block only */
   ac_dist_function *f = function(m, "look", AC_DIST_LOCAL);
-  ac_dist_function *g = function(m, "at", AC_DIST_GATHER);
+  ac_dist_function *g = function(m, "at", AC_DIST_STAGED);
   if (f) {
     int64_t n = 2 * nranks, vals[64];
     for (int64_t k = 0; k < n; k++)
