@@ -1160,6 +1160,33 @@ static ac_status hoist_operands(dist_plan *p, ir_ref e, uint64_t hoist, ir_ref *
   return AC_OK;
 }
 
+/* Combines into acc (n leaves; *have: acc holds a value) the values
+ * all[r * n ..] of the ranks r from `from` to `to` (exclusive; either
+ * direction) whose blocks (partition off) are nonempty, in that order:
+ * acc = f(acc, v) going up, f(v, acc) going down (a right scan). f is kid
+ * 0 of node e. Not collective (steps that read no array). */
+static ac_status combine_ranks(dist_plan *p, ir_ref e, ir_type et, const ac_datum *all, uint32_t n,
+                               const int64_t *off, int from, int to, ac_datum *acc, bool *have,
+                               ac_error **err) {
+  ac_datum tmp[64];
+  ac_status st = AC_OK;
+  int step = from <= to ? 1 : -1;
+  for (int r = from; r != to && st == AC_OK; r += step) {
+    if (off[r + 1] == off[r])
+      continue;
+    const ac_datum *v = &all[(size_t)r * n];
+    if (!*have) {
+      memcpy(acc, v, n * sizeof *acc);
+      *have = true;
+      continue;
+    }
+    st = step > 0 ? apply_f(p, e, 0, et, acc, v, n, tmp, err)
+                  : apply_f(p, e, 0, et, v, acc, n, tmp, err);
+    memcpy(acc, tmp, n * sizeof *acc);
+  }
+  return st;
+}
+
 /* Whether z is an identity of f: f is |a, b| a OP b (or b OP a) with OP
  * one of + * | ^ & min max on a scalar, and z that operator's identity
  * literal. Then each rank may fold its block from z (z counts any number
@@ -1284,7 +1311,7 @@ static ac_status eval_fold(dist_plan *p, ir_ref e, pval **out, bool *fallback, a
    * that z counts once per nonempty block: once on one rank, as written);
    * no nonempty block: z, rank 0's partial. Every rank combines the same
    * values in the same order, so every rank has the same result. */
-  ac_datum res[64], tmp[64];
+  ac_datum res[64];
   memcpy(res, all, lt.n * sizeof *res);
   bool have = false;
   if (!ident) {
@@ -1300,17 +1327,7 @@ static ac_status eval_fold(dist_plan *p, ir_ref e, pval **out, bool *fallback, a
     pval_release(zv);
     have = true;
   }
-  for (int r = 0; r < p->rt->size && st == AC_OK; r++) {
-    if (partp->offsets[r + 1] == partp->offsets[r])
-      continue;
-    if (!have) {
-      memcpy(res, &all[(size_t)r * lt.n], lt.n * sizeof *res);
-      have = true;
-    } else {
-      st = apply_f(p, e, 0, et, res, &all[(size_t)r * lt.n], lt.n, tmp, err);
-      memcpy(res, tmp, lt.n * sizeof *res);
-    }
-  }
+  st = combine_ranks(p, e, et, all, lt.n, partp->offsets, 0, p->rt->size, res, &have, err);
   free(all);
   st = dist_agree(p->rt, st, err);
   if (st != AC_OK)
@@ -1438,36 +1455,10 @@ static ac_status eval_scan(dist_plan *p, ir_ref e, pval **out, bool *fallback, a
   }
   /* this rank's carry: the totals of the nonempty blocks before it (after
    * it for scanr), combined in order */
-  ac_datum carry[64], tmp[64];
+  ac_datum carry[64];
   bool have = false;
-  const int64_t *off = part->offsets;
-  (void)off;
-  const int64_t *o = sv->l[0].d->a->offsets;
-  if (!right) {
-    for (int r = 0; r < me && st == AC_OK; r++) {
-      if (o[r + 1] == o[r])
-        continue;
-      if (!have) {
-        memcpy(carry, &all[(size_t)r * lt.n], lt.n * sizeof *carry);
-        have = true;
-      } else {
-        st = apply_f(p, e, 0, et, carry, &all[(size_t)r * lt.n], lt.n, tmp, err);
-        memcpy(carry, tmp, lt.n * sizeof *carry);
-      }
-    }
-  } else {
-    for (int r = R - 1; r > me && st == AC_OK; r--) {
-      if (o[r + 1] == o[r])
-        continue;
-      if (!have) {
-        memcpy(carry, &all[(size_t)r * lt.n], lt.n * sizeof *carry);
-        have = true;
-      } else {
-        st = apply_f(p, e, 0, et, &all[(size_t)r * lt.n], carry, lt.n, tmp, err);
-        memcpy(carry, tmp, lt.n * sizeof *carry);
-      }
-    }
-  }
+  st = right ? combine_ranks(p, e, et, all, lt.n, part->offsets, R - 1, me, carry, &have, err)
+             : combine_ranks(p, e, et, all, lt.n, part->offsets, 0, me, carry, &have, err);
   free(all);
   /* the fix-up: map(|x| f(c, x), s) (f(x, c) for scanr) on this rank's block */
   if (st == AC_OK && have && cnt > 0) {
@@ -1883,7 +1874,9 @@ static bool datum_index(const ac_datum *d, int64_t *out) {
  * elements its block of idx names (dist_fetch_elems); the result is
  * distributed like idx (by the partition rule when idx is full). The
  * operands are temporaries on top of the environment (idx, then a). */
-static ac_status gather_rows(dist_plan *p, ir_ref e, pval **out, bool *fallback, ac_error **err) {
+static ac_status gather_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool *fallback,
+                             ac_error **err) {
+  (void)c;
   ac_dist_runtime *rt = p->rt;
   pval *iv = p->env[p->nenv - 2], *av = p->env[p->nenv - 1];
   *fallback = true;
@@ -2005,21 +1998,6 @@ static ac_status gather_rows(dist_plan *p, ir_ref e, pval **out, bool *fallback,
   return AC_OK;
 }
 
-static ac_status eval_gather(dist_plan *p, ir_ref e, pval **out, bool *fallback, ac_error **err) {
-  size_t base = p->nenv;
-  ir_ref c;
-  ac_status st = hoist_operands(p, e, 3, &c, err);
-  st = dist_agree(p->rt, st, err);
-  if (st == AC_OK) {
-    st = gather_rows(p, e, out, fallback, err);
-    if (st == AC_OK && *fallback)
-      st = eval_stage(p, c, out, err);
-  }
-  *fallback = false;
-  env_pop(p, base);
-  return st;
-}
-
 /* backpermute(shape, f, a) = gather(generate(shape, f), a): the source
  * indices made where the result's rows live, then requested from the
  * owners. */
@@ -2057,7 +2035,7 @@ static ac_status eval_backpermute(dist_plan *p, ir_ref e, pval **out, ac_error *
   st = dist_agree(p->rt, st, err);
   bool fallback = true;
   if (st == AC_OK)
-    st = gather_rows(p, e, out, &fallback, err);
+    st = gather_rows(p, e, IR_NONE, out, &fallback, err);
   env_pop(p, base);
   if (st == AC_OK && fallback)
     st = eval_stage(p, e, out, err);
@@ -2169,7 +2147,9 @@ static ac_status local_to_dist(dist_plan *p, pval *v, int64_t outer, const int64
  * (dist_route_elems), which write them into a copy of their block. An index
  * out of range or written twice: the full form reports it. The operands
  * are temporaries on top of the environment (idx, vals, dest). */
-static ac_status scatter_rows(dist_plan *p, ir_ref e, pval **out, bool *fallback, ac_error **err) {
+static ac_status scatter_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool *fallback,
+                              ac_error **err) {
+  (void)c;
   ac_dist_runtime *rt = p->rt;
   pval *iv = p->env[p->nenv - 3], *vv = p->env[p->nenv - 2], *dv = p->env[p->nenv - 1];
   const int64_t *doff = NULL;
@@ -2491,22 +2471,6 @@ static ac_status permute_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool
   return AC_OK;
 }
 
-static ac_status eval_scatter_permute(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
-  bool perm = ir_node_get(p->m, e)->op == IR_PERMUTE;
-  size_t base = p->nenv;
-  ir_ref c;
-  ac_status st = hoist_operands(p, e, perm ? 0xa : 0x7, &c, err);
-  st = dist_agree(p->rt, st, err);
-  bool fallback = true;
-  if (st == AC_OK)
-    st =
-        perm ? permute_rows(p, e, c, out, &fallback, err) : scatter_rows(p, e, out, &fallback, err);
-  if (st == AC_OK && fallback)
-    st = eval_stage(p, c, out, err);
-  env_pop(p, base);
-  return st;
-}
-
 /* ---- segmented folds ---- */
 
 static void store_scalar(ac_scalar t, const ac_datum *d, void *p) {
@@ -2733,20 +2697,6 @@ static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, boo
   return AC_OK;
 }
 
-static ac_status eval_fold_seg(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
-  size_t base = p->nenv;
-  ir_ref c;
-  ac_status st = hoist_operands(p, e, 0xc, &c, err);
-  st = dist_agree(p->rt, st, err);
-  bool fallback = true;
-  if (st == AC_OK)
-    st = fold_seg_rows(p, e, c, out, &fallback, err);
-  if (st == AC_OK && fallback)
-    st = eval_stage(p, c, out, err);
-  env_pop(p, base);
-  return st;
-}
-
 /* ---- index-space operations: reverse, transpose, reshape; filter; a[i] ---- */
 
 /* A new value of type t whose leaves are the rows of the partition rule's
@@ -2796,8 +2746,9 @@ static int64_t *rule_partition(dist_plan *p, int64_t n) {
  * array: each rank makes its rows of the rule's partition of the result
  * from the elements they come from (dist_fetch_elems). The operands are
  * temporaries (reshape: shape, a; the others: a). */
-static ac_status index_map_rows(dist_plan *p, ir_ref e, pval **out, bool *fallback,
+static ac_status index_map_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool *fallback,
                                 ac_error **err) {
+  (void)c;
   ac_module *m = p->m;
   ir_op op = (ir_op)ir_node_get(m, e)->op;
   pval *av = p->env[p->nenv - 1];
@@ -2899,8 +2850,10 @@ static ac_status filter_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool 
 
 /* a[i1, .., ir] of a distributed a: the element fetched from its owner by
  * every rank. The operands are temporaries (a, then the indices). */
-static ac_status index_rows(dist_plan *p, ir_ref e, uint32_t nk, pval **out, bool *fallback,
+static ac_status index_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool *fallback,
                             ac_error **err) {
+  (void)c;
+  uint32_t nk = ir_node_get(p->m, e)->nkids;
   pval *av = p->env[p->nenv - nk];
   const int64_t *aoff = NULL;
   *fallback = true;
@@ -2941,28 +2894,6 @@ static ac_status index_rows(dist_plan *p, ir_ref e, uint32_t nk, pval **out, boo
   *out = v;
   trace(p, e, "the element fetched from its owner");
   return AC_OK;
-}
-
-/* The index-space operations, filter and indexing: operands first, then
- * their distributed form, else the full form. */
-static ac_status eval_index_space(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
-  ac_module *m = p->m;
-  ir_op op = (ir_op)ir_node_get(m, e)->op;
-  uint32_t nk = ir_node_get(m, e)->nkids;
-  uint64_t hoist = op == IR_FILTER ? 2 : (UINT64_C(1) << nk) - 1;
-  size_t base = p->nenv;
-  ir_ref c;
-  ac_status st = hoist_operands(p, e, hoist, &c, err);
-  st = dist_agree(p->rt, st, err);
-  bool fallback = true;
-  if (st == AC_OK)
-    st = op == IR_FILTER  ? filter_rows(p, e, c, out, &fallback, err)
-         : op == IR_INDEX ? index_rows(p, e, nk, out, &fallback, err)
-                          : index_map_rows(p, e, out, &fallback, err);
-  if (st == AC_OK && fallback)
-    st = eval_stage(p, c, out, err);
-  env_pop(p, base);
-  return st;
 }
 
 /* ---- slices ---- */
@@ -3054,6 +2985,40 @@ static ac_status eval_slice(dist_plan *p, ir_ref e, pval **out, ac_error **err) 
   return AC_OK;
 }
 
+/* A step's distributed form: e over its operands c, the temporaries on
+ * top of the environment; *fallback when it does not apply (then e runs on
+ * full data). */
+typedef ac_status (*dist_form)(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool *fallback,
+                               ac_error **err);
+
+static ac_status fold_form(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool *fallback,
+                           ac_error **err) {
+  (void)e;
+  return eval_fold(p, c, out, fallback, err);
+}
+
+static ac_status scan_form(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool *fallback,
+                           ac_error **err) {
+  (void)e;
+  return eval_scan(p, c, out, fallback, err);
+}
+
+/* e with its operands in `hoist` evaluated first (temporaries), then in
+ * its distributed form (NULL: none), else on full data over them. */
+static ac_status with_operands(dist_plan *p, ir_ref e, uint64_t hoist, dist_form form, pval **out,
+                               ac_error **err) {
+  size_t base = p->nenv;
+  ir_ref c = IR_NONE;
+  ac_status st = dist_agree(p->rt, hoist_operands(p, e, hoist, &c, err), err);
+  bool fallback = true;
+  if (st == AC_OK && form)
+    st = form(p, e, c, out, &fallback, err);
+  if (st == AC_OK && fallback)
+    st = eval_stage(p, c, out, err);
+  env_pop(p, base);
+  return st;
+}
+
 /* ---- the evaluator ---- */
 
 /* A value of type t with the leaves of v from leaf `first` on. */
@@ -3062,6 +3027,29 @@ static pval *sub_value(pval *v, ir_type t, uint32_t first, uint32_t n) {
   for (uint32_t j = 0; w && j < n; j++)
     leaf_copy(&w->l[j], &v->l[first + j]);
   return w;
+}
+
+/* The body of function fn over the values args[0..n) of its parameters
+ * (borrowed), in an environment of its own. */
+static ac_status eval_body(dist_plan *p, uint32_t fn, pval **args, uint32_t n, pval **out,
+                           ac_error **err) {
+  pval **saved = p->env;
+  size_t nsaved = p->nenv, capsaved = p->capenv;
+  p->env = NULL;
+  p->nenv = p->capenv = 0;
+  bool ok = true;
+  for (uint32_t i = 0; ok && i < n; i++) {
+    args[i]->refs++;
+    ok = env_push(p, args[i]);
+  }
+  ac_status st = ok ? deval(p, p->m->funcs[fn].body, out, err)
+                    : dist_agree(p->rt, dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"), err);
+  env_pop(p, 0);
+  ac_free(p->ctx, p->env);
+  p->env = saved;
+  p->nenv = nsaved;
+  p->capenv = capsaved;
+  return st;
 }
 
 /* Runs f (a lambda of one parameter, or a function name) on x. */
@@ -3077,21 +3065,7 @@ static ac_status apply1(dist_plan *p, ir_ref f, pval *x, pval **out, ac_error **
     env_pop(p, base);
     return st;
   }
-  /* a function: its body in an environment of its parameter alone */
-  const ir_func *fd = &m->funcs[fn->attr];
-  pval **saved = p->env;
-  size_t nsaved = p->nenv, capsaved = p->capenv;
-  p->env = NULL;
-  p->nenv = p->capenv = 0;
-  x->refs++;
-  ac_status st = env_push(p, x) ? deval(p, fd->body, out, err)
-                                : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
-  env_pop(p, 0);
-  ac_free(p->ctx, p->env);
-  p->env = saved;
-  p->nenv = nsaved;
-  p->capenv = capsaved;
-  return st;
+  return eval_body(p, (uint32_t)fn->attr, &x, 1, out, err);
 }
 
 /* A scalar value's bool, checked to be the same on every rank. */
@@ -3242,61 +3216,36 @@ static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
       return dist_agree(p->rt, dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"), err);
     for (uint32_t i = 0; st == AC_OK && i < n.nkids; i++)
       st = deval(p, ir_kid(m, e, i), &argv[i], err);
-    if (st == AC_OK) {
-      pval **saved = p->env;
-      size_t nsaved = p->nenv, capsaved = p->capenv;
-      p->env = NULL;
-      p->nenv = p->capenv = 0;
-      bool ok = true;
-      for (uint32_t i = 0; ok && i < n.nkids; i++) {
-        argv[i]->refs++;
-        ok = env_push(p, argv[i]);
-      }
-      st = ok ? deval(p, m->funcs[n.attr].body, out, err)
-              : dist_agree(p->rt, dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"), err);
-      env_pop(p, 0);
-      ac_free(p->ctx, p->env);
-      p->env = saved;
-      p->nenv = nsaved;
-      p->capenv = capsaved;
-    }
+    if (st == AC_OK)
+      st = eval_body(p, (uint32_t)n.attr, argv, n.nkids, out, err);
     for (uint32_t i = 0; i < n.nkids; i++)
       pval_release(argv[i]);
     free(argv);
     return st;
   }
-  case IR_ITERATE: {
+  case IR_ITERATE:
+  case IR_WHILE: {
+    /* every rank runs the loop: iterate's count and while's condition are
+     * agreed between ranks */
+    bool iter = n.op == IR_ITERATE;
     int64_t count = 0;
-    st = eval_scalar_int(p, ir_kid(m, e, 0), &count, err);
+    if (iter)
+      st = eval_scalar_int(p, ir_kid(m, e, 0), &count, err);
     pval *x = NULL;
     if (st == AC_OK)
       st = deval(p, ir_kid(m, e, 2), &x, err);
-    for (int64_t k = 0; st == AC_OK && k < count; k++) {
-      pval *y = NULL;
-      st = apply1(p, ir_kid(m, e, 1), x, &y, err);
-      pval_release(x);
-      x = y;
-    }
-    if (st != AC_OK) {
-      pval_release(x);
-      return st;
-    }
-    *out = x;
-    return AC_OK;
-  }
-  case IR_WHILE: {
-    pval *x = NULL;
-    st = deval(p, ir_kid(m, e, 2), &x, err);
-    while (st == AC_OK) {
-      pval *c = NULL;
-      bool go = false;
-      st = apply1(p, ir_kid(m, e, 0), x, &c, err);
-      if (st == AC_OK) {
-        st = agreed_bool(p, c, &go, err);
-        pval_release(c);
+    for (int64_t k = 0; st == AC_OK && (!iter || k < count); k++) {
+      if (!iter) {
+        pval *c = NULL;
+        bool go = false;
+        st = apply1(p, ir_kid(m, e, 0), x, &c, err);
+        if (st == AC_OK) {
+          st = agreed_bool(p, c, &go, err);
+          pval_release(c);
+        }
+        if (st != AC_OK || !go)
+          break;
       }
-      if (st != AC_OK || !go)
-        break;
       pval *y = NULL;
       st = apply1(p, ir_kid(m, e, 1), x, &y, err);
       pval_release(x);
@@ -3326,18 +3275,7 @@ static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
       break;
     }
     /* the operand first, then the fold or scan over it */
-    size_t base = p->nenv;
-    ir_ref c;
-    st = hoist_operands(p, e, (uint64_t)1 << k, &c, err);
-    st = dist_agree(p->rt, st, err);
-    if (st == AC_OK) {
-      bool fb = true;
-      st = n.op == IR_FOLD ? eval_fold(p, c, out, &fb, err) : eval_scan(p, c, out, &fb, err);
-      if (st == AC_OK && fb)
-        st = eval_stage(p, c, out, err);
-    }
-    env_pop(p, base);
-    return st;
+    return with_operands(p, e, (uint64_t)1 << k, n.op == IR_FOLD ? fold_form : scan_form, out, err);
   }
   case IR_STENCIL: {
     bool fallback = true;
@@ -3351,14 +3289,7 @@ static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
     if (!h || n.nkids > 64)
       break;
     /* operands that are not row-local are evaluated first */
-    size_t base = p->nenv;
-    ir_ref c;
-    st = hoist_operands(p, e, h, &c, err);
-    st = dist_agree(p->rt, st, err);
-    if (st == AC_OK)
-      st = eval_stage(p, c, out, err);
-    env_pop(p, base);
-    return st;
+    return with_operands(p, e, h, NULL, out, err);
   }
   case IR_LIT: {
     ac_scalar sc;
@@ -3387,30 +3318,30 @@ static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
     break;
   }
   case IR_SCATTER:
-    return eval_scatter_permute(p, e, out, err);
+    return with_operands(p, e, 0x7, scatter_rows, out, err);
   case IR_FOLD_SEG:
-    return eval_fold_seg(p, e, out, err);
+    return with_operands(p, e, 0xc, fold_seg_rows, out, err);
   case IR_REVERSE:
   case IR_TRANSPOSE:
     if (rowlocal(m, e, 0))
       break; /* rows of rows: row by row */
-    return eval_index_space(p, e, out, err);
+    return with_operands(p, e, 1, index_map_rows, out, err);
   case IR_RESHAPE:
-    return eval_index_space(p, e, out, err);
+    return with_operands(p, e, 3, index_map_rows, out, err);
   case IR_FILTER:
-    if (n.nkids != 2 || n.nkids > 64)
+    if (n.nkids != 2)
       break;
-    return eval_index_space(p, e, out, err);
+    return with_operands(p, e, 2, filter_rows, out, err);
   case IR_INDEX:
     if (n.nkids < 2 || n.nkids > 64 || type_has_array(p->ctx, n.type) ||
         !type_has_array(p->ctx, ir_node_get(m, ir_kid(m, e, 0))->type))
       break;
-    return eval_index_space(p, e, out, err);
+    return with_operands(p, e, (UINT64_C(1) << n.nkids) - 1, index_rows, out, err);
   case IR_PERMUTE: {
     ir_op fop = (ir_op)ir_node_get(m, ir_kid(m, e, 2))->op;
     if (fop != IR_LAM && fop != IR_FNREF)
       break;
-    return eval_scatter_permute(p, e, out, err);
+    return with_operands(p, e, 0xa, permute_rows, out, err);
   }
   case IR_SLICE:
     if (n.nkids < 3 || n.nkids > 4)
@@ -3421,13 +3352,8 @@ static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
         ir_node_get(m, ir_kid(m, e, 1))->op != IR_FNREF)
       break;
     return eval_backpermute(p, e, out, err);
-  case IR_GATHER: {
-    bool fallback = true;
-    st = eval_gather(p, e, out, &fallback, err);
-    if (st != AC_OK || !fallback)
-      return st;
-    break;
-  }
+  case IR_GATHER:
+    return with_operands(p, e, 3, gather_rows, out, err);
   default: {
     /* kids that read arrays through steps of their own (a fold in a
      * comparison, ...) are evaluated first; the operation itself then runs
@@ -3446,14 +3372,7 @@ static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
     }
     if (!h)
       break;
-    size_t base = p->nenv;
-    ir_ref c;
-    st = hoist_operands(p, e, h, &c, err);
-    st = dist_agree(p->rt, st, err);
-    if (st == AC_OK)
-      st = eval_stage(p, c, out, err);
-    env_pop(p, base);
-    return st;
+    return with_operands(p, e, h, NULL, out, err);
   }
   }
   return eval_stage(p, e, out, err);
