@@ -38,6 +38,8 @@
  */
 #include "dist_impl.h"
 
+#include "runtime/function.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -670,6 +672,20 @@ static ac_status stage_call(const stage *s, const sargs *a, ac_datum *res, size_
   return ac_function_call(s->fn, a->in, a->n, res, nres, err);
 }
 
+/* Calls stage s with its arguments (part: as stage_args) into
+ * res[0..nres) (owned by the caller). Not collective by itself, unless
+ * its arguments need an allgather or a repartition. */
+static ac_status call_stage(dist_plan *p, const stage *s, const ac_dist_array *part, ac_datum *res,
+                            size_t nres, ac_error **err) {
+  sargs a;
+  ac_status st = stage_args(p, s, part, &a, err);
+  if (st == AC_OK) {
+    st = stage_call(s, &a, res, nres, err);
+    args_free(&a);
+  }
+  return st;
+}
+
 /* ---- evaluation ---- */
 
 static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err);
@@ -696,17 +712,10 @@ static ac_status run_everywhere(dist_plan *p, const stage *s, bool replicated, p
                                 ac_error **err) {
   ir_type t = ir_node_get(p->m, s->expr)->type;
   uint32_t nres = num_leaves(p, t);
-  sargs a;
-  /* stage_args agrees within its collectives; its local failures
-   * (memory) are agreed here */
-  ac_status st = dist_agree(p->rt, stage_args(p, s, NULL, &a, err), err);
-  if (st != AC_OK)
-    return st;
   ac_datum *res = calloc(nres ? nres : 1, sizeof *res);
-  st = res ? stage_call(s, &a, res, nres, err)
-           : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  ac_status st = res ? call_stage(p, s, NULL, res, nres, err)
+                     : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
   bool called = st == AC_OK;
-  args_free(&a);
   pval *v = st == AC_OK ? pval_new(t, nres) : NULL;
   if (st == AC_OK && !v)
     st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
@@ -783,8 +792,8 @@ static ac_status run_locals(dist_plan *p, size_t nhide, pval **locals, size_t nl
 /* Runs stage s on blocks of its row-aligned leaves' partition: array
  * results distributed alike. *fallback when the distributed form does not
  * apply (then nothing ran). */
-static ac_status run_rows(dist_plan *p, const stage *s, bool local_results, pval **out,
-                          const ac_dist_array **partp, bool *fallback, ac_error **err) {
+static ac_status run_rows(dist_plan *p, const stage *s, pval **out, const ac_dist_array **partp,
+                          bool *fallback, ac_error **err) {
   bool same;
   const ac_dist_array *part = stage_partition(p, s, &same);
   *fallback = !part || !same;
@@ -792,18 +801,11 @@ static ac_status run_rows(dist_plan *p, const stage *s, bool local_results, pval
     return AC_OK;
   ir_type t = ir_node_get(p->m, s->expr)->type;
   uint32_t nres = num_leaves(p, t);
-  /* the partition may be freed by a repartition? no: it belongs to a value
-   * in the environment, which lives through the call */
-  sargs a;
-  ac_status st = stage_args(p, s, part, &a, err);
-  st = dist_agree(p->rt, st, err);
-  if (st != AC_OK)
-    return st;
+  /* part belongs to a value of the environment, which outlives the call */
   ac_datum *res = calloc(nres ? nres : 1, sizeof *res);
-  st = res ? stage_call(s, &a, res, nres, err)
-           : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
+  ac_status st = res ? call_stage(p, s, part, res, nres, err)
+                     : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
   bool called = st == AC_OK;
-  args_free(&a);
   ac_error *mine = NULL;
   st = dist_agree(p->rt, st, err ? err : &mine);
   if (st != AC_OK) {
@@ -822,8 +824,6 @@ static ac_status run_rows(dist_plan *p, const stage *s, bool local_results, pval
   for (uint32_t i = 0; v && i < nres; i++) {
     if (res[i].kind == AC_DATUM_SCALAR) {
       v->l[i] = (leaf){LV_SCALAR, res[i], NULL, NULL};
-    } else if (local_results) {
-      v->l[i] = (leaf){LV_LOCAL, {0}, res[i].array, NULL};
     } else {
       ac_array *b = res[i].array;
       unsigned r = ac_array_rank(b);
@@ -863,7 +863,7 @@ static ac_status eval_stage(dist_plan *p, ir_ref e, pval **out, ac_error **err) 
     if (st != AC_OK)
       return st;
     bool fallback;
-    st = run_rows(p, s, false, out, NULL, &fallback, err);
+    st = run_rows(p, s, out, NULL, &fallback, err);
     if (st != AC_OK || !fallback) {
       trace(p, e, "row by row on blocks");
       return st;
@@ -922,46 +922,6 @@ static ir_ref apply2(ac_module *m, ir_ref f, ir_ref a, ir_ref b, ir_type t) {
 }
 
 /* ---- folds and scans across ranks ---- */
-
-static ac_datum load_scalar(ac_scalar t, const void *p) {
-  ac_datum d = {AC_DATUM_SCALAR, t, {0}, NULL};
-  switch (t) {
-  case AC_BOOL:
-    d.s.b = *(const bool *)p;
-    break;
-  case AC_I8:
-    d.s.i = *(const int8_t *)p;
-    break;
-  case AC_I16:
-    d.s.i = *(const int16_t *)p;
-    break;
-  case AC_I32:
-    d.s.i = *(const int32_t *)p;
-    break;
-  case AC_I64:
-    d.s.i = *(const int64_t *)p;
-    break;
-  case AC_U8:
-    d.s.u = *(const uint8_t *)p;
-    break;
-  case AC_U16:
-    d.s.u = *(const uint16_t *)p;
-    break;
-  case AC_U32:
-    d.s.u = *(const uint32_t *)p;
-    break;
-  case AC_U64:
-    d.s.u = *(const uint64_t *)p;
-    break;
-  case AC_F32:
-    d.s.f = *(const float *)p;
-    break;
-  case AC_F64:
-    d.s.f = *(const double *)p;
-    break;
-  }
-  return d;
-}
 
 /* Every rank's scalar leaves (n per rank, from `mine`) on every rank:
  * all[r * n + j]. */
@@ -1029,12 +989,7 @@ static ac_status apply_f(dist_plan *p, ir_ref e, int fk, ir_type et, const ac_da
            : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
   }
   if (st == AC_OK) {
-    sargs ar;
-    st = stage_args(p, s, NULL, &ar, err);
-    if (st == AC_OK) {
-      st = stage_call(s, &ar, res, n, err);
-      args_free(&ar);
-    }
+    st = call_stage(p, s, NULL, res, n, err);
   }
   env_pop(p, base);
   return st;
@@ -1296,7 +1251,7 @@ static ac_status eval_fold(dist_plan *p, ir_ref e, pval **out, bool *fallback, a
     return st;
   pval *part = NULL;
   const ac_dist_array *partp = NULL;
-  st = run_rows(p, s, false, &part, &partp, fallback, err);
+  st = run_rows(p, s, &part, &partp, fallback, err);
   if (st != AC_OK || *fallback)
     return st;
   ac_datum *all = NULL;
@@ -1344,7 +1299,7 @@ static void read_row(const pval *v, int64_t k, ac_datum *d) {
     ac_array *b = v->l[j].d->a->block;
     ac_scalar t = ac_array_type(b);
     const char *data = ac_array_data(b);
-    d[j] = data ? load_scalar(t, data + (size_t)k * ac_scalar_size(t))
+    d[j] = data ? rt_scalar_read(t, data + (size_t)k * ac_scalar_size(t))
                 : (ac_datum){AC_DATUM_SCALAR, t, {0}, NULL};
   }
 }
@@ -1390,7 +1345,7 @@ static ac_status eval_scan(dist_plan *p, ir_ref e, pval **out, bool *fallback, a
     return st;
   pval *sv = NULL;
   const ac_dist_array *part = NULL;
-  st = run_rows(p, s, false, &sv, &part, fallback, err);
+  st = run_rows(p, s, &sv, &part, fallback, err);
   if (st != AC_OK || *fallback)
     return st;
   if (incl) {
@@ -1437,7 +1392,7 @@ static ac_status eval_scan(dist_plan *p, ir_ref e, pval **out, bool *fallback, a
     pval *tv = NULL;
     bool fb = false;
     if (st == AC_OK)
-      st = run_rows(p, ts, false, &tv, NULL, &fb, err);
+      st = run_rows(p, ts, &tv, NULL, &fb, err);
     if (st != AC_OK || fb) {
       pval_release(sv);
       *fallback = fb;
@@ -1490,12 +1445,7 @@ static ac_status eval_scan(dist_plan *p, ir_ref e, pval **out, bool *fallback, a
     }
     ac_datum res[64];
     if (st == AC_OK) {
-      sargs ar;
-      st = stage_args(p, fx, NULL, &ar, err);
-      if (st == AC_OK) {
-        st = stage_call(fx, &ar, res, sv->n, err);
-        args_free(&ar);
-      }
+      st = call_stage(p, fx, NULL, res, sv->n, err);
     }
     env_pop(p, base);
     if (st == AC_OK) {
@@ -1625,12 +1575,7 @@ static ac_status eval_stencil(dist_plan *p, ir_ref e, pval **out, bool *fallback
   if (st == AC_OK && !res)
     st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
   if (st == AC_OK) {
-    sargs ar;
-    st = stage_args(p, s, NULL, &ar, err);
-    if (st == AC_OK) {
-      st = stage_call(s, &ar, res, nres, err);
-      args_free(&ar);
-    }
+    st = call_stage(p, s, NULL, res, nres, err);
   }
   env_pop(p, base);
   ac_error *mine = NULL;
@@ -1870,6 +1815,57 @@ static bool datum_index(const ac_datum *d, int64_t *out) {
   return true;
 }
 
+static ac_array *leaf_array(const leaf *l);
+static bool linear_indices(ac_array *const *ix, uint32_t r, const int64_t *ext, int64_t first,
+                           int64_t cnt, int64_t *lin);
+static int64_t inner_elems(const int64_t *ext, unsigned rank);
+static ac_status fetched_value(dist_plan *p, const pval *av, ir_type t, unsigned q,
+                               const int64_t *ext, const int64_t *off, const int64_t *lin,
+                               int64_t cnt, pval **out, ac_error **err);
+
+/* The source side of an exchange: leaves ls[0..n) (indices, and values)
+ * of one shape and one partition, all distributed alike or all full (then
+ * the partition rule's over their rows, written to rule[], which has room
+ * for 65 entries). Sets *ext and *rank (their shape) and *off; false when
+ * they differ (the full form then reports the shapes), or with more than
+ * 64 ranks. */
+static bool source_rows(const dist_plan *p, const leaf *const *ls, uint32_t n, const int64_t **ext,
+                        unsigned *rank, const int64_t **off, int64_t *rule) {
+  int R = p->rt->size;
+  *ext = NULL;
+  *off = NULL;
+  uint32_t ndist = 0;
+  for (uint32_t j = 0; j < n; j++) {
+    unsigned rk;
+    const int64_t *ex = leaf_extents(ls[j], &rk);
+    if (!*ext) {
+      *ext = ex;
+      *rank = rk;
+    } else if (rk != *rank || memcmp(ex, *ext, rk * sizeof *ex) != 0) {
+      return false;
+    }
+    if (ls[j]->kind == LV_DIST) {
+      if (*off && !same_offsets(p, *off, ls[j]->d->a->offsets))
+        return false;
+      *off = ls[j]->d->a->offsets;
+      ndist++;
+    } else if (ls[j]->kind != LV_FULL) {
+      return false;
+    }
+  }
+  if (n == 0 || (ndist > 0 && ndist < n) || R > 64)
+    return false;
+  if (!*off) {
+    for (int q = 0; q < R; q++) {
+      int64_t hi;
+      ac_dist_partition((*ext)[0], R, q, &rule[q], &hi);
+    }
+    rule[R] = (*ext)[0];
+    *off = rule;
+  }
+  return true;
+}
+
 /* gather(idx, a) with a distributed: each rank asks the owners for the
  * elements its block of idx names (dist_fetch_elems); the result is
  * distributed like idx (by the partition rule when idx is full). The
@@ -1888,112 +1884,36 @@ static ac_status gather_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool 
   if (iv->n != r || r == 0)
     return AC_OK;
   /* the partition of the result: idx's (its leaves alike), or the rule's */
-  const int64_t *ioff = NULL;
+  const leaf *ls[64];
+  for (uint32_t j = 0; j < r && j < 64; j++)
+    ls[j] = &iv->l[j];
+  const int64_t *ioff = NULL, *iext = NULL;
   unsigned irank = 0;
-  const int64_t *iext = NULL;
-  for (uint32_t j = 0; j < r; j++) {
-    const leaf *l = &iv->l[j];
-    unsigned rk;
-    const int64_t *ex = leaf_extents(l, &rk);
-    if (j == 0) {
-      irank = rk;
-      iext = ex;
-    } else if (rk != irank || memcmp(ex, iext, rk * sizeof *ex) != 0) {
-      return AC_OK; /* the full form reports the shapes */
-    }
-    if (l->kind == LV_DIST) {
-      if (!ioff)
-        ioff = l->d->a->offsets;
-      else if (!same_offsets(p, ioff, l->d->a->offsets))
-        return AC_OK;
-    } else if (l->kind != LV_FULL || ioff) {
-      return AC_OK;
-    }
-  }
-  if (ioff)
-    for (uint32_t j = 0; j < r; j++)
-      if (iv->l[j].kind != LV_DIST)
-        return AC_OK;
+  int64_t rule[65];
+  if (r > 64 || !source_rows(p, ls, r, &iext, &irank, &ioff, rule))
+    return AC_OK;
   *fallback = false;
-  int me = rt->rank, R = rt->size;
-  int64_t *rule = NULL;
-  if (!ioff) {
-    rule = malloc(((size_t)R + 1) * sizeof *rule);
-    if (!rule)
-      return dist_agree(rt, dist_fail(rt, err, AC_ERR_NOMEM, "out of memory"), err);
-    for (int q = 0; q < R; q++) {
-      int64_t hi;
-      ac_dist_partition(iext[0], R, q, &rule[q], &hi);
-    }
-    rule[R] = iext[0];
-    ioff = rule;
-  }
+  int me = rt->rank;
   int64_t lo = ioff[me], hi = ioff[me + 1];
   /* this rank's indices, linear in a */
-  size_t inner = 1;
-  for (unsigned d = 1; d < irank; d++)
-    inner *= (size_t)iext[d];
-  int64_t cnt = (hi - lo) * (int64_t)inner;
+  int64_t cnt = (hi - lo) * inner_elems(iext, irank);
+  int64_t first = iv->l[0].kind == LV_DIST ? 0 : lo * inner_elems(iext, irank);
   int64_t *lin = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *lin);
-  ac_status st = lin ? AC_OK : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
-  int bad = 0;
-  for (int64_t k = 0; st == AC_OK && k < cnt; k++)
-    lin[k] = 0;
-  for (uint32_t d = 0; st == AC_OK && d < r && !bad; d++) {
-    const leaf *l = &iv->l[d];
-    ac_array *blk = l->kind == LV_DIST ? l->d->a->block : l->arr;
-    ac_scalar t = ac_array_type(blk);
-    const char *data = ac_array_data(blk);
-    size_t es = ac_scalar_size(t);
-    int64_t first = l->kind == LV_DIST ? 0 : lo * (int64_t)inner;
-    for (int64_t k = 0; k < cnt && data; k++) {
-      ac_datum v = load_scalar(t, data + (size_t)(first + k) * es);
-      int64_t x;
-      if (!datum_index(&v, &x) || x < 0 || x >= a0->extents[d]) {
-        bad = 1;
-        break;
-      }
-      lin[k] = lin[k] * a0->extents[d] + x;
-    }
-  }
-  int anybad = bad;
-  if (st == AC_OK)
-    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, rt->comm);
-  st = dist_agree(rt, st, err);
-  if (st != AC_OK || anybad) {
+  ac_array *ix[64];
+  for (uint32_t d = 0; d < r; d++)
+    ix[d] = leaf_array(&iv->l[d]);
+  bool bad = lin && !linear_indices(ix, r, a0->extents, first, cnt, lin);
+  ac_status st =
+      dist_agree(rt, lin ? AC_OK : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory"), err);
+  if (st != AC_OK || any_rank(p, bad)) {
     free(lin);
-    free(rule);
     *fallback = st == AC_OK; /* an index out of range: the full form says which */
     return st;
   }
-  pval *v = pval_new(ir_node_get(p->m, e)->type, av->n);
-  if (!v)
-    st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
-  st = dist_agree(rt, st, err);
-  for (uint32_t j = 0; st == AC_OK && j < av->n; j++) {
-    ac_array *got = NULL;
-    st = dist_fetch_elems(rt, av->l[j].d->a, lin, cnt, &got, err);
-    if (st != AC_OK)
-      break;
-    int64_t ext[64];
-    memcpy(ext, iext, irank * sizeof *ext);
-    ext[0] = hi - lo;
-    ac_array *blk =
-        ac_array_create(p->ctx, ac_array_type(got), irank, ext, ac_array_data(got), NULL);
-    ac_array_release(got);
-    ext[0] = iext[0];
-    ac_dist_array *da = blk ? dist_array_make(rt, ac_array_type(blk), irank, ext, ioff, blk) : NULL;
-    dref *dr = da ? dref_new(da) : NULL;
-    v->l[j] = (leaf){LV_DIST, {0}, NULL, dr};
-    st = dist_agree(rt, dr ? AC_OK : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory"), err);
-  }
+  st = fetched_value(p, av, ir_node_get(p->m, e)->type, irank, iext, ioff, lin, cnt, out, err);
   free(lin);
-  free(rule);
-  if (st != AC_OK) {
-    pval_release(v);
+  if (st != AC_OK)
     return st;
-  }
-  *out = v;
   trace(p, e, "element requests to the owners");
   return AC_OK;
 }
@@ -2069,7 +1989,7 @@ static bool linear_indices(ac_array *const *ix, uint32_t r, const int64_t *ext, 
     if (!data && cnt > 0)
       return false;
     for (int64_t k = 0; k < cnt; k++) {
-      ac_datum v = load_scalar(t, data + (size_t)(first + k) * es);
+      ac_datum v = rt_scalar_read(t, data + (size_t)(first + k) * es);
       int64_t x;
       if (!datum_index(&v, &x) || x < 0 || x >= ext[d])
         return false;
@@ -2161,45 +2081,15 @@ static ac_status scatter_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool
   if (iv->n != r || r > 64)
     return AC_OK;
   /* idx and vals: one shape, and one partition (or full) */
-  unsigned srank = 0;
+  const leaf *ls[128];
+  for (uint32_t j = 0; j < iv->n + vv->n && j < 128; j++)
+    ls[j] = j < iv->n ? &iv->l[j] : &vv->l[j - iv->n];
   const int64_t *sext = NULL, *soff = NULL;
-  for (uint32_t j = 0; j < iv->n + vv->n; j++) {
-    const leaf *l = j < iv->n ? &iv->l[j] : &vv->l[j - iv->n];
-    unsigned rk;
-    const int64_t *ex = leaf_extents(l, &rk);
-    if (!sext) {
-      sext = ex;
-      srank = rk;
-    } else if (rk != srank || memcmp(ex, sext, rk * sizeof *ex) != 0) {
-      return AC_OK;
-    }
-    if (l->kind == LV_DIST) {
-      if (!soff)
-        soff = l->d->a->offsets;
-      else if (!same_offsets(p, soff, l->d->a->offsets))
-        return AC_OK;
-    } else if (l->kind != LV_FULL) {
-      return AC_OK;
-    }
-  }
-  int R = rt->size, me = rt->rank;
+  unsigned srank = 0;
   int64_t rule[65];
-  if (!soff) {
-    if (R > 64)
-      return AC_OK;
-    for (int q = 0; q < R; q++) {
-      int64_t hi;
-      ac_dist_partition(sext[0], R, q, &rule[q], &hi);
-    }
-    rule[R] = sext[0];
-    soff = rule;
-  } else {
-    for (uint32_t j = 0; j < iv->n + vv->n; j++) { /* full leaves with distributed ones */
-      const leaf *l = j < iv->n ? &iv->l[j] : &vv->l[j - iv->n];
-      if (l->kind != LV_DIST)
-        return AC_OK;
-    }
-  }
+  if (iv->n + vv->n > 128 || !source_rows(p, ls, iv->n + vv->n, &sext, &srank, &soff, rule))
+    return AC_OK;
+  int me = rt->rank;
   *fallback = false;
   int64_t inner = inner_elems(sext, srank);
   int64_t cnt = (soff[me + 1] - soff[me]) * inner;
@@ -2473,44 +2363,6 @@ static ac_status permute_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool
 
 /* ---- segmented folds ---- */
 
-static void store_scalar(ac_scalar t, const ac_datum *d, void *p) {
-  switch (t) {
-  case AC_BOOL:
-    *(bool *)p = d->s.b;
-    break;
-  case AC_I8:
-    *(int8_t *)p = (int8_t)d->s.i;
-    break;
-  case AC_I16:
-    *(int16_t *)p = (int16_t)d->s.i;
-    break;
-  case AC_I32:
-    *(int32_t *)p = (int32_t)d->s.i;
-    break;
-  case AC_I64:
-    *(int64_t *)p = d->s.i;
-    break;
-  case AC_U8:
-    *(uint8_t *)p = (uint8_t)d->s.u;
-    break;
-  case AC_U16:
-    *(uint16_t *)p = (uint16_t)d->s.u;
-    break;
-  case AC_U32:
-    *(uint32_t *)p = (uint32_t)d->s.u;
-    break;
-  case AC_U64:
-    *(uint64_t *)p = d->s.u;
-    break;
-  case AC_F32:
-    *(float *)p = (float)d->s.f;
-    break;
-  case AC_F64:
-    *(double *)p = d->s.f;
-    break;
-  }
-}
-
 /* fold_seg(f, z, a, lens) with a distributed (rank 1) and f's identity z:
  * lens is made full (it has one entry per segment); segment s belongs to
  * the rank whose block holds its first element (an empty segment: the
@@ -2553,7 +2405,7 @@ static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, boo
   bool ok = start && (ld || S == 0);
   int64_t sum = 0;
   for (int64_t k = 0; ok && k < S; k++) {
-    ac_datum d = load_scalar(lt, ld + (size_t)k * ac_scalar_size(lt));
+    ac_datum d = rt_scalar_read(lt, ld + (size_t)k * ac_scalar_size(lt));
     int64_t x;
     ok = datum_index(&d, &x) && x >= 0 && x <= n - sum;
     start[k] = sum;
@@ -2613,7 +2465,7 @@ static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, boo
     char *buf = malloc((size_t)(np > 0 ? np : 1) * ac_scalar_size(lt));
     for (int64_t k = 0; buf && k < np; k++) {
       ac_datum d = {AC_DATUM_SCALAR, lt, {.i = plen[k]}, NULL};
-      store_scalar(lt, &d, buf + (size_t)k * ac_scalar_size(lt));
+      rt_scalar_write(&d, buf + (size_t)k * ac_scalar_size(lt));
     }
     pl = buf ? ac_array_create(p->ctx, lt, 1, &np, buf, NULL) : NULL;
     free(buf);
@@ -2640,7 +2492,7 @@ static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, boo
   if (st == AC_OK && cont && np > 0)
     for (uint32_t j = 0; j < nl; j++) {
       ac_array *b = res->l[j].arr;
-      first[j] = load_scalar(ac_array_type(b), ac_array_data(b));
+      first[j] = rt_scalar_read(ac_array_type(b), ac_array_data(b));
     }
   first[nl] = (ac_datum){AC_DATUM_SCALAR, AC_I64, {.i = cont ? p0 : -1}, NULL};
   ac_datum *all = NULL;
@@ -2658,7 +2510,7 @@ static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, boo
       ac_array *b = res->l[j].arr;
       ac_scalar t = ac_array_type(b);
       last[j] =
-          load_scalar(t, (const char *)ac_array_data(b) + (size_t)(np - 1) * ac_scalar_size(t));
+          rt_scalar_read(t, (const char *)ac_array_data(b) + (size_t)(np - 1) * ac_scalar_size(t));
     }
     for (int r = me + 1; r < R && st == AC_OK; r++) {
       if (all[(size_t)r * (nl + 1) + nl].s.i != s)
@@ -2677,7 +2529,7 @@ static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, boo
     ac_array *blk = ac_array_create(p->ctx, t, 1, &own,
                                     (const char *)ac_array_data(b) + (size_t)own0 * es, NULL);
     if (blk && extend && own > 0)
-      store_scalar(t, &last[j], (char *)ac_array_data(blk) + (size_t)(own - 1) * es);
+      rt_scalar_write(&last[j], (char *)ac_array_data(blk) + (size_t)(own - 1) * es);
     if (!blk || dist_leaf(p, blk, S, sb, &v->l[j]) != AC_OK)
       st = AC_ERR_NOMEM;
   }
@@ -2883,7 +2735,8 @@ static ac_status index_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool *
     ac_array *got = NULL;
     st = dist_fetch_elems(p->rt, av->l[j].d->a, &lin, 1, &got, err);
     if (st == AC_OK) {
-      v->l[j] = (leaf){LV_SCALAR, load_scalar(ac_array_type(got), ac_array_data(got)), NULL, NULL};
+      v->l[j] =
+          (leaf){LV_SCALAR, rt_scalar_read(ac_array_type(got), ac_array_data(got)), NULL, NULL};
       ac_array_release(got);
     }
   }

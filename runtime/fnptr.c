@@ -53,8 +53,9 @@ static ffi_type *fp_scalar_type(ac_scalar sc) {
   return NULL;
 }
 
-/* Reads a scalar argument of kind sc from libffi's argument slot. */
-static ac_datum fp_read_scalar(ac_scalar sc, const void *p) {
+/* Reads a scalar argument of kind sc from libffi's argument slot (and any
+ * C representation of one: runtime/function.h). */
+ac_datum rt_scalar_read(ac_scalar sc, const void *p) {
   ac_datum d;
   memset(&d, 0, sizeof d);
   d.kind = AC_DATUM_SCALAR;
@@ -76,7 +77,7 @@ static ac_datum fp_read_scalar(ac_scalar sc, const void *p) {
 }
 
 /* Stores a scalar result into the caller's variable of its C type. */
-static void fp_write_scalar(const ac_datum *d, void *p) {
+void rt_scalar_write(const ac_datum *d, void *p) {
   switch (d->type) {
   case AC_BOOL: *(bool *)p = d->s.b; break;
   case AC_I8: *(int8_t *)p = (int8_t)d->s.i; break;
@@ -110,7 +111,7 @@ static void fp_handler(ffi_cif *cif, void *ret, void **argv, void *user) {
     for (size_t i = 0; i < na; i++) {
       const rt_leaf *l = &f->args[i];
       if (l->rank == 0) {
-        args[i] = fp_read_scalar(l->type, argv[i]);
+        args[i] = rt_scalar_read(l->type, argv[i]);
       } else {
         memset(&args[i], 0, sizeof args[i]);
         args[i].kind = AC_DATUM_ARRAY;
@@ -126,7 +127,7 @@ static void fp_handler(ffi_cif *cif, void *ret, void **argv, void *user) {
       else if (res[j].kind == AC_DATUM_ARRAY)
         *(ac_array **)dst = res[j].array; /* the caller's reference */
       else
-        fp_write_scalar(&res[j], dst);
+        rt_scalar_write(&res[j], dst);
     }
   }
   if (args != small_args)

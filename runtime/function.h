@@ -97,4 +97,11 @@ void rt_leaf_spell(char *buf, size_t size, ac_scalar type, unsigned rank);
 
 void rt_fnptr_free(ac_context *ctx, rt_fnptr *p);
 
+/* A scalar of kind sc read from its C representation at p (a bool: one
+ * byte, 0 or 1), and a scalar datum written in its kind's C representation
+ * to p (fnptr.c: libffi's argument slots and result variables; the
+ * distributed layer's elements). */
+ac_datum rt_scalar_read(ac_scalar sc, const void *p);
+void rt_scalar_write(const ac_datum *d, void *p);
+
 #endif
