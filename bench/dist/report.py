@@ -120,8 +120,8 @@ keys plus every rank's 64 samples to every other rank.
 
 The sample sort (regular sampling) is the harness's MPI algorithm; its
 local steps are arrayc functions in arrayc's column (bench/dist/dist.ac:
-`radix_sort`, an LSD radix sort of one bit per pass in an `iterate` with
-`scan` and `scatter`; `bucket_bounds`, a binary search per splitter;
+`radix_sort`, an LSD radix sort of two bits per pass in an `iterate`, a
+`scan` of three counts and a `scatter` each; `bucket_bounds`, a binary search per splitter;
 `merge_runs`, the received runs merged by a binary search per key and
 one `scatter`) and plain C in the reference's (an 8-bit LSD radix sort,
 binary searches, a k-way merge). The sampling (64 regular samples per
