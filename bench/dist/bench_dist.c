@@ -294,18 +294,16 @@ static void ac_step(bench *B, void *state) {
  * calls, summed over the ranks). */
 static double time_ac(bench *B, dcall *c, double *bytes_per_call) {
   c->keep = false;
-  ac_step(B, c); /* warm-up, outside the byte count */
   uint64_t before = ac_dist_runtime_bytes_sent(B->rt);
-  double t = B->quick ? NAN : time_median(B, ac_step, c);
-  uint64_t sent = sum_ranks(B, ac_dist_runtime_bytes_sent(B->rt) - before);
-  int calls = B->quick ? 0 : B->repeat + 1;
-  if (B->quick) { /* one call counted */
-    before = ac_dist_runtime_bytes_sent(B->rt);
+  double t = NAN;
+  int calls = 1;
+  if (B->quick) {
     ac_step(B, c);
-    sent = sum_ranks(B, ac_dist_runtime_bytes_sent(B->rt) - before);
-    calls = 1;
+  } else {
+    t = time_median(B, ac_step, c);
+    calls = B->repeat + 1; /* with time_median's warm-up */
   }
-  *bytes_per_call = (double)sent / calls;
+  *bytes_per_call = (double)sum_ranks(B, ac_dist_runtime_bytes_sent(B->rt) - before) / calls;
   return t;
 }
 

@@ -92,10 +92,10 @@ def main():
             ac, ref = float(r[4]), float(r[5])
             sp = float(base[4]) / ac if base else None
             rsp = float(base[5]) / ref if base else None
-            print("| %d | %s | %.2f | %s | %s | %.2f | %s | %.2f | %.1f%% | %.4f | %.4f | %.4f | %s |"
+            print("| %d | %s | %.2f | %s | %s | %.2f | %s | %.2f | %.1f%% | %s | %s | %s | %s |"
                   % (R, r[3], ac, num(sp, "%.2f"), num(sp / R if sp else None, "%.2f"),
-                     ref, num(rsp, "%.2f"), ref / ac, float(r[6]), float(r[7]), float(r[8]),
-                     float(r[9]), r[11]))
+                     ref, num(rsp, "%.2f"), ref / ac, float(r[6]), num(float(r[7]), "%.3g"),
+                     num(float(r[8]), "%.3g"), num(float(r[9]), "%.3g"), r[11]))
         print()
     print(NOTES)
 
