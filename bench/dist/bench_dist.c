@@ -201,11 +201,11 @@ static void report(bench *B, const result *r) {
   if (!B->quick)
     snprintf(times, sizeof times, "%9.3f | %9.3f | %5.2f | %4.0f%%", 1e3 * r->ac, 1e3 * r->ref,
              ratio, 100 * of_bw);
-  printf("| %-12s | %-11s | %d | %-8s | %s | %8.4f | %8.4f | %8.4f | %s |\n", r->name, r->size,
+  printf("| %-12s | %-11s | %d | %-8s | %s | %9.3g | %9.3g | %9.3g | %s |\n", r->name, r->size,
          B->size, r->strategy, times, r->ac_bytes, r->ref_bytes, r->min_bytes, r->check);
   fflush(stdout);
   if (B->tsv)
-    fprintf(B->tsv, "%s\t%s\t%d\t%s\t%.6f\t%.6f\t%.4f\t%.6f\t%.6f\t%.6f\t%.3f\t%s\n", r->name,
+    fprintf(B->tsv, "%s\t%s\t%d\t%s\t%.6f\t%.6f\t%.4f\t%.6g\t%.6g\t%.6g\t%.3f\t%s\n", r->name,
             r->size, B->size, r->strategy, 1e3 * r->ac, 1e3 * r->ref, 100 * of_bw, r->ac_bytes,
             r->ref_bytes, r->min_bytes, B->bandwidth / 1e9, r->check);
 }
@@ -960,9 +960,9 @@ int main(int argc, char **argv) {
            B.size, B.size, B.quick ? 2 : 10, B.bandwidth / 1e9, "cpu",
            B.quick ? "--quick: checks only, nothing timed" : "medians");
     printf("| benchmark    | size        | R | strategy |     ac ms |    ref ms | ratio | of bw "
-           "| ac B/el   | ref B/el  | min B/el  | check |\n");
+           "| ac B/el    | ref B/el   | min B/el   | check |\n");
     printf("|--------------|-------------|---|----------|-----------|-----------|-------|------"
-           "-|----------|----------|----------|-------|\n");
+           "-|-----------|-----------|-----------|-------|\n");
     fflush(stdout);
   }
   if (wanted(&B, "saxpy"))
