@@ -20,6 +20,7 @@
 # Open MPI is told to allow root and more ranks than cores, and each rank's
 # pool has one thread, so that ranks, not threads, scale.
 set -u
+cmd="bench/dist/run.sh $*"
 here=$(cd "$(dirname "$0")" && pwd)
 build=$here/../../build
 out=""
@@ -62,7 +63,6 @@ for np in $ranks; do
   "$mpiexec" -np $np "$bin" --tsv "$tsv" "$@" >&2 || { echo "FAILED at $np ranks" >&2; exit 1; }
   printf '%s\t%s\t%s\n' "$np" "$before" "$(cut -d' ' -f1-3 /proc/loadavg)" >> "$loads"
 done
-cmd="bench/dist/run.sh $*"
 if [ -n "$out" ]; then
   python3 "$here/report.py" "$tsv" "$loads" "$here/../.." "$cmd" > "$out"
 else
