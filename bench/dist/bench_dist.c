@@ -930,6 +930,17 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 2;
   }
+  /* the checks gather each result whole to rank 0, counted in bytes by an
+   * int (MPI_Gatherv) */
+  if (saxpy_log2 < 0 || saxpy_log2 > 28 || sum_log2 < 0 || sum_log2 > 27 || sort_log2 < 0 ||
+      sort_log2 > 28 || grid > 23170 || stream_log2 < 4 || stream_log2 > 34) {
+    if (B.me == 0)
+      fprintf(stderr, "arrayc-bench-dist: sizes up to --saxpy-log2 28, --sum-log2 27, "
+                      "--sort-log2 28, --grid 23170 (a result checked on rank 0 is under 2 GB), "
+                      "--stream-log2 4..34\n");
+    MPI_Finalize();
+    return 2;
+  }
   if (B.quick)
     stream_log2 = 16, steps = 3;
   if (tsv && B.me == 0 && !(B.tsv = fopen(tsv, "a"))) {
