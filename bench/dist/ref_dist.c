@@ -66,12 +66,16 @@ static void jacobi_step(const refd_grid *in, refd_grid *out) {
   }
 }
 
-void refd_jacobi(int64_t steps, refd_grid *a, refd_grid *b, MPI_Comm comm, uint64_t *bytes) {
+refd_grid *refd_jacobi(int64_t steps, refd_grid *in, refd_grid *a, refd_grid *b, MPI_Comm comm,
+                       uint64_t *bytes) {
+  refd_grid *src = in;
   for (int64_t k = 0; k < steps; k++) {
-    refd_grid *in = k % 2 ? b : a, *out = k % 2 ? a : b;
-    halo_exchange(in, comm, bytes);
-    jacobi_step(in, out);
+    refd_grid *dst = k % 2 ? b : a;
+    halo_exchange(src, comm, bytes);
+    jacobi_step(src, dst);
+    src = dst;
   }
+  return src;
 }
 
 void refd_radix_sort(int64_t n, uint32_t *keys, uint32_t *tmp) {

@@ -25,9 +25,11 @@ typedef struct refd_grid {
  * bench/dist/dist.ac's jacobi) of the grid distributed over comm in row
  * blocks (every rank at least one row): each step sends the block's first
  * and last rows to the neighbouring ranks (MPI_Sendrecv), then computes.
- * a holds the input; the result is in a when steps is even, else in b (b
- * is overwritten either way, a too when steps > 1). */
-void refd_jacobi(int64_t steps, refd_grid *a, refd_grid *b, MPI_Comm comm, uint64_t *bytes);
+ * The first step reads in (whose cells stay as they were; its ghost rows
+ * are written) and writes a, the next ones go from a to b and back.
+ * Returns the grid that holds the result (in when steps is 0). */
+refd_grid *refd_jacobi(int64_t steps, refd_grid *in, refd_grid *a, refd_grid *b, MPI_Comm comm,
+                       uint64_t *bytes);
 
 /* The local steps of the sample sort (the harness does the sampling and the
  * exchange for both sides). An LSD radix sort, 8-bit digits (four counting
