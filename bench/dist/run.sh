@@ -57,14 +57,17 @@ if [ $quick = 1 ]; then
 fi
 
 tsv=$(mktemp) loads=$(mktemp)
-trap 'rm -f "$tsv" "$loads"' EXIT
+trap 'rm -f "$tsv" "$tsv.md" "$loads"' EXIT
 for np in $ranks; do
   before=$(cut -d' ' -f1-3 /proc/loadavg)
   "$mpiexec" -np $np "$bin" --tsv "$tsv" "$@" >&2 || { echo "FAILED at $np ranks" >&2; exit 1; }
   printf '%s\t%s\t%s\n' "$np" "$before" "$(cut -d' ' -f1-3 /proc/loadavg)" >> "$loads"
 done
 if [ -n "$out" ]; then
-  python3 "$here/report.py" "$tsv" "$loads" "$here/../.." "$cmd" > "$out"
+  # written beside, then moved: the report looks at whether the work tree
+  # has changes, which a half-written $out would be
+  python3 "$here/report.py" "$tsv" "$loads" "$here/../.." "$cmd" > "$tsv.md" &&
+    mv "$tsv.md" "$out"
 else
   python3 "$here/report.py" "$tsv" "$loads" "$here/../.." "$cmd"
 fi
