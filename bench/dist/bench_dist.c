@@ -27,6 +27,8 @@
  *   3. bucket bounds by the splitters     arrayc bucket_bounds | ref binary search
  *   4. MPI_Alltoall of the counts, MPI_Alltoallv of the keys        harness
  *   5. merge the R received sorted runs   arrayc merge_runs | ref k-way merge
+ * arrayc's three are compiled on a CPU runtime of the harness's own and
+ * called by each rank on its keys (the distributed layer plays no part).
  *
  * Reported per benchmark (rank 0, one Markdown row, and with --tsv FILE a
  * tab-separated line for run.sh's report): the strategy the distributed
@@ -762,9 +764,17 @@ static bool sort_check(bench *B, sorter *s, const uint32_t *want, int64_t n, cha
   return ok;
 }
 
-static ac_function *local_fn(bench *B, const char *name, result *r, ac_dist_function **keep) {
-  *keep = function(B, name, r);
-  return ac_dist_function_local(*keep);
+/* The sample sort's local steps are compiled on a CPU runtime of the
+ * harness's own, not taken from distributed functions: a function the
+ * distributed layer stages step by step need not have a compiled local
+ * function (ac_dist_function_local is then its signature). Each rank
+ * calls them on its own keys. */
+static ac_function *local_fn(bench *B, ac_runtime *rt, const char *name) {
+  ac_function *f = NULL;
+  ac_error *e = NULL;
+  if (ac_runtime_compile(rt, B->m, name, &f, &e) != AC_OK)
+    die(B, name, e);
+  return f;
 }
 
 /* Key i: 32 random bits; with --quick one of 997 values spread over the
@@ -793,14 +803,14 @@ static void bench_sort(bench *B, int log2n) {
   uint32_t *keys = xmalloc((size_t)nl * 4);
   for (int64_t i = 0; i < nl; i++)
     keys[i] = sort_key(B, lo + i);
-  ac_dist_function *df[3];
-  result scratch = r;
+  ac_runtime *lrt = NULL;
+  ac_error *e = NULL;
+  if (ac_runtime_create(B->ctx, AC_BACKEND_CPU, &lrt, &e) != AC_OK)
+    die(B, "runtime", e);
   sorter ac = {.arrayc = true, .nl = nl};
-  ac.sort = local_fn(B, "radix_sort", &r, &df[0]);
-  ac.bounds = local_fn(B, "bucket_bounds", &scratch, &df[1]);
-  ac.merge = local_fn(B, "merge_runs", &scratch, &df[2]);
-  /* the distributed layer's strategies play no part: each rank calls the
-   * local functions (ac_dist_function_local) on its own keys */
+  ac.sort = local_fn(B, lrt, "radix_sort");
+  ac.bounds = local_fn(B, lrt, "bucket_bounds");
+  ac.merge = local_fn(B, lrt, "merge_runs");
   snprintf(r.strategy, sizeof r.strategy, "local calls");
   ac.keys = borrow1(B, AC_U32, nl, keys);
   sorter rf = {.arrayc = false, .nl = nl};
@@ -847,8 +857,10 @@ static void bench_sort(bench *B, int log2n) {
   report(B, &r);
   ac_array_release(ac.out);
   ac_array_release(ac.keys);
-  for (int i = 0; i < 3; i++)
-    ac_dist_function_destroy(df[i]);
+  ac_function_destroy(ac.sort);
+  ac_function_destroy(ac.bounds);
+  ac_function_destroy(ac.merge);
+  ac_runtime_destroy(lrt);
   free(ac.recv);
   free(rf.recv);
   free(rf.work);
