@@ -1,0 +1,134 @@
+/* bench/dist/ref_dist.c: the C+MPI references of the strong-scaling
+ * benchmark (bench/dist/bench_dist.c times arrayc against them).
+ *
+ * The loops a careful C programmer writes for one rank of an MPI program,
+ * compiled -O3 -march=native whatever arrayc's build type, one thread per
+ * rank. The Jacobi step exchanges halo rows with its neighbours (two rows
+ * per internal block boundary: the minimum); the sum reduces one double per
+ * rank; the sample sort's local steps are an 8-bit LSD radix sort, binary
+ * searches and a merge of the received runs. Bytes handed to MPI for other
+ * ranks are counted, so the report can set them beside arrayc's.
+ */
+#include "ref_dist.h"
+
+#include <string.h>
+
+void refd_saxpy(int64_t n, float a, const float *x, const float *y, float *out) {
+  for (int64_t i = 0; i < n; i++)
+    out[i] = a * x[i] + y[i];
+}
+
+double refd_sum(int64_t n, const double *x, MPI_Comm comm, uint64_t *bytes) {
+  double s = 0;
+  for (int64_t i = 0; i < n; i++)
+    s += x[i];
+  int size;
+  MPI_Comm_size(comm, &size);
+  double total;
+  MPI_Allreduce(&s, &total, 1, MPI_DOUBLE, MPI_SUM, comm);
+  if (size > 1)
+    *bytes += sizeof s;
+  return total;
+}
+
+/* Sends the first and last rows to the neighbours and receives their
+ * edge rows into the ghosts; at the grid's edges the ghosts stay zero. */
+static void halo_exchange(refd_grid *g, MPI_Comm comm, uint64_t *bytes) {
+  int me, size;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &size);
+  int up = me > 0 ? me - 1 : MPI_PROC_NULL, down = me < size - 1 ? me + 1 : MPI_PROC_NULL;
+  int64_t c = g->cols;
+  float *first = g->cells + c, *last = g->cells + g->rows * c;
+  /* the first row goes up while the row below's first row comes into the
+   * lower ghost, then the other way */
+  MPI_Sendrecv(first, (int)c, MPI_FLOAT, up, 0, last + c, (int)c, MPI_FLOAT, down, 0, comm,
+               MPI_STATUS_IGNORE);
+  MPI_Sendrecv(last, (int)c, MPI_FLOAT, down, 1, g->cells, (int)c, MPI_FLOAT, up, 1, comm,
+               MPI_STATUS_IGNORE);
+  *bytes += (uint64_t)((up != MPI_PROC_NULL) + (down != MPI_PROC_NULL)) * (uint64_t)c * 4;
+}
+
+static void jacobi_step(const refd_grid *in, refd_grid *out) {
+  int64_t c = in->cols;
+  for (int64_t r = 1; r <= in->rows; r++) {
+    const float *n = in->cells + (r - 1) * c, *m = in->cells + r * c, *s = in->cells + (r + 1) * c;
+    float *o = out->cells + r * c;
+    /* north + south + west + east, the program's order; 0 outside */
+    if (c == 1) {
+      o[0] = 0.25f * (n[0] + s[0] + 0.0f + 0.0f);
+      continue;
+    }
+    o[0] = 0.25f * (n[0] + s[0] + 0.0f + m[1]);
+    for (int64_t j = 1; j < c - 1; j++)
+      o[j] = 0.25f * (n[j] + s[j] + m[j - 1] + m[j + 1]);
+    o[c - 1] = 0.25f * (n[c - 1] + s[c - 1] + m[c - 2] + 0.0f);
+  }
+}
+
+refd_grid *refd_jacobi(int64_t steps, refd_grid *in, refd_grid *a, refd_grid *b, MPI_Comm comm,
+                       uint64_t *bytes) {
+  refd_grid *src = in;
+  for (int64_t k = 0; k < steps; k++) {
+    refd_grid *dst = k % 2 ? b : a;
+    halo_exchange(src, comm, bytes);
+    jacobi_step(src, dst);
+    src = dst;
+  }
+  return src;
+}
+
+void refd_radix_sort(int64_t n, uint32_t *keys, uint32_t *tmp) {
+  uint32_t *src = keys, *dst = tmp;
+  for (int shift = 0; shift < 32; shift += 8) {
+    int64_t count[257] = {0};
+    for (int64_t i = 0; i < n; i++)
+      count[((src[i] >> shift) & 255) + 1]++;
+    for (int d = 0; d < 256; d++)
+      count[d + 1] += count[d];
+    for (int64_t i = 0; i < n; i++)
+      dst[count[(src[i] >> shift) & 255]++] = src[i];
+    uint32_t *t = src;
+    src = dst;
+    dst = t;
+  }
+  /* four passes: the keys are back in `keys` */
+}
+
+void refd_bucket_bounds(int64_t n, const uint32_t *keys, int nsplit, const uint32_t *splitters,
+                        int64_t *bounds) {
+  for (int j = 0; j < nsplit; j++) {
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+      int64_t mid = (lo + hi) / 2;
+      if (keys[mid] < splitters[j])
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    bounds[j] = lo;
+  }
+}
+
+void refd_merge_runs(int nruns, const int64_t *off, const uint32_t *c, uint32_t *out) {
+  int64_t head[64], k = 0;
+  for (int j = 0; j < nruns; j++)
+    head[j] = off[j];
+  for (;;) {
+    /* the smallest head, the earliest run on ties (few runs: a scan) */
+    int best = -1;
+    for (int j = 0; j < nruns; j++)
+      if (head[j] < off[j + 1] && (best < 0 || c[head[j]] < c[head[best]]))
+        best = j;
+    if (best < 0)
+      break;
+    out[k++] = c[head[best]++];
+  }
+}
+
+double refd_stream_triad(int64_t n, double *a, const double *b, const double *c) {
+  double t0 = MPI_Wtime();
+  for (int64_t i = 0; i < n; i++)
+    a[i] = b[i] + 3.0 * c[i];
+  return MPI_Wtime() - t0;
+}
