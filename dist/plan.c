@@ -1496,7 +1496,7 @@ static ac_status eval_stencil(dist_plan *p, ir_ref e, pval **out, bool *fallback
   ac_module *m = p->m;
   const ir_node *n = ir_node_get(m, e);
   int kind = (int)n->attr;
-  uint32_t ak = n->nkids - 1;
+  uint32_t ak = 1; /* stencil(f, a[, constant]): the array is kid 1 */
   ir_ref lam = ir_kid(m, e, 0);
   uint32_t rank = kid_rank(m, e, ak);
   ir_window w;
