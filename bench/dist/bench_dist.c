@@ -176,6 +176,9 @@ static void strategy_name(ac_dist_strategy s, char *buf, size_t n) {
   case AC_DIST_GATHER:
     snprintf(buf, n, "gather");
     break;
+  case AC_DIST_STAGED:
+    snprintf(buf, n, "staged");
+    break;
   default:
     snprintf(buf, n, "%d", (int)s);
     break;

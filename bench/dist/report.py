@@ -102,8 +102,8 @@ def main():
 
 NOTES = """\
 Columns: **strategy**, the distributed layer's choice for the function
-(`ac_dist_function_strategy`: `local`, `gather`, or the number of a
-strategy newer than the harness; the sample sort's steps are called on each
+(`ac_dist_function_strategy`: `local`, `staged`, `gather`, or the number
+of a strategy newer than the harness; the sample sort's steps are called on each
 rank's own keys, `local calls`); **speedup** and **efficiency**, arrayc's
 1-rank time over its R-rank time, and that over R; **ref speedup**, the
 same for the reference; **ratio ref/ac**, the reference's time over
