@@ -154,6 +154,8 @@ typedef enum variant {
   V_PERMUTE,  /* permute of the values routed to this rank into its block */
   V_FOLD_SEG, /* fold_seg of this rank's pieces of the segments */
   V_FILTER,   /* filter of this rank's block */
+  V_SCAN_SEG, /* scan_seg or scan_incl_seg of this rank's pieces */
+  V_SEGFIX,   /* a segmented scan's first piece completed with its carry */
   V_NUM
 } variant;
 
@@ -2363,29 +2365,35 @@ static ac_status permute_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool
 
 /* ---- segmented folds ---- */
 
-/* fold_seg(f, z, a, lens) with a distributed (rank 1) and f's identity z:
- * lens is made full (it has one entry per segment); segment s belongs to
- * the rank whose block holds its first element (an empty segment: the
- * block its position falls in, the last rank at the end); each rank folds
- * its pieces of the segments (fold_seg of its block with the pieces'
- * lengths), and a segment that goes on into later blocks is completed by
- * its owner with the pieces of those ranks (allgathered: one value per
- * rank), combined in rank order. The operands are temporaries (a, lens). */
-static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool *fallback,
-                               ac_error **err) {
-  ac_module *m = p->m;
+/* A segmented operation's segments over a distributed rank-1 a (lens
+ * made full, one entry per segment): segment s starts at start[s] and
+ * belongs to the rank whose block holds its first element (an empty
+ * segment: the block its position falls in, the last rank at the end);
+ * sb[r] is rank r's first segment. This rank's pieces are the segments
+ * [p0, p1) that meet its block or are its own; pieces (a local array of
+ * lens's type) their lengths within the block; cont: the first continues
+ * a segment of an earlier rank. */
+typedef struct segs {
+  int64_t nseg, *start, *sb, p0, p1, np;
+  bool cont;
+  pval *pieces;
+} segs;
+
+static void segs_free(segs *g) {
+  free(g->start);
+  free(g->sb);
+  pval_release(g->pieces);
+  *g = (segs){0};
+}
+
+/* Makes g for a and lens (temporaries av, lv); *fallback when the lengths
+ * are wrong on some rank (the full form reports them). Collective. */
+static ac_status seg_pieces(dist_plan *p, const pval *av, const pval *lv, segs *g, bool *fallback,
+                            ac_error **err) {
   ac_dist_runtime *rt = p->rt;
-  size_t base = p->nenv - 2;
-  pval *av = p->env[base], *lv = p->env[base + 1];
-  const int64_t *aoff = NULL;
-  *fallback = true;
-  if (!all_dist(av, &aoff, p) || lv->n != 1 || av->n > 64 ||
-      !z_identity(m, ir_kid(m, e, 0), ir_kid(m, e, 1)) || reads_arrays(p, ir_kid(m, c, 0), 0))
-    return AC_OK;
   const ac_dist_array *a0 = av->l[0].d->a;
-  if (a0->rank != 1)
-    return AC_OK;
-  /* the lengths, full, checked */
+  *g = (segs){0};
+  *fallback = false;
   ac_array *lens = NULL;
   ac_status st = AC_OK;
   if (lv->l[0].kind == LV_DIST)
@@ -2393,10 +2401,8 @@ static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, boo
   else
     lens = lv->l[0].arr;
   st = dist_agree(rt, st, err);
-  if (st != AC_OK) {
-    *fallback = false;
+  if (st != AC_OK)
     return st;
-  }
   int64_t S = ac_array_size(lens), n = a0->extents[0];
   int R = rt->size, me = rt->rank;
   int64_t *start = malloc(((size_t)S + 1) * sizeof *start);
@@ -2412,13 +2418,12 @@ static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, boo
     sum += ok ? x : 0;
   }
   ok = ok && sum == n;
-  if (any_rank(p, !ok)) { /* the full form reports the lengths */
+  if (any_rank(p, !ok)) {
     free(start);
+    *fallback = true;
     return AC_OK;
   }
   start[S] = n;
-  *fallback = false;
-  /* owners: segment s is rank own(s)'s; sb[r] = the first segment of rank r */
   int64_t *sb = malloc(((size_t)R + 1) * sizeof *sb);
   if (sb) {
     int64_t s = 0;
@@ -2429,14 +2434,12 @@ static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, boo
     }
     sb[R] = S;
   }
-  /* this rank's pieces: the segments meeting [lo, hi) with elements, and
-   * its own empty ones: a contiguous run [p0, p1) */
   int64_t lo = a0->offsets[me], hi = a0->offsets[me + 1];
   int64_t p0 = sb ? sb[me] : 0, p1 = sb ? sb[me + 1] : 0;
-  bool cont = false; /* the first piece continues an earlier rank's segment */
+  bool cont = false;
   if (sb && hi > lo) {
     /* the segment holding row lo, when it started before */
-    int64_t a = 0, b = S; /* the last s with start[s] <= lo and len > 0 */
+    int64_t a = 0, b = S;
     while (a < b) {
       int64_t mid = (a + b) / 2;
       if (start[mid] <= lo)
@@ -2453,35 +2456,56 @@ static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, boo
     }
   }
   int64_t np = p1 - p0;
-  int64_t *plen = malloc((size_t)(np > 0 ? np : 1) * sizeof *plen);
-  for (int64_t k = 0; plen && k < np; k++) {
+  size_t es = ac_scalar_size(lt);
+  char *buf = malloc((size_t)(np > 0 ? np : 1) * es);
+  for (int64_t k = 0; buf && k < np; k++) {
     int64_t s = p0 + k, a = start[s] > lo ? start[s] : lo,
             b = start[s + 1] < hi ? start[s + 1] : hi;
-    plen[k] = b > a ? b - a : 0;
+    ac_datum d = {AC_DATUM_SCALAR, lt, {.i = b > a ? b - a : 0}, NULL};
+    rt_scalar_write(&d, buf + (size_t)k * es);
   }
-  /* the local fold_seg over the pieces: temporaries a's block, lens */
-  ac_array *pl = NULL;
-  if (plen) {
-    char *buf = malloc((size_t)(np > 0 ? np : 1) * ac_scalar_size(lt));
-    for (int64_t k = 0; buf && k < np; k++) {
-      ac_datum d = {AC_DATUM_SCALAR, lt, {.i = plen[k]}, NULL};
-      rt_scalar_write(&d, buf + (size_t)k * ac_scalar_size(lt));
-    }
-    pl = buf ? ac_array_create(p->ctx, lt, 1, &np, buf, NULL) : NULL;
-    free(buf);
-  }
-  free(plen);
+  ac_array *pl = buf ? ac_array_create(p->ctx, lt, 1, &np, buf, NULL) : NULL;
+  free(buf);
   pval *ll = pl ? pval_new(lv->type, 1) : NULL;
   if (ll)
     ll->l[0] = (leaf){LV_LOCAL, {0}, pl, NULL};
   else
     ac_array_release(pl);
-  pval *locals[2] = {blocks_value(av), ll};
-  if (!start || !sb) {
-    pval_release(locals[0]);
-    pval_release(locals[1]);
-    locals[0] = locals[1] = NULL;
+  *g = (segs){S, start, sb, p0, p1, np, cont, ll};
+  if (!start || !sb || !ll) {
+    segs_free(g);
+    st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
   }
+  return dist_agree(rt, st, err);
+}
+
+/* fold_seg(f, z, a, lens) with a distributed (rank 1) and f's identity z:
+ * each rank folds its pieces of the segments (fold_seg of its block with
+ * the pieces' lengths), and a segment that goes on into later blocks is
+ * completed by its owner with the pieces of those ranks (allgathered: one
+ * value per rank), combined in rank order. The operands are temporaries
+ * (a, lens). */
+static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool *fallback,
+                               ac_error **err) {
+  ac_module *m = p->m;
+  ac_dist_runtime *rt = p->rt;
+  size_t base = p->nenv - 2;
+  pval *av = p->env[base], *lv = p->env[base + 1];
+  const int64_t *aoff = NULL;
+  *fallback = true;
+  if (!all_dist(av, &aoff, p) || lv->n != 1 || av->n > 64 ||
+      !z_identity(m, ir_kid(m, e, 0), ir_kid(m, e, 1)) || reads_arrays(p, ir_kid(m, c, 0), 0) ||
+      av->l[0].d->a->rank != 1)
+    return AC_OK;
+  segs g;
+  ac_status st = seg_pieces(p, av, lv, &g, fallback, err);
+  if (st != AC_OK || *fallback)
+    return st;
+  int R = rt->size, me = rt->rank;
+  int64_t S = g.nseg, p0 = g.p0, p1 = g.p1, np = g.np, *sb = g.sb;
+  bool cont = g.cont;
+  g.pieces->refs++;
+  pval *locals[2] = {blocks_value(av), g.pieces};
   pval *res = NULL;
   st = run_locals(p, 2, locals, 2, e, V_FOLD_SEG, c, &res, err);
   /* the continuation pieces: each rank's first piece (when it continues
@@ -2534,10 +2558,9 @@ static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, boo
       st = AC_ERR_NOMEM;
   }
   pval_release(res);
-  free(start);
-  free(sb);
   if (st == AC_OK && !v)
     st = AC_ERR_NOMEM;
+  segs_free(&g);
   st = dist_agree(
       rt, st == AC_OK || st != AC_ERR_NOMEM ? st : dist_fail(rt, err, st, "out of memory"), err);
   if (st != AC_OK) {
@@ -2547,6 +2570,145 @@ static ac_status fold_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, boo
   *out = v;
   trace(p, e, "local folds of the pieces, segments across blocks completed by their owners");
   return AC_OK;
+}
+
+/* generate(len(s), |k| if k < m { f(c, s[k]) } else { s[k] }) at e's
+ * environment with three temporaries above it: c (et), m (i64), s (at). */
+static ir_ref seg_fixup_expr(dist_plan *p, ir_ref e, ir_type at, ir_type et) {
+  ac_module *m = p->m;
+  ir_loc loc = ir_node_get(m, e)->loc;
+  ir_type i64 = ir_ty_scalar(p->ctx, AC_I64), bt = ir_ty_scalar(p->ctx, AC_BOOL);
+  ir_ref sv = mkvar(m, loc, at, 0);
+  ir_ref len = sv ? mk(m, IR_LEN, loc, i64, 0, 1, &sv) : IR_NONE;
+  /* under the lambda: k is 0, s 1, m 2, c 3 */
+  ir_ref lt_kids[2] = {mkvar(m, loc, i64, 0), mkvar(m, loc, i64, 2)};
+  ir_ref lt = mk(m, IR_LT, loc, bt, 0, 2, lt_kids);
+  ir_ref x1_kids[2] = {mkvar(m, loc, at, 1), mkvar(m, loc, i64, 0)};
+  ir_ref x2_kids[2] = {mkvar(m, loc, at, 1), mkvar(m, loc, i64, 0)};
+  ir_ref x1 = mk(m, IR_INDEX, loc, et, 0, 2, x1_kids), x2 = mk(m, IR_INDEX, loc, et, 0, 2, x2_kids);
+  ir_ref f = ir_shift(m, ir_kid(m, e, 0), 4, 0);
+  ir_ref app = f && x1 ? apply2(m, f, mkvar(m, loc, et, 3), x1, et) : IR_NONE;
+  ir_ref if_kids[3] = {lt, app, x2};
+  ir_ref cond = lt && app && x2 ? mk(m, IR_IF, loc, et, 0, 3, if_kids) : IR_NONE;
+  ir_ref lam = cond ? mk(m, IR_LAM, loc, IR_TY_NONE, 1, 1, &cond) : IR_NONE;
+  if (!lam || !len)
+    return IR_NONE;
+  ir_sym k = ir_sym_intern(p->ctx, "k", 1);
+  ir_node_get(m, lam)->names = ir_syms_push(m, 1, &k);
+  ir_ref kids[2] = {len, lam};
+  return mk(m, IR_GENERATE, loc, at, 0, 2, kids);
+}
+
+/* scan_seg(f, z, a, lens) (with f's identity z) and scan_incl_seg(f, a,
+ * lens) with a distributed (rank 1): each rank scans its pieces of the
+ * segments (the segmented scan of its block with the pieces' lengths); the
+ * total of each rank's last piece and its segment are allgathered, and a
+ * rank whose first piece continues a segment combines the totals of that
+ * segment's pieces before it, in rank order, into a carry that it applies
+ * to the first piece's elements with f. The operands are temporaries (a,
+ * lens). */
+static ac_status scan_seg_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool *fallback,
+                               ac_error **err) {
+  ac_module *m = p->m;
+  ac_dist_runtime *rt = p->rt;
+  bool incl = ir_node_get(m, e)->op == IR_SCAN_INCL_SEG;
+  size_t base = p->nenv - 2;
+  pval *av = p->env[base], *lv = p->env[base + 1];
+  const int64_t *aoff = NULL;
+  *fallback = true;
+  if (!all_dist(av, &aoff, p) || lv->n != 1 || av->n > 63 ||
+      (!incl && !z_identity(m, ir_kid(m, e, 0), ir_kid(m, e, 1))) ||
+      reads_arrays(p, ir_kid(m, c, 0), 0) || av->l[0].d->a->rank != 1)
+    return AC_OK;
+  segs g;
+  ac_status st = seg_pieces(p, av, lv, &g, fallback, err);
+  if (st != AC_OK || *fallback)
+    return st;
+  const ac_dist_array *a0 = av->l[0].d->a;
+  int me = rt->rank;
+  int64_t lo = a0->offsets[me], hi = a0->offsets[me + 1], cnt = hi - lo;
+  ir_type at = ir_node_get(m, e)->type, et = elem_type(p->ctx, at);
+  uint32_t nl = av->n;
+  /* the local segmented scan of the pieces */
+  g.pieces->refs++;
+  pval *locals[2] = {blocks_value(av), g.pieces};
+  pval *sv = NULL;
+  st = run_locals(p, 2, locals, 2, e, V_SCAN_SEG, c, &sv, err);
+  /* the total of this rank's last piece, and its segment */
+  ac_datum mine[65], tmp[64];
+  memset(mine, 0, sizeof mine);
+  int64_t sid = -1;
+  if (st == AC_OK && cnt > 0) {
+    int64_t a = 0, b = g.nseg; /* the segment holding row hi - 1 */
+    while (a < b) {
+      int64_t mid = (a + b) / 2;
+      if (g.start[mid] <= hi - 1)
+        a = mid + 1;
+      else
+        b = mid;
+    }
+    sid = a - 1;
+    for (uint32_t j = 0; j < nl; j++) {
+      ac_array *sb = sv->l[j].arr;
+      ac_scalar t = ac_array_type(sb);
+      mine[j] = rt_scalar_read(t, (const char *)ac_array_data(sb) +
+                                      (size_t)(cnt - 1) * ac_scalar_size(t));
+    }
+    if (!incl) { /* exclusive: the total is f(out[last], a[last]) */
+      ac_datum alast[64];
+      for (uint32_t j = 0; j < nl; j++) {
+        ac_array *ab = av->l[j].d->a->block;
+        ac_scalar t = ac_array_type(ab);
+        alast[j] = rt_scalar_read(t, (const char *)ac_array_data(ab) +
+                                         (size_t)(cnt - 1) * ac_scalar_size(t));
+      }
+      st = apply_f(p, c, 0, et, mine, alast, nl, tmp, err);
+      memcpy(mine, tmp, nl * sizeof *mine);
+    }
+  }
+  mine[nl] = (ac_datum){AC_DATUM_SCALAR, AC_I64, {.i = sid}, NULL};
+  st = dist_agree(rt, st, err);
+  ac_datum *all = NULL;
+  if (st == AC_OK)
+    st = allgather_scalars(p, mine, nl + 1, &all, err);
+  /* the carry of a first piece that continues segment p0: the totals of
+   * the ranks before whose last piece is of that segment, in rank order */
+  ac_datum carry[64];
+  bool have = false;
+  for (int r = 0; st == AC_OK && g.cont && r < me; r++) {
+    const ac_datum *v = &all[(size_t)r * (nl + 1)];
+    if (v[nl].s.i != g.p0)
+      continue;
+    if (!have) {
+      memcpy(carry, v, nl * sizeof *carry);
+      have = true;
+    } else {
+      st = apply_f(p, c, 0, et, carry, v, nl, tmp, err);
+      memcpy(carry, tmp, nl * sizeof *carry);
+    }
+  }
+  free(all);
+  for (uint32_t j = 0; !have && j < nl; j++) /* unused: m is 0 */
+    carry[j] = (ac_datum){AC_DATUM_SCALAR, av->l[j].d->a->type, {0}, NULL};
+  int64_t first = have ? (g.start[g.p0 + 1] < hi ? g.start[g.p0 + 1] : hi) - lo : 0;
+  ac_datum md = {AC_DATUM_SCALAR, AC_I64, {.i = first}, NULL};
+  st = dist_agree(rt, st, err);
+  /* the fix-up (every rank; m = 0 where there is no carry) */
+  pval *res = NULL;
+  if (st == AC_OK) {
+    pval *fix[3] = {scalar_value(et, carry, nl), scalar_value(ir_ty_scalar(p->ctx, AC_I64), &md, 1),
+                    sv};
+    sv = NULL;
+    ir_ref x = find_stage(p, e, V_SEGFIX) ? IR_NONE : seg_fixup_expr(p, e, at, et);
+    st = run_locals(p, 2, fix, 3, e, V_SEGFIX, x, &res, err);
+  }
+  pval_release(sv);
+  if (st == AC_OK)
+    st = local_to_dist(p, res, a0->extents[0], a0->offsets, out, err);
+  segs_free(&g);
+  if (st == AC_OK)
+    trace(p, e, "local scans of the pieces, segments across blocks carried from the ranks before");
+  return st;
 }
 
 /* ---- index-space operations: reverse, transpose, reshape; filter; a[i] ---- */
@@ -3174,6 +3336,10 @@ static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
     return with_operands(p, e, 0x7, scatter_rows, out, err);
   case IR_FOLD_SEG:
     return with_operands(p, e, 0xc, fold_seg_rows, out, err);
+  case IR_SCAN_SEG:
+    return with_operands(p, e, 0xc, scan_seg_rows, out, err);
+  case IR_SCAN_INCL_SEG:
+    return with_operands(p, e, 0x6, scan_seg_rows, out, err);
   case IR_REVERSE:
   case IR_TRANSPOSE:
     if (rowlocal(m, e, 0))
@@ -3293,6 +3459,8 @@ bool dist_plan_distributes(const ac_module *m, uint32_t fn) {
   case IR_SCATTER:
   case IR_PERMUTE:
   case IR_FOLD_SEG:
+  case IR_SCAN_SEG:
+  case IR_SCAN_INCL_SEG:
   case IR_REVERSE:
   case IR_TRANSPOSE:
   case IR_RESHAPE:
