@@ -197,6 +197,17 @@ typedef struct result {
   char check[96];
 } result;
 
+/* A benchmark of n = 2^log2n elements (quick_n with --quick): its result
+ * record and size text. */
+static result vector_result(bench *B, const char *name, int log2n, int64_t quick_n, double counted,
+                            int64_t *n) {
+  *n = B->quick ? quick_n : (int64_t)1 << log2n;
+  result r = {.name = name, .elems = (double)*n, .counted = counted};
+  snprintf(r.size, sizeof r.size, B->quick ? "n=%lld" : "n=2^%lld",
+           B->quick ? (long long)*n : (long long)log2n);
+  return r;
+}
+
 static void report(bench *B, const result *r) {
   if (B->me != 0)
     return;
@@ -393,14 +404,10 @@ static void saxpy_ref_step(bench *B, void *state) {
 }
 
 static void bench_saxpy(bench *B, int log2n) {
-  int64_t n = (int64_t)1 << log2n, lo, hi;
-  if (B->quick)
-    n = 1003;
+  int64_t n, lo, hi;
+  result r = vector_result(B, "saxpy", log2n, 1003, 12, &n);
   partition(B, n, &lo, &hi);
   int64_t nl = hi - lo;
-  result r = {.name = "saxpy", .elems = (double)n, .counted = 12};
-  snprintf(r.size, sizeof r.size, B->quick ? "n=%lld" : "n=2^%lld",
-           B->quick ? (long long)n : (long long)log2n);
   float *x = xmalloc((size_t)nl * 4), *y = xmalloc((size_t)nl * 4);
   for (int64_t i = 0; i < nl; i++) {
     x[i] = (float)unit((uint64_t)(lo + i), 1);
@@ -469,14 +476,10 @@ static void sum_ref_step(bench *B, void *state) {
 }
 
 static void bench_sum(bench *B, int log2n) {
-  int64_t n = (int64_t)1 << log2n, lo, hi;
-  if (B->quick)
-    n = 1001;
+  int64_t n, lo, hi;
+  result r = vector_result(B, "sum", log2n, 1001, 8, &n);
   partition(B, n, &lo, &hi);
   int64_t nl = hi - lo;
-  result r = {.name = "sum", .elems = (double)n, .counted = 8};
-  snprintf(r.size, sizeof r.size, B->quick ? "n=%lld" : "n=2^%lld",
-           B->quick ? (long long)n : (long long)log2n);
   double *x = xmalloc((size_t)nl * 8), *rx = xmalloc((size_t)nl * 8);
   for (int64_t i = 0; i < nl; i++)
     x[i] = rx[i] = unit((uint64_t)(lo + i), 3);
@@ -789,12 +792,8 @@ static uint32_t sort_key(const bench *B, int64_t i) {
 
 static void bench_sort(bench *B, int log2n) {
   int R = B->size;
-  int64_t n = (int64_t)1 << log2n, lo, hi;
-  if (B->quick)
-    n = 5003;
-  result r = {.name = "sample_sort", .elems = (double)n, .counted = 8};
-  snprintf(r.size, sizeof r.size, B->quick ? "n=%lld" : "n=2^%lld",
-           B->quick ? (long long)n : (long long)log2n);
+  int64_t n, lo, hi;
+  result r = vector_result(B, "sample_sort", log2n, 5003, 8, &n);
   if (R > 64 || n / R > INT32_MAX / 2) {
     if (B->me == 0)
       fprintf(stderr, "arrayc-bench-dist: sample_sort takes at most 64 ranks and 2^30 keys each\n");
