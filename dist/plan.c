@@ -156,19 +156,15 @@ typedef enum variant {
   V_FILTER,   /* filter of this rank's block */
   V_SCAN_SEG, /* scan_seg or scan_incl_seg of this rank's pieces */
   V_SEGFIX,   /* a segmented scan's first piece completed with its carry */
-  V_NUM
 } variant;
 
 typedef struct stage {
   ir_ref key;
   variant var;
-  ir_ref expr;    /* in the plan's module */
-  uint32_t depth; /* environment size at expr (for the rules: bound inside < depth) */
-  int ra_kid;     /* -1: none, -2: the root itself, k: kid k of the root is row-aligned */
+  ir_ref expr; /* in the plan's module */
   binding *b;
   uint32_t nb;
-  ac_function *fn;
-  uint64_t hoisted; /* V_OPERANDS: bit i = kid i was made a temporary */
+  ac_function *fn; /* NULL: only a synthesised expression kept (V_OPERANDS) */
 } stage;
 
 struct dist_plan {
@@ -416,7 +412,8 @@ static stage *find_stage(dist_plan *p, ir_ref key, variant var) {
 }
 
 /* The stage of (key, var) computing expr (in the plan's module, at the
- * current environment), compiling it on first use. ra_root as in stage. */
+ * current environment), compiling it on first use. ra_root: -2 the root
+ * itself is row-aligned, k only kid k of the root is, -1 none. */
 static ac_status make_stage(dist_plan *p, ir_ref key, variant var, ir_ref expr, int ra_root,
                             stage **out, ac_error **err) {
   stage *s = find_stage(p, key, var);
@@ -470,7 +467,7 @@ static ac_status make_stage(dist_plan *p, ir_ref key, variant var, ir_ref expr, 
     return st;
   }
   s = &p->stages[p->nstages++];
-  *s = (stage){key, var, expr, (uint32_t)p->nenv, ra_root, w.b, w.nb, fn, 0};
+  *s = (stage){key, var, expr, w.b, w.nb, fn};
   *out = s;
   return AC_OK;
 }
@@ -559,7 +556,6 @@ static bool args_own(sargs *a, ac_array *x) {
 static const ac_dist_array *stage_partition(dist_plan *p, const stage *s, bool *same_shape) {
   const ac_dist_array *first = NULL;
   const int64_t *ext0 = NULL;
-  unsigned rank0 = 0;
   *same_shape = true;
   for (uint32_t i = 0; i < s->nb; i++) {
     if (s->b[i].mode != B_BLOCK)
@@ -571,13 +567,10 @@ static const ac_dist_array *stage_partition(dist_plan *p, const stage *s, bool *
         continue;
       unsigned r;
       const int64_t *ext = leaf_extents(l, &r);
-      if (!ext0) {
+      if (!ext0)
         ext0 = ext;
-        rank0 = r;
-      } else if (ext[0] != ext0[0]) {
+      else if (ext[0] != ext0[0])
         *same_shape = false; /* maps check inner extents themselves */
-      }
-      (void)rank0;
       if (l->kind == LV_DIST && !first)
         first = l->d->a;
     }
@@ -1096,6 +1089,16 @@ static uint32_t popcount64(uint64_t x) {
   return n;
 }
 
+/* Keeps expr, synthesised for node key, as the stage (key, V_OPERANDS)
+ * without a function: later evaluations of key find it (find_stage). */
+static bool remember_expr(dist_plan *p, ir_ref key, ir_ref expr) {
+  if (!expr ||
+      !ac_grow(p->ctx, (void **)&p->stages, &p->capstages, p->nstages + 1, sizeof *p->stages))
+    return false;
+  p->stages[p->nstages++] = (stage){key, V_OPERANDS, expr, NULL, 0, NULL};
+  return true;
+}
+
 /* The synthesised copy of e with its non-row-local operands made
  * temporaries (made once per node), the temporaries pushed. */
 static ac_status hoist_operands(dist_plan *p, ir_ref e, uint64_t hoist, ir_ref *copy,
@@ -1109,10 +1112,8 @@ static ac_status hoist_operands(dist_plan *p, ir_ref e, uint64_t hoist, ir_ref *
     return AC_OK;
   }
   ir_ref c = with_temps(p, e, hoist, popcount64(hoist));
-  if (!c || !ac_grow(p->ctx, (void **)&p->stages, &p->capstages, p->nstages + 1, sizeof *p->stages))
+  if (!remember_expr(p, e, c))
     return dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
-  /* remembered as a stage without a function (the cache of the copy) */
-  p->stages[p->nstages++] = (stage){e, V_OPERANDS, c, (uint32_t)p->nenv, -1, NULL, 0, NULL, hoist};
   *copy = c;
   return AC_OK;
 }
@@ -1350,11 +1351,6 @@ static ac_status eval_scan(dist_plan *p, ir_ref e, pval **out, bool *fallback, a
   st = run_rows(p, s, &sv, &part, fallback, err);
   if (st != AC_OK || *fallback)
     return st;
-  if (incl) {
-    /* the element type from the scan's result */
-    ir_typeinfo ti = ir_ty_info(p->ctx, at);
-    (void)ti;
-  }
   int R = p->rt->size, me = p->rt->rank;
   int64_t lo = sv->l[0].d->a->offsets[me], hi = sv->l[0].d->a->offsets[me + 1];
   int64_t cnt = hi - lo;
@@ -1936,10 +1932,8 @@ static ac_status eval_backpermute(dist_plan *p, ir_ref e, pval **out, ac_error *
             : ir_ty_array(p->ctx, m->funcs[ln.attr].result, m->funcs[ln.attr].nparams);
     ir_ref kids[2] = {ir_kid(m, e, 0), lam};
     gen = it ? mk(m, IR_GENERATE, ir_node_get(m, e)->loc, it, 0, 2, kids) : IR_NONE;
-    if (!gen ||
-        !ac_grow(p->ctx, (void **)&p->stages, &p->capstages, p->nstages + 1, sizeof *p->stages))
+    if (!remember_expr(p, e, gen))
       return dist_agree(p->rt, dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"), err);
-    p->stages[p->nstages++] = (stage){e, V_OPERANDS, gen, 0, -1, NULL, 0, NULL, 0};
   }
   size_t base = p->nenv;
   pval *iv = NULL, *av = NULL;
@@ -2220,10 +2214,8 @@ static ac_status permute_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool
     ir_type it = rt_f ? ir_ty_array(p->ctx, rt_f, q) : IR_TY_NONE;
     ir_ref kids[2] = {sh, f};
     gen = sh && it ? mk(m, IR_GENERATE, loc, it, 0, 2, kids) : IR_NONE;
-    if (!gen ||
-        !ac_grow(p->ctx, (void **)&p->stages, &p->capstages, p->nstages + 1, sizeof *p->stages))
+    if (!remember_expr(p, c, gen))
       return AC_OK;
-    p->stages[p->nstages++] = (stage){c, V_OPERANDS, gen, 0, -1, NULL, 0, NULL, 0};
   }
   pval *gv = NULL;
   ac_status st = deval(p, gen, &gv, err);
@@ -3472,19 +3464,12 @@ bool dist_plan_distributes(const ac_module *m, uint32_t fn) {
   }
 }
 
-static void leaf_kinds(void *ud, ac_scalar sc, uint32_t rank) {
-  (void)sc;
-  (void)rank;
-  (*(uint32_t *)ud)++;
-}
-
 ac_status dist_plan_call(dist_plan *p, const ac_dist_datum *args, size_t nargs,
                          ac_dist_datum *results, size_t nresults, ac_error **err) {
   ac_module *m = p->m;
   const ir_func *fd = &m->funcs[p->fn];
   ac_status st = AC_OK;
   size_t at = 0;
-  (void)leaf_kinds;
   for (uint32_t i = 0; st == AC_OK && i < fd->nparams; i++) {
     ir_type t = ir_func_param(m, fd, i);
     uint32_t nl = num_leaves(p, t);
