@@ -364,6 +364,23 @@ static double rel_err_f32(const float *x, const double *want, int64_t n) {
   return scale > 0 ? err / scale : err;
 }
 
+/* Rank 0 compares arrayc's and the reference's f32 results (got, ref_all)
+ * with want (n values, computed in double) within tol, writes the check
+ * column, and every rank agrees on the verdict. want is freed. */
+static void check_f32(bench *B, result *r, const ac_array *got, const float *ref_all, double *want,
+                      int64_t n, double tol) {
+  bool ok = true;
+  char detail[96] = "";
+  if (B->me == 0) {
+    double e1 = rel_err_f32(ac_array_data(got), want, n), e2 = rel_err_f32(ref_all, want, n);
+    ok = ac_array_size(got) == n && e1 <= tol && e2 <= tol;
+    snprintf(r->check, sizeof r->check, "ok (rel %.1e, ref %.1e)", e1, e2);
+    snprintf(detail, sizeof detail, "relative error %.3g, reference's %.3g", e1, e2);
+  }
+  free(want);
+  agree_check(B, ok, r, "result", detail);
+}
+
 static void partition(bench *B, int64_t n, int64_t *lo, int64_t *hi) {
   ac_dist_partition(n, B->size, B->me, lo, hi);
 }
@@ -429,22 +446,16 @@ static void bench_saxpy(bench *B, int log2n) {
   ac_array *got = gather0(B, c.res.dist);
   int64_t total;
   float *ref_all = gather_blocks(B, rout, nl, 4, &total);
-  bool ok = true;
-  char detail[96] = "";
+  double *want = NULL;
   if (B->me == 0) {
-    double *want = xmalloc((size_t)n * 8);
+    want = xmalloc((size_t)n * 8);
     for (int64_t i = 0; i < n; i++)
       want[i] = 2.5 * (double)(float)unit((uint64_t)i, 1) + (double)(float)unit((uint64_t)i, 2);
-    double e1 = rel_err_f32(ac_array_data(got), want, n), e2 = rel_err_f32(ref_all, want, n);
-    ok = ac_array_size(got) == n && e1 <= 1e-6 && e2 <= 1e-6;
-    snprintf(r.check, sizeof r.check, "ok (rel %.1e, ref %.1e)", e1, e2);
-    snprintf(detail, sizeof detail, "relative error %.3g, reference's %.3g", e1, e2);
-    free(want);
   }
+  check_f32(B, &r, got, ref_all, want, n, 1e-6);
   ac_array_release(got);
   free(ref_all);
   ac_dist_datum_release(&c.res);
-  agree_check(B, ok, &r, "result", detail);
 
   double per_call;
   r.ac = time_ac(B, &c, &per_call);
@@ -593,25 +604,18 @@ static void bench_jacobi(bench *B, int64_t side, int64_t steps) {
   ac_array *got = gather0(B, c.res.dist);
   int64_t total;
   float *ref_all = gather_blocks(B, ref_out, nl * cols, 4, &total);
-  bool ok = true;
-  char detail[96] = "";
+  double *wd = NULL;
   if (B->me == 0) {
     float *want = jacobi_seq(rows, cols, steps);
-    double *wd = xmalloc((size_t)(rows * cols) * 8);
+    wd = xmalloc((size_t)(rows * cols) * 8);
     for (int64_t i = 0; i < rows * cols; i++)
       wd[i] = want[i];
-    double e1 = rel_err_f32(ac_array_data(got), wd, rows * cols),
-           e2 = rel_err_f32(ref_all, wd, rows * cols);
-    ok = ac_array_size(got) == rows * cols && e1 <= 1e-5 && e2 <= 1e-5;
-    snprintf(r.check, sizeof r.check, "ok (rel %.1e, ref %.1e)", e1, e2);
-    snprintf(detail, sizeof detail, "relative error %.3g, reference's %.3g", e1, e2);
     free(want);
-    free(wd);
   }
+  check_f32(B, &r, got, ref_all, wd, rows * cols, 1e-5);
   ac_array_release(got);
   free(ref_all);
   ac_dist_datum_release(&c.res);
-  agree_check(B, ok, &r, "result", detail);
 
   double per_call;
   r.ac = time_ac(B, &c, &per_call);
