@@ -50,37 +50,38 @@ ac_status ac_dist_function_create(ac_dist_runtime *rt, ac_module *m, const char 
   int32_t idx = name ? ir_func_find(m, ir_sym_intern(m->ctx, name, strlen(name))) : -1;
   bool staged = idx >= 0 && !m->funcs[idx].is_extern && m->funcs[idx].body &&
                 dist_plan_distributes(m, (uint32_t)idx);
-  size_t n0 = idx >= 0 ? m->funcs[idx].nparams : 0;
-  bool *mapped0 = ac_alloc(rt->ctx, n0 ? n0 : 1);
-  bool local = false;
-  if (idx >= 0 && mapped0) {
-    /* the rule takes flattened leaves; it only accepts scalar and array
-     * parameters, one leaf each */
-    local = dist_local_rule(m, name, mapped0, n0);
-  }
-  ac_free(rt->ctx, mapped0);
-  ac_status st = staged && !local ? api_function_signature(m, name, &fn, &e)
-                                  : ac_runtime_compile(rt->local, m, name, &fn, &e);
+  /* the rule takes the parameters' leaves; it only accepts scalar and
+   * array parameters, one leaf each, so when it holds mapped[] has an entry
+   * per leaf (local_call reads it only then) */
+  size_t np = idx >= 0 ? m->funcs[idx].nparams : 0;
+  bool *mapped = ac_alloc(rt->ctx, np ? np : 1);
+  bool local = idx >= 0 && mapped && dist_local_rule(m, name, mapped, np);
+  ac_status st = !mapped            ? dist_fail(rt, &e, AC_ERR_NOMEM, "out of memory")
+                 : staged && !local ? api_function_signature(m, name, &fn, &e)
+                                    : ac_runtime_compile(rt->local, m, name, &fn, &e);
   ac_dist_function *f = NULL;
   if (st == AC_OK) {
-    size_t n = ac_function_num_args(fn);
     f = ac_alloc(rt->ctx, sizeof *f);
-    bool *mapped = ac_alloc(rt->ctx, n ? n : 1);
     dist_plan *plan = local || staged ? dist_plan_create(rt, m, (uint32_t)idx) : NULL;
-    if (!f || !mapped || ((local || staged) && !plan)) {
+    if (!f || ((local || staged) && !plan)) {
       ac_free(rt->ctx, f);
-      ac_free(rt->ctx, mapped);
       dist_plan_destroy(plan);
       f = NULL;
       st = dist_fail(rt, &e, AC_ERR_NOMEM, "out of memory");
     } else {
-      *f = (ac_dist_function){rt, fn, AC_DIST_GATHER, mapped, n, ac_function_num_results(fn), plan};
-      if (local && dist_local_rule(m, name, mapped, n))
-        f->strategy = AC_DIST_LOCAL;
-      else if (staged)
-        f->strategy = AC_DIST_STAGED;
+      *f = (ac_dist_function){rt,
+                              fn,
+                              local    ? AC_DIST_LOCAL
+                              : staged ? AC_DIST_STAGED
+                                       : AC_DIST_GATHER,
+                              mapped,
+                              ac_function_num_args(fn),
+                              ac_function_num_results(fn),
+                              plan};
+      mapped = NULL; /* f's */
     }
   }
+  ac_free(rt->ctx, mapped);
   st = dist_agree(rt, st, &e);
   if (st != AC_OK) {
     ac_dist_function_destroy(f);
