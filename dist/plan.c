@@ -40,6 +40,7 @@
 
 #include "runtime/function.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,6 +157,7 @@ typedef enum variant {
   V_FILTER,   /* filter of this rank's block */
   V_SCAN_SEG, /* scan_seg or scan_incl_seg of this rank's pieces */
   V_SEGFIX,   /* a segmented scan's first piece completed with its carry */
+  V_REC,      /* a tile of a recurrence's rows, its halos temporaries */
 } variant;
 
 typedef struct stage {
@@ -179,6 +181,10 @@ struct dist_plan {
   pval **env;
   size_t nenv, capenv;
   bool trace; /* ARRAYC_DIST_TRACE: rank 0 writes each step's form to stderr */
+  /* ARRAYC_DIST_STRICT (tests): a distributed form that fails returns its
+   * error instead of running again on full data, so that a form failing
+   * where the program does not shows up as an error */
+  bool strict;
 };
 
 /* Says how a step ran (ARRAYC_DIST_TRACE, docs/distributed.md), with the
@@ -808,6 +814,8 @@ static ac_status run_rows(dist_plan *p, const stage *s, pval **out, const ac_dis
       release_datums(res, nres);
     free(res);
     ac_error_destroy(mine);
+    if (p->strict)
+      return st;
     if (err && *err) {
       ac_error_destroy(*err);
       *err = NULL;
@@ -1584,12 +1592,14 @@ static ac_status eval_stencil(dist_plan *p, ir_ref e, pval **out, bool *fallback
       release_datums(res, nres);
     free(res);
     ac_error_destroy(mine);
+    pval_release(av);
+    if (p->strict)
+      return st;
     if (err && *err) {
       ac_error_destroy(*err);
       *err = NULL;
     }
     *fallback = true; /* e.g. the boundary constant's error, as written */
-    pval_release(av);
     return AC_OK;
   }
   /* keep this rank's rows: [skip, skip + hi - lo) of the result */
@@ -3026,6 +3036,604 @@ static ac_status with_operands(dist_plan *p, ir_ref e, uint64_t hoist, dist_form
   return st;
 }
 
+/* ---- recurrences: wavefronts pipelined across ranks ---- */
+
+static ac_status eval_scalar_int(dist_plan *p, ir_ref e, int64_t *out, ac_error **err);
+
+/* Whether index expression e is i + c, i the variable of de Bruijn index
+ * iv and c an i64 literal, through + and - (c in *off). */
+static bool uniform_index(const ac_module *m, ir_ref e, uint32_t iv, ir_type i64, int64_t *off) {
+  const ir_node *n = ir_node_get(m, e);
+  if (n->op == IR_VAR) {
+    *off = 0;
+    return (uint32_t)n->attr == iv;
+  }
+  if ((n->op != IR_ADD && n->op != IR_SUB) || n->nkids != 2 || n->type != i64)
+    return false;
+  const int64_t lim = INT64_C(1) << 40;
+  ir_ref a = ir_kid(m, e, 0), b = ir_kid(m, e, 1);
+  const ir_node *an = ir_node_get(m, a), *bn = ir_node_get(m, b);
+  int64_t c;
+  if (bn->op == IR_LIT && bn->type == i64 && bn->lit.i > -lim && bn->lit.i < lim &&
+      uniform_index(m, a, iv, i64, &c)) {
+    *off = n->op == IR_ADD ? c + bn->lit.i : c - bn->lit.i;
+    return *off > -lim && *off < lim;
+  }
+  if (n->op == IR_ADD && an->op == IR_LIT && an->type == i64 && an->lit.i > -lim &&
+      an->lit.i < lim && uniform_index(m, b, iv, i64, &c)) {
+    *off = c + an->lit.i;
+    return *off > -lim && *off < lim;
+  }
+  return false;
+}
+
+/* How far the reads of a recurrence of rank n reach in its first two
+ * dimensions (reach[0] rows, reach[1] columns), and in which direction
+ * (neg[k]: some read is at i_k - c, pos[k]: at i_k + c, c > 0); ok is
+ * cleared by a use of the array that is not such a read. */
+typedef struct rec_reach {
+  uint32_t n;
+  ir_type i64;
+  int64_t reach[2];
+  bool neg[2], pos[2];
+  bool ok;
+} rec_reach;
+
+static void reach_walk(const ac_module *m, ir_ref e, uint32_t depth, rec_reach *r) {
+  const ir_node *nd = ir_node_get(m, e);
+  uint32_t self = depth + r->n;
+  if (!r->ok)
+    return;
+  if (nd->op == IR_VAR) {
+    if ((uint32_t)nd->attr == self)
+      r->ok = false; /* the array used other than by a read */
+    return;
+  }
+  if (nd->op == IR_INDEX && nd->nkids == r->n + 1) {
+    const ir_node *a = ir_node_get(m, ir_kid(m, e, 0));
+    if (a->op == IR_VAR && (uint32_t)a->attr == self) {
+      /* i_1 is index n - 1 of the body's binders, i_2 is n - 2 */
+      for (uint32_t k = 0; k < 2; k++) {
+        int64_t o;
+        if (!uniform_index(m, ir_kid(m, e, k + 1), self - 1 - k, r->i64, &o)) {
+          r->ok = false;
+          return;
+        }
+        r->neg[k] |= o < 0;
+        r->pos[k] |= o > 0;
+        o = o < 0 ? -o : o;
+        r->reach[k] = o > r->reach[k] ? o : r->reach[k];
+      }
+      for (uint32_t k = 3; k <= r->n; k++)
+        reach_walk(m, ir_kid(m, e, k), depth, r);
+      return;
+    }
+  }
+  for (uint32_t i = 0; i < nd->nkids; i++)
+    reach_walk(m, ir_kid(m, e, i), depth + ir_binders(m, e, i), r);
+}
+
+/* The leaves' scalar types of a recurrence's element type et (a scalar
+ * or a tuple of scalars); 0 when it is neither. */
+static uint32_t rec_leaves(const ac_context *ctx, ir_type et, ac_scalar *sc) {
+  if (ir_ty_has_prob(ctx, et))
+    return 0;
+  if (ir_ty_is_scalar(ctx, et, &sc[0]))
+    return 1;
+  ir_typeinfo ti = ir_ty_info(ctx, et);
+  if (ti.kind != TK_TUPLE || ti.n < 2 || ti.n > 16)
+    return 0;
+  for (uint32_t i = 0; i < ti.n; i++)
+    if (!ir_ty_is_scalar(ctx, ti.fields[i], &sc[i]))
+      return 0;
+  return ti.n;
+}
+
+/* Whether recurrence e has the pipelined form: rank 2 to 8, an element of
+ * scalars, and every read of itself d[i_1 + a, i_2 + b, ...] with
+ * constants a and b, all a of one sign and all b of one sign. reach[k]:
+ * the largest |a| and |b|; back[k]: they are positive (the reads look
+ * towards higher indices, so the rows or columns are computed from the
+ * last). */
+static bool rec_pipelines(const ac_module *m, ir_ref e, int64_t *reach, bool *back) {
+  const ir_node *n = ir_node_get(m, e);
+  uint32_t rk = (uint32_t)n->attr;
+  if (n->op != IR_REC || rk < 2 || rk > 8 || n->nkids != 2 * rk + 1)
+    return false;
+  ir_ref body = ir_kid(m, e, 2 * rk);
+  ac_scalar sc[16];
+  if (!rec_leaves(m->ctx, ir_node_get(m, body)->type, sc))
+    return false;
+  rec_reach r = {rk, ir_ty_scalar(m->ctx, AC_I64), {0, 0}, {false, false}, {false, false}, true};
+  reach_walk(m, body, 0, &r);
+  for (uint32_t k = 0; k < 2; k++) {
+    reach[k] = r.reach[k];
+    back[k] = r.pos[k];
+  }
+  return r.ok && !(r.neg[0] && r.pos[0]) && !(r.neg[1] && r.pos[1]);
+}
+
+/* The temporaries of a tile, pushed in this order (logical indices):
+ *   L_1..L_n, H_1..H_n  the tile's table [L_k, H_k), its halos included;
+ *   G1, G2              the tile's own rows and columns: i_1 >= G1 and
+ *                       i_2 >= G2 (or, computed backwards, <=);
+ *   P1, P2, Q1, Q2      the first row and column of the halo above (rows
+ *                       of other ranks, every column of the table) and of
+ *                       the halo beside (this rank's rows, the columns of
+ *                       earlier tiles);
+ * then the halo above, leaf by leaf, and the halo beside, leaf by leaf. */
+enum { REC_G = 0, REC_P = 2, REC_Q = 4, REC_HALO = 6 };
+
+static uint32_t rec_ntemps(uint32_t rk, uint32_t nl) {
+  return 2 * rk + REC_HALO + 2 * nl;
+}
+
+/* Temporary t (of nt) at `depth` binders below the tile's recurrence. */
+static ir_ref rec_temp(ac_module *m, ir_loc loc, ir_type ty, uint32_t nt, uint32_t t,
+                       uint32_t depth) {
+  return mkvar(m, loc, ty, depth + nt - 1 - t);
+}
+
+/* The tile's recurrence: e over [L, H) whose body is
+ *   if i_1 < G1 { above[i_1 - P1, i_2 - P2, i_3 - L_3, ..] }
+ *   else if i_2 < G2 { beside[i_1 - Q1, i_2 - Q2, ..] } else { body }
+ * (G1 < i_1, G2 < i_2 in a dimension computed backwards), so that the
+ * body sees its logical indices, and its reads of rows and columns that
+ * are not the tile's find them in the halos. */
+static ir_ref rec_tile_expr(dist_plan *p, ir_ref e, uint32_t nl, const ac_scalar *sc,
+                            const bool *back) {
+  ac_module *m = p->m;
+  ir_node n = *ir_node_get(m, e);
+  uint32_t rk = (uint32_t)n.attr, nt = rec_ntemps(rk, nl), in = rk + 1, t0 = 2 * rk;
+  ir_type i64 = ir_ty_scalar(p->ctx, AC_I64), bt = ir_ty_scalar(p->ctx, AC_BOOL);
+  ir_ref body = ir_kid(m, e, 2 * rk);
+  ir_type et = ir_node_get(m, body)->type;
+  ir_ref kids[17], halo[2], c[2];
+  for (uint32_t k = 0; k < rk; k++) {
+    kids[2 * k] = rec_temp(m, n.loc, i64, nt, k, 0);
+    kids[2 * k + 1] = rec_temp(m, n.loc, i64, nt, rk + k, 0);
+  }
+  for (uint32_t side = 0; side < 2; side++) {
+    ir_ref reads[16];
+    for (uint32_t l = 0; l < nl; l++) {
+      ir_type lt = ir_ty_scalar(p->ctx, sc[l]);
+      ir_ref ik[9];
+      ik[0] =
+          rec_temp(m, n.loc, ir_ty_array(p->ctx, lt, rk), nt, t0 + REC_HALO + side * nl + l, in);
+      for (uint32_t k = 0; k < rk; k++) {
+        uint32_t base = k < 2 ? t0 + (side ? REC_Q : REC_P) + k : k;
+        ir_ref sk[2] = {mkvar(m, n.loc, i64, rk - 1 - k), rec_temp(m, n.loc, i64, nt, base, in)};
+        ik[k + 1] = mk(m, IR_SUB, n.loc, i64, 0, 2, sk);
+      }
+      reads[l] = mk(m, IR_INDEX, n.loc, lt, 0, rk + 1, ik);
+    }
+    halo[side] = nl == 1 ? reads[0] : mk(m, IR_TUPLE, n.loc, et, 0, nl, reads);
+  }
+  for (uint32_t k = 0; k < 2; k++) {
+    ir_ref i = mkvar(m, n.loc, i64, rk - 1 - k),
+           g = rec_temp(m, n.loc, i64, nt, t0 + REC_G + k, in);
+    ir_ref lk[2] = {back[k] ? g : i, back[k] ? i : g};
+    c[k] = mk(m, IR_LT, n.loc, bt, 0, 2, lk);
+  }
+  ir_ref beside_kids[3] = {c[1], halo[1], ir_copy_shift(m, body, (int32_t)nt, in)};
+  ir_ref above_kids[3] = {c[0], halo[0], mk(m, IR_IF, n.loc, et, 0, 3, beside_kids)};
+  kids[2 * rk] = mk(m, IR_IF, n.loc, et, 0, 3, above_kids);
+  if (m->oom)
+    return IR_NONE;
+  ir_ref r = ir_node_new(m, IR_REC, n.loc, 2 * rk + 1, kids);
+  if (r) {
+    ir_node *cn = ir_node_get(m, r);
+    uint32_t k = cn->kids;
+    *cn = n;
+    cn->kids = k;
+    cn->lit.u = (UINT64_C(1) << rk) - 1; /* every dimension lo..hi */
+  }
+  return r;
+}
+
+/* The tiles of the pipeline (columns of the table's second dimension):
+ * ARRAYC_DIST_REC_TILES when set, else 4 per rank; one on a single rank. */
+static int64_t rec_tiles(const dist_plan *p, int64_t cols) {
+  int64_t k = p->rt->size == 1 ? 1 : 4 * (int64_t)p->rt->size;
+  const char *env = getenv("ARRAYC_DIST_REC_TILES");
+  if (env && *env) {
+    char *end;
+    long long v = strtoll(env, &end, 10);
+    if (*end == '\0' && v > 0)
+      k = v;
+  }
+  if (k > 32767) /* a tile is a message tag */
+    k = 32767;
+  return k < cols ? k : cols;
+}
+
+/* What a rank sends to or receives from another: rows [lo, hi). */
+typedef struct rec_peer {
+  int q;
+  int64_t lo, hi;
+  char *buf;
+} rec_peer;
+
+/* The state of a pipelined recurrence on this rank. */
+typedef struct rec_run {
+  uint32_t rk, nl;
+  ac_scalar sc[16];
+  size_t esz[16], cell;  /* bytes of a leaf's element; of all leaves' */
+  int64_t lo[8], ext[8]; /* the table: logical first index and extent */
+  int64_t rest;          /* elements of a cell below the first two dimensions */
+  int64_t h, w;          /* the reads' reach: rows, columns */
+  bool back[2];          /* rows, columns computed from the last (rec_pipelines) */
+  int64_t r0, r1, heff;  /* this rank's rows; the halo rows next to them */
+  int64_t hfirst;        /* the first halo row */
+  int64_t *off;          /* the rule's partition of the rows */
+  ac_array *blk[16];     /* this rank's rows of each leaf */
+  char *bdata[16];
+  char *top[16];  /* the halo rows, all columns, per leaf */
+  pval **tmp;     /* the temporaries (owned by the environment) */
+  rec_peer *send; /* ranks that read rows of this one */
+  rec_peer *recv; /* ranks whose rows this one reads */
+  int nsend, nrecv;
+  char *rbuf;       /* one tile of the largest receive */
+  MPI_Request *req; /* the sends of every tile */
+} rec_run;
+
+static void rec_run_free(rec_run *r) {
+  for (uint32_t l = 0; l < r->nl; l++) {
+    ac_array_release(r->blk[l]);
+    free(r->top[l]);
+  }
+  for (int j = 0; j < r->nsend; j++)
+    free(r->send[j].buf);
+  free(r->send);
+  free(r->recv);
+  free(r->rbuf);
+  free(r->req);
+  free(r->off);
+}
+
+/* Offset in elements of (row, col) of a buffer of rows of `cols` columns
+ * with `rest` elements per cell. */
+static size_t cell_at(int64_t row, int64_t col, int64_t cols, int64_t rest) {
+  return ((size_t)row * (size_t)cols + (size_t)col) * (size_t)rest;
+}
+
+/* Copies rows [0, rows) of columns [c0, c0 + width) of src (rows of
+ * scols columns) to dst (rows of dcols columns, from column dc0). */
+static void copy_cols(char *dst, int64_t dcols, int64_t dc0, const char *src, int64_t scols,
+                      int64_t c0, int64_t rows, int64_t width, int64_t rest, size_t esz) {
+  size_t bytes = (size_t)width * (size_t)rest * esz;
+  for (int64_t i = 0; bytes && i < rows; i++)
+    memcpy(dst + cell_at(i, dc0, dcols, rest) * esz, src + cell_at(i, c0, scols, rest) * esz,
+           bytes);
+}
+
+/* The halo rows of a rank holding rows [lo, hi): how many (none for no
+ * rows), the first in *first. */
+static int64_t rec_halo(const rec_run *r, int64_t lo, int64_t hi, int64_t *first) {
+  int64_t room = r->back[0] ? r->ext[0] - hi : lo, n = r->h < room ? r->h : room;
+  if (hi <= lo)
+    n = 0;
+  *first = r->back[0] ? hi : lo - n;
+  return n;
+}
+
+/* Sets up the pipeline: blocks, halo buffers, peers, message buffers.
+ * Local (the caller agrees). */
+static ac_status rec_setup(dist_plan *p, rec_run *r, int64_t tiles, ac_error **err) {
+  ac_dist_runtime *rt = p->rt;
+  int R = rt->size, me = rt->rank;
+  r->off = rule_partition(p, r->ext[0]);
+  if (!r->off)
+    return dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+  r->r0 = r->off[me];
+  r->r1 = r->off[me + 1];
+  r->heff = rec_halo(r, r->r0, r->r1, &r->hfirst);
+  int64_t cols = r->ext[1];
+  for (uint32_t l = 0; l < r->nl; l++) {
+    size_t row;
+    void *data = NULL;
+    if (!dist_row_bytes(r->sc[l], r->rk, r->ext, &row))
+      return dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+    r->blk[l] = dist_new_block(rt, r->sc[l], r->rk, r->ext, r->r1 - r->r0, row, &data, err);
+    r->bdata[l] = data;
+    r->top[l] = calloc(r->heff ? (size_t)r->heff : 1, row ? row : 1);
+    if (!r->blk[l] || !r->top[l])
+      return r->blk[l] ? dist_fail(rt, err, AC_ERR_NOMEM, "out of memory") : AC_ERR_NOMEM;
+  }
+  r->send = calloc((size_t)R, sizeof *r->send);
+  r->recv = calloc((size_t)R, sizeof *r->recv);
+  if (!r->send || !r->recv)
+    return dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+  /* every other rank whose halo holds rows of this one, and every rank
+   * holding rows of this one's halo */
+  size_t rowall = (size_t)cols * (size_t)r->rest * r->cell;
+  for (int q = 0; q < R && r->r1 > r->r0; q++) {
+    int64_t first, need = rec_halo(r, r->off[q], r->off[q + 1], &first);
+    int64_t a = first > r->r0 ? first : r->r0;
+    int64_t b = first + need < r->r1 ? first + need : r->r1;
+    if (q == me || b <= a)
+      continue;
+    rec_peer *s = &r->send[r->nsend++];
+    *s = (rec_peer){q, a, b, malloc((size_t)(b - a) * rowall + 1)};
+    if (!s->buf)
+      return dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+  }
+  size_t most = 0;
+  int64_t wide = tiles ? (cols + tiles - 1) / tiles : 0;
+  for (int q = 0; q < R && r->heff; q++) {
+    int64_t a = r->off[q] > r->hfirst ? r->off[q] : r->hfirst;
+    int64_t b = r->off[q + 1] < r->hfirst + r->heff ? r->off[q + 1] : r->hfirst + r->heff;
+    if (q == me || b <= a)
+      continue;
+    r->recv[r->nrecv++] = (rec_peer){q, a, b, NULL};
+    size_t bytes = (size_t)(b - a) * (size_t)wide * (size_t)r->rest * r->cell;
+    most = bytes > most ? bytes : most;
+  }
+  r->rbuf = malloc(most + 1);
+  r->req = calloc((size_t)tiles * (size_t)r->nsend + 1, sizeof *r->req);
+  if (!r->rbuf || !r->req)
+    return dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+  return AC_OK;
+}
+
+/* Computes tile [c0, c1) of this rank's rows with stage s (its halos in
+ * place): local, may fail (the caller agrees at the end). */
+static ac_status rec_tile(dist_plan *p, rec_run *r, const stage *s, int64_t c0, int64_t c1,
+                          ac_error **err) {
+  uint32_t rk = r->rk, nl = r->nl, t0 = 2 * rk;
+  bool b0 = r->back[0], b1 = r->back[1];
+  int64_t cols = r->ext[1], rows = r->r1 - r->r0, room = b1 ? cols - c1 : c0;
+  int64_t weff = r->w < room ? r->w : room, wide = weff + (c1 - c0);
+  /* the tile's table: its rows and the halo rows, its columns and the
+   * columns beside (from earlier tiles), the rest whole */
+  int64_t ylo = b0 ? r->r0 : r->hfirst, xlo = b1 ? c0 : c0 - weff, bx = b1 ? c1 : c0 - weff;
+  int64_t val[2 * 8 + REC_HALO];
+  for (uint32_t k = 0; k < rk; k++) {
+    val[k] = r->lo[k];
+    val[rk + k] = r->lo[k] + r->ext[k];
+  }
+  val[0] = r->lo[0] + ylo;
+  val[rk] = r->lo[0] + ylo + rows + r->heff;
+  val[1] = r->lo[1] + xlo;
+  val[rk + 1] = r->lo[1] + xlo + wide;
+  val[t0 + REC_G] = r->lo[0] + (b0 ? r->r1 - 1 : r->r0);
+  val[t0 + REC_G + 1] = r->lo[1] + (b1 ? c1 - 1 : c0);
+  val[t0 + REC_P] = r->lo[0] + r->hfirst;
+  val[t0 + REC_P + 1] = r->lo[1] + xlo;
+  val[t0 + REC_Q] = r->lo[0] + r->r0;
+  val[t0 + REC_Q + 1] = r->lo[1] + bx;
+  for (uint32_t t = 0; t < t0 + REC_HALO; t++)
+    r->tmp[t]->l[0].s.s.i = val[t];
+  ac_status st = AC_OK;
+  for (uint32_t side = 0; side < 2 && st == AC_OK; side++) {
+    for (uint32_t l = 0; l < nl && st == AC_OK; l++) {
+      int64_t ex[8];
+      memcpy(ex, r->ext, rk * sizeof *ex);
+      ex[1] = side == 0 ? wide : weff;
+      int64_t n0 = side == 0 ? r->heff : rows;
+      size_t row;
+      void *d = NULL;
+      ac_array *a = dist_row_bytes(r->sc[l], rk, ex, &row)
+                        ? dist_new_block(p->rt, r->sc[l], rk, ex, n0, row, &d, err)
+                        : NULL;
+      if (!a) {
+        st = err && *err ? (*err)->status : AC_ERR_NOMEM;
+        break;
+      }
+      if (side == 0)
+        copy_cols(d, wide, 0, r->top[l], cols, xlo, n0, wide, r->rest, r->esz[l]);
+      else
+        copy_cols(d, weff, 0, r->bdata[l], cols, bx, n0, weff, r->rest, r->esz[l]);
+      leaf *lf = &r->tmp[t0 + REC_HALO + side * nl + l]->l[0];
+      ac_array_release(lf->arr);
+      lf->arr = a;
+    }
+  }
+  ac_datum res[16] = {0};
+  if (st == AC_OK)
+    st = call_stage(p, s, NULL, res, nl, err);
+  if (st != AC_OK)
+    return st;
+  /* this rank's rows and the tile's columns of the result */
+  int64_t y = b0 ? 0 : r->heff, x = b1 ? 0 : weff;
+  for (uint32_t l = 0; l < nl && st == AC_OK; l++) {
+    const char *rd = ac_array_data(res[l].array);
+    if (!rd && ac_array_size(res[l].array) > 0)
+      st = ac_array_read(res[l].array, NULL, 0, err);
+    else if (rd)
+      copy_cols(r->bdata[l], cols, c0, rd + cell_at(y, 0, wide, r->rest) * r->esz[l], wide, x, rows,
+                c1 - c0, r->rest, r->esz[l]);
+  }
+  release_datums(res, nl);
+  return st;
+}
+
+/* Packs rows [a, b) of columns [c0, c1) of every leaf's block, leaf by
+ * leaf, at buf; or (unpack) puts such a message into the halo above. */
+static void rec_pack(rec_run *r, char *buf, int64_t a, int64_t b, int64_t c0, int64_t c1,
+                     bool unpack) {
+  int64_t cols = r->ext[1], width = c1 - c0;
+  for (uint32_t l = 0; l < r->nl; l++) {
+    size_t esz = r->esz[l];
+    if (unpack)
+      copy_cols(r->top[l] + cell_at(a - r->hfirst, 0, cols, r->rest) * esz, cols, c0, buf, width, 0,
+                b - a, width, r->rest, esz);
+    else
+      copy_cols(buf, width, 0, r->bdata[l] + cell_at(a - r->r0, 0, cols, r->rest) * esz, cols, c0,
+                b - a, width, r->rest, esz);
+    buf += (size_t)(b - a) * (size_t)width * (size_t)r->rest * esz;
+  }
+}
+
+/* Bytes of rows [a, b) of `width` columns of every leaf. */
+static size_t rec_bytes(const rec_run *r, int64_t a, int64_t b, int64_t width) {
+  return (size_t)(b - a) * (size_t)width * (size_t)r->rest * r->cell;
+}
+
+/* The tiles in order: receive the halo rows of the tile, compute it, send
+ * its rows that other ranks read. Every rank goes through every tile and
+ * message even after a failure of its own (computing nothing then), so
+ * that no rank waits for ever; the failure is agreed at the end. */
+static ac_status rec_pipeline(dist_plan *p, rec_run *r, const stage *s, int64_t tiles,
+                              ac_error **err) {
+  ac_dist_runtime *rt = p->rt;
+  int64_t q = r->ext[1] / tiles, rem = r->ext[1] % tiles;
+  int nreq = 0;
+  ac_status st = AC_OK;
+  for (int64_t t = 0; t < tiles; t++) {
+    int64_t k = r->back[1] ? tiles - 1 - t : t; /* backwards from the last */
+    int64_t c0 = k * q + (k < rem ? k : rem), c1 = c0 + q + (k < rem ? 1 : 0);
+    for (int j = 0; j < r->nrecv; j++) {
+      const rec_peer *pr = &r->recv[j];
+      MPI_Recv(r->rbuf, (int)rec_bytes(r, pr->lo, pr->hi, c1 - c0), MPI_BYTE, pr->q, (int)k,
+               rt->comm, MPI_STATUS_IGNORE);
+      rec_pack(r, r->rbuf, pr->lo, pr->hi, c0, c1, true);
+    }
+    if (st == AC_OK && r->r1 > r->r0)
+      st = rec_tile(p, r, s, c0, c1, err);
+    for (int j = 0; j < r->nsend; j++) {
+      const rec_peer *ps = &r->send[j];
+      size_t bytes = rec_bytes(r, ps->lo, ps->hi, c1 - c0);
+      char *b = ps->buf + rec_bytes(r, ps->lo, ps->hi, c0);
+      rec_pack(r, b, ps->lo, ps->hi, c0, c1, false);
+      MPI_Isend(b, (int)bytes, MPI_BYTE, ps->q, (int)k, rt->comm, &r->req[nreq++]);
+      rt->bytes_sent += bytes;
+    }
+  }
+  MPI_Waitall(nreq, r->req, MPI_STATUSES_IGNORE);
+  return st;
+}
+
+/* A recurrence of rank >= 2 whose reads reach a constant distance in one
+ * direction in each of its first two dimensions (rec_pipelines): each rank
+ * computes its rows of the rule's partition, the columns in tiles; a tile
+ * of a rank starts once the rows next to it that its reads reach (above,
+ * or below when rows are computed from the last) have arrived from the
+ * ranks holding them, and its own rows that other ranks read go on to
+ * them, so ranks work on different tiles at once (a wavefront pipelined
+ * across ranks). The arrays the body reads are
+ * allgathered once. A failure on any rank: the full form reports it. */
+static ac_status eval_rec(dist_plan *p, ir_ref e, pval **out, bool *fallback, ac_error **err) {
+  ac_module *m = p->m;
+  ac_dist_runtime *rt = p->rt;
+  ir_node n = *ir_node_get(m, e);
+  rec_run r = {0};
+  *fallback = true;
+  int64_t reach[2];
+  if (!rec_pipelines(m, e, reach, r.back))
+    return AC_OK;
+  r.h = reach[0];
+  r.w = reach[1];
+  r.rk = (uint32_t)n.attr;
+  r.nl = rec_leaves(p->ctx, ir_node_get(m, ir_kid(m, e, 2 * r.rk))->type, r.sc);
+  /* the bounds, in the order the recurrence evaluates them */
+  bool bad = false;
+  for (uint32_t k = 0; k < r.rk; k++) {
+    int64_t hi = 0;
+    ac_status st = eval_scalar_int(p, ir_kid(m, e, 2 * k), &r.lo[k], err);
+    if (st == AC_OK)
+      st = eval_scalar_int(p, ir_kid(m, e, 2 * k + 1), &hi, err);
+    if (st != AC_OK) {
+      *fallback = false;
+      return st;
+    }
+    int64_t incl = ((n.lit.u >> k) & 1) == 0;
+    bad |= __builtin_sub_overflow(hi, r.lo[k], &r.ext[k]) ||
+           __builtin_add_overflow(r.ext[k], incl, &r.ext[k]) || r.ext[k] < 0;
+  }
+  r.rest = 1;
+  for (uint32_t k = 2; k < r.rk; k++)
+    bad |= __builtin_mul_overflow(r.rest, r.ext[k], &r.rest);
+  for (uint32_t l = 0; l < r.nl; l++) {
+    r.esz[l] = ac_scalar_size(r.sc[l]);
+    r.cell += r.esz[l];
+  }
+  int64_t tiles = 0, cells = 0;
+  if (!bad && r.ext[0] > 0 && r.ext[1] > 0 && r.rest > 0)
+    tiles = rec_tiles(p, r.ext[1]);
+  /* one message (h rows of the widest tile) must fit an int */
+  bad |= __builtin_mul_overflow(r.ext[0], r.ext[1], &cells) ||
+         __builtin_mul_overflow(cells, r.rest, &cells) ||
+         __builtin_mul_overflow(cells, (int64_t)r.cell, &cells) ||
+         (tiles &&
+          (double)r.h * (double)((r.ext[1] + tiles - 1) / tiles) * (double)r.rest * (double)r.cell >
+              (double)INT_MAX);
+  if (bad) /* a negative or huge extent: the full form reports it */
+    return AC_OK;
+  *fallback = false;
+  ac_status st = rec_setup(p, &r, tiles, err);
+  /* the temporaries of the tile (rec_ntemps) */
+  size_t base = p->nenv;
+  uint32_t nt = rec_ntemps(r.rk, r.nl);
+  pval *tmp[2 * 8 + REC_HALO + 2 * 16];
+  ir_type i64 = ir_ty_scalar(p->ctx, AC_I64);
+  for (uint32_t t = 0; t < nt && st == AC_OK; t++) {
+    ac_datum zero = {AC_DATUM_SCALAR, AC_I64, {.i = 0}, NULL};
+    uint32_t halo = 2 * r.rk + REC_HALO, l = t >= halo ? (t - halo) % r.nl : 0;
+    tmp[t] = t < halo ? scalar_value(i64, &zero, 1)
+                      : pval_new(ir_ty_array(p->ctx, ir_ty_scalar(p->ctx, r.sc[l]), r.rk), 1);
+    if (tmp[t] && t >= halo) { /* empty until a tile fills it */
+      void *d;
+      tmp[t]->l[0].kind = LV_LOCAL;
+      tmp[t]->l[0].arr = dist_new_block(rt, r.sc[l], r.rk, r.ext, 0, 0, &d, err);
+      if (!tmp[t]->l[0].arr) {
+        pval_release(tmp[t]);
+        tmp[t] = NULL;
+      }
+    }
+    if (!tmp[t] || !env_push(p, tmp[t])) {
+      pval_release(tmp[t]);
+      st = dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+    }
+  }
+  r.tmp = tmp;
+  stage *s = st == AC_OK ? find_stage(p, e, V_REC) : NULL;
+  if (st == AC_OK && !s) {
+    ir_ref x = rec_tile_expr(p, e, r.nl, r.sc, r.back);
+    st = x ? make_stage(p, e, V_REC, x, -1, &s, err)
+           : dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
+  }
+  st = dist_agree(rt, st, err);
+  if (st == AC_OK) { /* what the tiles read from outside, allgathered now */
+    sargs a;
+    st = stage_args(p, s, NULL, &a, err);
+    if (st == AC_OK)
+      args_free(&a);
+    st = dist_agree(rt, st, err);
+  }
+  if (st != AC_OK) {
+    env_pop(p, base);
+    rec_run_free(&r);
+    return st;
+  }
+  ac_error *mine = NULL;
+  st = tiles ? rec_pipeline(p, &r, s, tiles, &mine) : AC_OK;
+  st = dist_agree(rt, st, &mine);
+  env_pop(p, base);
+  if (st != AC_OK) { /* e.g. a read out of range: the full form reports it */
+    rec_run_free(&r);
+    *fallback = !p->strict;
+    if (p->strict)
+      return ir_report(err, mine, st);
+    ac_error_destroy(mine);
+    return AC_OK;
+  }
+  pval *v = pval_new(n.type, r.nl);
+  for (uint32_t l = 0; v && l < r.nl; l++) {
+    v->l[l] = (leaf){LV_LOCAL, {0}, r.blk[l], NULL};
+    r.blk[l] = NULL;
+  }
+  st = local_to_dist(p, v, r.ext[0], r.off, out, err);
+  rec_run_free(&r);
+  if (st == AC_OK) {
+    char form[96];
+    snprintf(form, sizeof form, "wavefronts pipelined across ranks (%lld column tiles)",
+             (long long)tiles);
+    trace(p, e, form);
+  }
+  return st;
+}
+
 /* ---- the evaluator ---- */
 
 /* A value of type t with the leaves of v from leaf `first` on. */
@@ -3284,6 +3892,13 @@ static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
     /* the operand first, then the fold or scan over it */
     return with_operands(p, e, (uint64_t)1 << k, n.op == IR_FOLD ? fold_form : scan_form, out, err);
   }
+  case IR_REC: {
+    bool fallback = true;
+    st = eval_rec(p, e, out, &fallback, err);
+    if (st != AC_OK || !fallback)
+      return st;
+    break;
+  }
   case IR_STENCIL: {
     bool fallback = true;
     st = eval_stencil(p, e, out, &fallback, err);
@@ -3400,6 +4015,8 @@ dist_plan *dist_plan_create(ac_dist_runtime *rt, const ac_module *m, uint32_t fn
   p->fn = fn;
   const char *tr = getenv("ARRAYC_DIST_TRACE");
   p->trace = tr && *tr && strcmp(tr, "0") != 0;
+  const char *strict = getenv("ARRAYC_DIST_STRICT");
+  p->strict = strict && *strict && strcmp(strict, "0") != 0;
   p->m = ir_module_clone(m);
   if (!p->m) {
     free(p);
@@ -3459,6 +4076,11 @@ bool dist_plan_distributes(const ac_module *m, uint32_t fn) {
   case IR_FILTER:
   case IR_INDEX:
     return true;
+  case IR_REC: {
+    int64_t reach[2];
+    bool back[2];
+    return rec_pipelines(m, b, reach, back);
+  }
   default:
     return rowlocal(m, b, 0);
   }

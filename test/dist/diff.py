@@ -2,7 +2,7 @@
 """Differential test of arrayc-run --distributed against the interpreter.
 
     diff.py BUILD SOURCE [--ranks 1,2,3,4] [--mpiexec MPIEXEC] [--every K]
-            [--all-calls] [--rotate] [--random SEED:COUNT] [--gen DIR] [--no-e2e]
+            [--all-calls] [--rotate] [--only TEXT] [--random SEED:COUNT] [--gen DIR] [--no-e2e]
 
 Collects calls from the examples (examples/README.md's arrayc-run lines),
 the end-to-end programs (test/e2e/*.ac: the `%arrayc-run %s --fn ...`
@@ -149,6 +149,8 @@ def main(argv):
                     help="also COUNT random programs of genprog.py's seed SEED")
     ap.add_argument("--no-e2e", action="store_true",
                     help="leave out the examples and the e2e programs")
+    ap.add_argument("--only", metavar="TEXT",
+                    help="only the calls whose program's path contains TEXT")
     ap.add_argument("--rotate", action="store_true",
                     help="each e2e call on one rank count (in turn), not on all")
     a = ap.parse_args(argv)
@@ -174,6 +176,9 @@ def main(argv):
         gen_dirs.append(tmp)
         print("random programs of seed %s (%s)" % (seed, count))
     generated = [c for d in gen_dirs for c in gen_calls(d)][::a.every]
+    if a.only:
+        examples, e2e, generated = ([c for c in cs if a.only in c[0]]
+                                    for cs in (examples, e2e, generated))
     calls, seen = [], set()
     for c in examples + e2e + generated:
         if c in generated:
@@ -189,7 +194,7 @@ def main(argv):
     print("%d calls; the interpreter took %.1f s" % (len(calls), time.time() - t0))
     env = dict(os.environ, ARRAYC_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
-               OMPI_MCA_mpi_yield_when_idle="1")
+               OMPI_MCA_mpi_yield_when_idle="1", ARRAYC_DIST_STRICT="1")
     env.pop("ARRAYC_BACKEND", None)
     bad = 0
     ranks = [int(x) for x in a.ranks.split(",")]

@@ -7,7 +7,8 @@
  * blocks when n < ranks, n = 0), scatter / from_full / from_block / gather
  * round trips of every scalar type from every root, the strategies (a local
  * function sends no array data), collective errors (a run-time error on
- * one rank only reaches every rank as the same error) and the CUDA-aware
+ * one rank only reaches every rank as the same error), recurrences in
+ * wavefronts pipelined across ranks (the halo rows sent, nothing more) and the CUDA-aware
  * query (false off a GPU, whatever ARRAYC_DIST_CUDA_AWARE says; a value of
  * it other than 0 or 1 fails the creation on every rank). Pinned staging
  * and device transfers on a GPU backend: test_dist_staging.c.
@@ -175,6 +176,28 @@ static const char *program =
     "fn prefix(xs: i32[]) -> (i32[], i32) {\n"
     "  let s = scan_incl(|a, b| a + b, xs);\n"
     "  (s, fold(|a, b| max(a, b), -2147483648, xs))\n"
+    "}\n"
+    /* a table read one row and one column back (tiles in column order) */
+    "fn table(n: i64, m: i64) -> i64[,] {\n"
+    "  rec d (i in 0..n, j in 0..m) -> i64 {\n"
+    "    if i == 0 || j == 0 { i * 7 + j }\n"
+    "    else { (3 * d[i - 1, j] + d[i, j - 1] + 5 * d[i - 1, j - 1]) % 1000003 }\n"
+    "  }\n"
+    "}\n"
+    /* two rows ahead and one column ahead: rows and tiles from the last */
+    "fn suffix(n: i64, m: i64) -> (i32[,], f64[,]) {\n"
+    "  rec d (i in 1..=n, j in 1..=m) -> (i32, f64) {\n"
+    "    if i >= n - 1 || j == m { (i32(i + 2 * j), f64(i) * 0.5) }\n"
+    "    else { ((d[i + 2, j].0 + 2 * d[i + 1, j + 1].0 + d[i, j + 1].0) % 10007,\n"
+    "            d[i + 1, j].1 + 0.25 * d[i, j + 1].1) }\n"
+    "  }\n"
+    "}\n"
+    /* the last row reads its input out of range at one column */
+    "fn broken(s: i64[], m: i64) -> i64[,] {\n"
+    "  rec d (i in 0..len(s), j in 0..m) -> i64 {\n"
+    "    if i == 0 || j == 0 { s[i] } else if i == len(s) - 1 && j == m - 2 { s[i + 100] }\n"
+    "    else { d[i - 1, j] + d[i, j - 1] }\n"
+    "  }\n"
     "}\n";
 
 static ac_module *module(void) {
@@ -453,6 +476,91 @@ static void test_errors_are_collective(ac_module *m) {
   ac_dist_function_destroy(g);
 }
 
+/* Recurrences of rank 2 are computed in wavefronts pipelined across
+ * ranks: each rank holds its rows of the table, and the rows its reads
+ * reach (one above; two below) are all that is sent, once per boundary
+ * between nonempty blocks; the tables are those of one process (computed
+ * here in C), whichever direction the reads look. An error that only the
+ * last rank's rows meet, mid-pipeline, is the same error on every rank. */
+static void test_recurrences_pipeline_across_ranks(ac_module *m) {
+  /* strict: a pipeline that failed would be an error, not a run on full
+   * data (which gives the same results) */
+  setenv("ARRAYC_DIST_STRICT", "1", 1);
+  ac_dist_function *t = function(m, "table", AC_DIST_STAGED);
+  ac_dist_function *s = function(m, "suffix", AC_DIST_STAGED);
+  unsetenv("ARRAYC_DIST_STRICT");
+  ac_dist_function *b = function(m, "broken", AC_DIST_STAGED);
+  enum { N = 13, M = 37 };
+  static int64_t want[N][M];
+  static int32_t wi[N + 3][M + 2];
+  static double wf[N + 3][M + 2];
+  for (int64_t i = 0; i < N; i++)
+    for (int64_t j = 0; j < M; j++)
+      want[i][j] = i == 0 || j == 0
+                       ? i * 7 + j
+                       : (3 * want[i - 1][j] + want[i][j - 1] + 5 * want[i - 1][j - 1]) % 1000003;
+  for (int64_t i = N; i >= 1; i--)
+    for (int64_t j = M; j >= 1; j--) {
+      bool edge = i >= N - 1 || j == M;
+      wi[i][j] = edge ? (int32_t)(i + 2 * j)
+                      : (wi[i + 2][j] + 2 * wi[i + 1][j + 1] + wi[i][j + 1]) % 10007;
+      wf[i][j] = edge ? (double)i * 0.5 : wf[i + 1][j] + 0.25 * wf[i][j + 1];
+    }
+  ac_dist_datum args[2] = {{AC_DIST_SCALAR, {AC_DATUM_SCALAR, AC_I64, {.i = N}, NULL}, NULL},
+                           {AC_DIST_SCALAR, {AC_DATUM_SCALAR, AC_I64, {.i = M}, NULL}, NULL}};
+  ac_dist_datum res[2];
+  uint64_t before = all_ranks(ac_dist_runtime_bytes_sent(rt));
+  bool ok = t && ac_dist_function_call(t, args, 2, res, 1, NULL) == AC_OK;
+  CHECK(ok);
+  if (ok) {
+    /* N >= 4 * ranks: every block has rows; one row of M i64 per boundary */
+    CHECK_EQ_INT(all_ranks(ac_dist_runtime_bytes_sent(rt)) - before, (nranks - 1) * M * 8);
+    ac_array *full = collect(&res[0]);
+    const int64_t *v = full ? ac_array_data(full) : NULL;
+    CHECK(full && ac_array_size(full) == N * M);
+    for (int64_t k = 0; v && k < N * M; k++)
+      CHECK_EQ_INT(v[k], want[k / M][k % M]);
+    ac_array_release(full);
+    ac_dist_datum_release(&res[0]);
+  }
+  before = all_ranks(ac_dist_runtime_bytes_sent(rt));
+  ok = s && ac_dist_function_call(s, args, 2, res, 2, NULL) == AC_OK;
+  CHECK(ok);
+  if (ok) {
+    /* two rows of M (i32, f64) per boundary, every block at least 3 rows */
+    CHECK_EQ_INT(all_ranks(ac_dist_runtime_bytes_sent(rt)) - before, (nranks - 1) * 2 * M * 12);
+    ac_array *fi = collect(&res[0]), *ff = collect(&res[1]);
+    const int32_t *vi = fi ? ac_array_data(fi) : NULL;
+    const double *vf = ff ? ac_array_data(ff) : NULL;
+    CHECK(vi && vf && ac_array_size(fi) == N * M && ac_array_size(ff) == N * M);
+    for (int64_t k = 0; vi && vf && k < N * M; k++) {
+      CHECK_EQ_INT(vi[k], wi[k / M + 1][k % M + 1]);
+      CHECK(vf[k] == wf[k / M + 1][k % M + 1]);
+    }
+    ac_array_release(fi);
+    ac_array_release(ff);
+    ac_dist_datum_release(&res[0]);
+    ac_dist_datum_release(&res[1]);
+  }
+  if (b) {
+    ac_dist_datum bargs[2] = {distribute(make_array(AC_I64, N, 1, 1)), args[1]};
+    ac_error *e = NULL;
+    ac_status st = ac_dist_function_call(b, bargs, 2, res, 1, &e);
+    check_same_error(st, e, "index 112 out of bounds");
+    ac_error_destroy(e);
+    /* and the pipeline works afterwards: nobody was left waiting */
+    bargs[1].local.s.i = 1;
+    ok = ac_dist_function_call(b, bargs, 2, res, 1, NULL) == AC_OK;
+    CHECK(ok);
+    if (ok)
+      ac_dist_datum_release(&res[0]);
+    ac_dist_datum_release(&bargs[0]);
+  }
+  ac_dist_function_destroy(t);
+  ac_dist_function_destroy(s);
+  ac_dist_function_destroy(b);
+}
+
 /* Off a GPU no rank passes device memory to MPI, even when told MPI could
  * take it; a malformed override is an error on every rank. */
 static void test_cuda_aware_only_on_a_gpu(ac_backend backend) {
@@ -502,6 +610,7 @@ int main(int argc, char **argv) {
     test_local_functions_send_no_array_data(m);
     test_gather_strategy_functions(m);
     test_staged_functions_send_what_they_need(m);
+    test_recurrences_pipeline_across_ranks(m);
     test_errors_are_collective(m);
     ac_module_destroy(m);
   }
