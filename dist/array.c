@@ -101,10 +101,6 @@ ac_array *dist_rows(ac_context *ctx, const ac_array *a, int64_t lo, int64_t hi, 
                          err);
 }
 
-static void free_block(void *p) {
-  free(p);
-}
-
 ac_array *dist_new_block(ac_dist_runtime *rt, ac_scalar type, unsigned rank, const int64_t *extents,
                          int64_t rows, size_t row, void **data, ac_error **err) {
   int64_t ext[64];
@@ -116,16 +112,13 @@ ac_array *dist_new_block(ac_dist_runtime *rt, ac_scalar type, unsigned rank, con
               (long long)rows);
     return NULL;
   }
-  void *p = malloc(bytes ? bytes : 1);
-  if (!p) {
-    dist_fail(rt, err, AC_ERR_NOMEM, "out of memory (a block of %zu bytes)", bytes);
-    return NULL;
-  }
-  memset(p, 0, bytes); /* bool elements must be 0 or 1 when borrowed */
-  ac_array *a = ac_array_borrow(rt->ctx, type, rank, ext, p, free_block, p, err);
+  /* the runtime's own arrays come from the context's cache of large
+   * blocks (lib/ir/blockcache.c), already mapped: fresh pages cost far
+   * more than writing them, step after step */
+  ac_array *a = ac_array_create(rt->ctx, type, rank, ext, NULL, err);
   if (!a)
-    free(p);
-  *data = p;
+    return NULL;
+  *data = (void *)ac_array_data(a); /* a new host array: ours to fill */
   return a;
 }
 

@@ -74,9 +74,9 @@ ac_dist_array *dist_array_make(ac_dist_runtime *rt, ac_scalar type, unsigned ran
 /* Rows [lo, hi) of a (a copy), as a new array; NULL with *err on failure. */
 ac_array *dist_rows(ac_context *ctx, const ac_array *a, int64_t lo, int64_t hi, ac_error **err);
 /* A new array of `rows` rows shaped like extents (the outermost replaced),
- * of `row` bytes per row, backed by zeroed malloc'd memory that the caller
- * fills before anyone reads it (*data); NULL with *err when it does not
- * fit in memory. Not collective. */
+ * of `row` bytes per row, zeroed (from the context's block cache), whose
+ * elements the caller fills before anyone reads them (*data); NULL with
+ * *err when it does not fit in memory. Not collective. */
 ac_array *dist_new_block(ac_dist_runtime *rt, ac_scalar type, unsigned rank, const int64_t *extents,
                          int64_t rows, size_t row, void **data, ac_error **err);
 /* The full array on every rank (an allgather of the blocks), for the
