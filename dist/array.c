@@ -90,6 +90,23 @@ ac_array *dist_rows(ac_context *ctx, const ac_array *a, int64_t lo, int64_t hi, 
   memcpy(ext, ac_array_extents(a), rank * sizeof *ext);
   size_t row;
   dist_row_bytes(ac_array_type(a), rank, ext, &row); /* a exists: its size fits */
+  /* an array on a device only (a GPU call's result): the rows are copied
+   * there, into a new device array, and never cross to the host */
+  rt_gpu *g = rt_resid_gpu(a);
+  rt_dptr d = g ? rt_resid_dptr(a, g) : 0;
+  if (d && !rt_resid_host_valid(a)) {
+    size_t bytes = (size_t)(hi - lo) * row;
+    rt_dptr to = 0;
+    ac_status st = bytes ? g->ops->alloc(g, bytes, &to, err) : AC_OK;
+    if (st == AC_OK && bytes &&
+        (st = g->ops->dtod(g, to, d + (size_t)lo * row, bytes, err)) != AC_OK)
+      g->ops->free(g, to);
+    ac_array *out = NULL;
+    ext[0] = hi - lo;
+    if (st == AC_OK)
+      rt_resid_wrap(ctx, g, ac_array_type(a), rank, ext, to, &out, err); /* frees to on failure */
+    return out;
+  }
   const char *data = ac_array_data(a);
   if (!data && ac_array_size(a) > 0) {
     /* a device array that could not be fetched: ac_array_read says why */

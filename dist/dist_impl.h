@@ -30,7 +30,9 @@ typedef struct dist_stage {
   size_t bytes;
   bool pinned;
 } dist_stage;
-enum { DIST_STAGE_SEND = 0, DIST_STAGE_RECV = 1 };
+/* send, receive, and a whole device block brought to the host to pick
+ * scattered units from (exchange.c) */
+enum { DIST_STAGE_SEND = 0, DIST_STAGE_RECV = 1, DIST_STAGE_BLOCK = 2, DIST_STAGES = 3 };
 
 struct ac_dist_runtime {
   ac_context *ctx;
@@ -40,10 +42,13 @@ struct ac_dist_runtime {
   uint64_t bytes_sent;
   /* staging.c: the local CUDA device (NULL unless the backend is
    * AC_BACKEND_GPU; the local runtime's), whether this rank hands device
-   * memory to MPI (a GPU and a CUDA-aware MPI), the two staging buffers */
+   * memory to MPI (a GPU and a CUDA-aware MPI), the staging buffers;
+   * whether any rank has a GPU (the same on every rank: the exchanges
+   * agree once more after their data moved, since a copy to or from a
+   * device may fail there) */
   rt_gpu *gpu;
-  bool cuda_aware;
-  dist_stage stage[2];
+  bool cuda_aware, any_gpu;
+  dist_stage stage[DIST_STAGES];
 };
 
 struct ac_dist_array {
@@ -71,7 +76,9 @@ bool dist_row_bytes(ac_scalar type, unsigned rank, const int64_t *extents, size_
  * released). */
 ac_dist_array *dist_array_make(ac_dist_runtime *rt, ac_scalar type, unsigned rank,
                                const int64_t *extents, const int64_t *offsets, ac_array *block);
-/* Rows [lo, hi) of a (a copy), as a new array; NULL with *err on failure. */
+/* Rows [lo, hi) of a (a copy), as a new array: on a's device when a lives
+ * there only (copied device to device), else on the host; NULL with *err
+ * on failure. Not collective. */
 ac_array *dist_rows(ac_context *ctx, const ac_array *a, int64_t lo, int64_t hi, ac_error **err);
 /* A new array of `rows` rows shaped like extents (the outermost replaced),
  * of `row` bytes per row, zeroed (from the context's block cache), whose
@@ -123,13 +130,63 @@ ac_status dist_recv_begin(ac_dist_runtime *rt, ac_scalar type, unsigned rank,
 ac_status dist_recv_end(ac_dist_runtime *rt, dist_recv *r, ac_array **out, ac_error **err);
 void dist_recv_abandon(ac_dist_runtime *rt, dist_recv *r);
 
+/* ---- staging.c: parts of device blocks (the exchanges) ---- */
+/* Whether a lives on the local device only (a GPU rank's result whose
+ * host elements were never fetched): then an exchange moves only the
+ * units it needs (below) and makes what the rank receives for the device.
+ * *d: a's device address (0 when a is empty). Local, no copy. */
+bool dist_on_device(ac_dist_runtime *rt, const ac_array *a, rt_dptr *d);
+/* Staging buffer k (DIST_STAGE_*) of at least `bytes` (at least 1),
+ * pinned when the device can; it stays the runtime's, valid until the
+ * next request for k. NULL with *err when memory runs out. Local. */
+void *dist_stage_get(ac_dist_runtime *rt, int k, size_t bytes, ac_error **err);
+/* A list of copies, each `bytes` from offset `from` of a source (src: 0,
+ * the rank's block; 1, the units received from other ranks) to offset
+ * `to` of a destination; dist_runs_add coalesces a copy that continues
+ * the last one into it (false when memory runs out). */
+typedef struct dist_run {
+  size_t to, from, bytes;
+  int src;
+} dist_run;
+typedef struct dist_runs {
+  dist_run *r;
+  size_t n, cap;
+} dist_runs;
+bool dist_runs_add(dist_runs *l, int src, size_t to, size_t from, size_t bytes);
+void dist_runs_free(dist_runs *l);
+/* The runs of l with source src, or all of them (src -1). */
+size_t dist_runs_count(const dist_runs *l, int src);
+/* The rule for scattered units: copy run by run while the runs are few,
+ * at most DIST_RUNS_FEW or one per DIST_RUN_BYTES of `whole` (the bytes
+ * one copy of everything would move, whose fixed cost, a driver call and
+ * for a device-to-host copy a wait for the stream, is about that of
+ * moving 64 KiB); else make one copy of the whole and pick the units from
+ * it on the host. */
+enum { DIST_RUNS_FEW = 16 };
+#define DIST_RUN_BYTES ((size_t)64 << 10)
+bool dist_few_runs(size_t runs, size_t whole);
+/* Where a copy reads or writes: device memory (dev, host NULL) or host
+ * memory (host). */
+typedef struct dist_place {
+  void *host;
+  rt_dptr dev;
+} dist_place;
+/* Queues the runs of l with source src (-1: all) from src_at to dst_at:
+ * device to device, host to device, device to host (which returns with
+ * the bytes there) or host to host. Local. */
+ac_status dist_runs_copy(ac_dist_runtime *rt, const dist_runs *l, int src, dist_place dst_at,
+                         dist_place src_at, ac_error **err);
+
 /* ---- exchange.c: all-to-all primitives (docs/distributed.md,
  * "Communication primitives (internal)") ----
  * Each is collective; an index out of range on any rank is the same
  * AC_ERR_RUNTIME error on every rank, before any data moves. A rank may ask
  * for nothing (count 0); what it asks of itself is copied, not sent, and
  * rt->bytes_sent counts the values sent to other ranks. At most INT_MAX
- * units (rows, or elements) per rank and exchange (an error otherwise). */
+ * units (rows, or elements) per rank and exchange (an error otherwise).
+ * On a rank whose block lives on its GPU only (dist_on_device), fetches
+ * and repartitions copy only the units they move and return device arrays
+ * (exchange.c's header). */
 
 /* The rank that holds global row `row` under the partition `offsets`
  * (size + 1 entries, non-decreasing, offsets[0] = 0): the r with

@@ -214,6 +214,10 @@ ac_status ac_dist_runtime_create(ac_context *ctx, MPI_Comm comm, ac_backend loca
     MPI_Comm_free(&dup);
     return ir_report(err, e, st);
   }
+  /* whether the exchanges may copy to or from a device on some rank */
+  int mine = tmp.gpu != NULL, any = 0;
+  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, dup);
+  tmp.any_gpu = any != 0;
   *rt = tmp;
   *out = rt;
   return AC_OK;

@@ -22,6 +22,14 @@
  * backend uses next; a gather to the user (ac_dist_array_gather) lands on
  * the host.
  *
+ * The exchanges (exchange.c) move parts of blocks: for them this file
+ * says whether a block lives on the device only (dist_on_device), lends
+ * its staging buffers (dist_stage_get; a third one holds a whole block
+ * when scattered units are picked from it on the host) and copies lists
+ * of runs (dist_runs) between device and host memory, with the rule that
+ * decides between one copy per run and one copy of the whole
+ * (dist_few_runs).
+ *
  * Whether MPI is CUDA-aware: Open MPI says so at compile time
  * (<mpi-ext.h>, MPIX_CUDA_AWARE_SUPPORT) and at run time
  * (MPIX_Query_cuda_support(), which depends on the transport the job
@@ -79,7 +87,7 @@ static void stage_free(ac_dist_runtime *rt, dist_stage *s) {
 }
 
 void dist_staging_free(ac_dist_runtime *rt) {
-  for (int k = 0; k < 2; k++)
+  for (int k = 0; k < DIST_STAGES; k++)
     stage_free(rt, &rt->stage[k]);
 }
 
@@ -209,6 +217,78 @@ void dist_recv_abandon(ac_dist_runtime *rt, dist_recv *r) {
   if (r->dev)
     rt->gpu->ops->free(rt->gpu, r->dev);
   r->dev = 0;
+}
+
+/* ---- parts of device blocks (the exchanges, exchange.c) ---- */
+
+bool dist_on_device(ac_dist_runtime *rt, const ac_array *a, rt_dptr *d) {
+  rt_gpu *g = rt->gpu;
+  *d = 0;
+  if (!g || !a || rt_resid_gpu(a) != g)
+    return false;
+  *d = rt_resid_dptr(a, g);
+  return (*d || ac_array_size(a) == 0) && !rt_resid_host_valid(a);
+}
+
+void *dist_stage_get(ac_dist_runtime *rt, int k, size_t bytes, ac_error **err) {
+  return stage_get(rt, k, bytes ? bytes : 1, err);
+}
+
+bool dist_runs_add(dist_runs *l, int src, size_t to, size_t from, size_t bytes) {
+  dist_run *last = l->n ? &l->r[l->n - 1] : NULL;
+  if (last && last->src == src && last->to + last->bytes == to &&
+      last->from + last->bytes == from) {
+    last->bytes += bytes;
+    return true;
+  }
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 16;
+    dist_run *r = realloc(l->r, cap * sizeof *r);
+    if (!r)
+      return false;
+    l->r = r;
+    l->cap = cap;
+  }
+  l->r[l->n++] = (dist_run){to, from, bytes, src};
+  return true;
+}
+
+void dist_runs_free(dist_runs *l) {
+  free(l->r);
+  *l = (dist_runs){NULL, 0, 0};
+}
+
+size_t dist_runs_count(const dist_runs *l, int src) {
+  if (src < 0)
+    return l->n;
+  size_t n = 0;
+  for (size_t i = 0; i < l->n; i++)
+    n += l->r[i].src == src;
+  return n;
+}
+
+bool dist_few_runs(size_t runs, size_t whole) {
+  return runs <= DIST_RUNS_FEW || runs <= whole / DIST_RUN_BYTES;
+}
+
+ac_status dist_runs_copy(ac_dist_runtime *rt, const dist_runs *l, int src, dist_place dst_at,
+                         dist_place src_at, ac_error **err) {
+  rt_gpu *g = rt->gpu;
+  ac_status st = AC_OK;
+  for (size_t i = 0; st == AC_OK && i < l->n; i++) {
+    const dist_run *c = &l->r[i];
+    if (src >= 0 && c->src != src)
+      continue;
+    if (!dst_at.host && !src_at.host)
+      st = g->ops->dtod(g, dst_at.dev + c->to, src_at.dev + c->from, c->bytes, err);
+    else if (!dst_at.host)
+      st = g->ops->htod(g, dst_at.dev + c->to, (const char *)src_at.host + c->from, c->bytes, err);
+    else if (!src_at.host)
+      st = g->ops->dtoh(g, (char *)dst_at.host + c->to, src_at.dev + c->from, c->bytes, err);
+    else
+      memcpy((char *)dst_at.host + c->to, (const char *)src_at.host + c->from, c->bytes);
+  }
+  return st;
 }
 
 /* ---- queries ---- */

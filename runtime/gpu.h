@@ -299,6 +299,8 @@ ac_status rt_resid_device(ac_array *a, rt_gpu *g, rt_dptr *out, ac_array **holde
                           ac_error **err);
 /* a's device address on g, or 0 when it has no copy there. */
 rt_dptr rt_resid_dptr(const ac_array *a, const rt_gpu *g);
+/* The device that holds a's device copy, or NULL when it has none. */
+rt_gpu *rt_resid_gpu(const ac_array *a);
 /* Frees a's device copy and lazily fetched host elements (array release). */
 void rt_resid_drop(ac_array *a);
 /* A fresh array whose elements are the device buffer d on g (taken over:

@@ -90,6 +90,11 @@ rt_dptr rt_resid_dptr(const ac_array *a, const rt_gpu *g) {
   return r && r->g == g ? r->d : 0;
 }
 
+rt_gpu *rt_resid_gpu(const ac_array *a) {
+  struct rt_resid *r = a ? atomic_load(&((ac_array *)a)->resid) : NULL;
+  return r ? r->g : NULL;
+}
+
 bool rt_resid_host_valid(const ac_array *ca) {
   ac_array *a = (ac_array *)ca; /* the lock is taken, nothing changes */
   struct rt_resid *r = a ? atomic_load(&a->resid) : NULL;

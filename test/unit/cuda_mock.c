@@ -736,6 +736,7 @@ static CUresult mk_htod(CUdeviceptr dst, const void *src, size_t bytes, CUstream
   if (r == CUDA_SUCCESS) {
     memcpy((void *)(uintptr_t)dst, src, bytes);
     mk.st.htod++;
+    mk.st.htod_bytes += bytes;
     if (mk_pinned(src, bytes)) {
       mk.st.pinned_copies++;
       mk_inflight_add(src, bytes);
@@ -754,6 +755,7 @@ static CUresult mk_dtoh(void *dst, CUdeviceptr src, size_t bytes, CUstream s) {
   if (r == CUDA_SUCCESS) {
     memcpy(dst, (const void *)(uintptr_t)src, bytes);
     mk.st.dtoh++;
+    mk.st.dtoh_bytes += bytes;
     mk.st.pinned_copies += mk_pinned(dst, bytes);
   }
   return r;
@@ -769,6 +771,7 @@ static CUresult mk_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream
   if (r == CUDA_SUCCESS) {
     memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
     mk.st.dtod++;
+    mk.st.dtod_bytes += bytes;
   }
   return r;
 }

@@ -33,6 +33,7 @@ typedef struct cuda_mock_stats {
    * in driver work (test_cuda's iterate_step_driver_calls) */
   int alloc_calls;         /* cuMemAlloc and cuMemAllocAsync */
   int htod, dtoh, dtod;    /* copies */
+  uint64_t htod_bytes, dtoh_bytes, dtod_bytes; /* the bytes those copies moved */
   int memsets;             /* cuMemsetD8Async */
   int frees;               /* cuMemFree and cuMemFreeAsync */
   int syncs;               /* cuStreamSynchronize */
