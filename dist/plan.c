@@ -509,6 +509,30 @@ static ac_status leaf_full(dist_plan *p, dref *d, ac_array **out, ac_error **err
   return AC_OK;
 }
 
+static void release_parent(void *parent) {
+  ac_array_release(parent);
+}
+
+/* Rows [lo, hi) of a, for as long as a is not much larger: on a rank
+ * without a GPU a view of a's elements that keeps a alive (no copy), else
+ * a copy (dist_rows: on the device when a lives there). */
+static ac_array *rows_view(dist_plan *p, ac_array *a, int64_t lo, int64_t hi, ac_error **err) {
+  unsigned rank = ac_array_rank(a);
+  size_t row;
+  const char *data = p->rt->gpu || rank > 64 ? NULL : ac_array_data(a);
+  if (!data || !dist_row_bytes(ac_array_type(a), rank, ac_array_extents(a), &row))
+    return dist_rows(p->ctx, a, lo, hi, err);
+  int64_t ext[64];
+  memcpy(ext, ac_array_extents(a), rank * sizeof *ext);
+  ext[0] = hi - lo;
+  ac_array_retain(a);
+  ac_array *v = ac_array_borrow(p->ctx, ac_array_type(a), rank, ext, (char *)data + (size_t)lo * row,
+                                release_parent, a, err);
+  if (!v)
+    ac_array_release(a);
+  return v;
+}
+
 static const int64_t *leaf_extents(const leaf *l, unsigned *rank) {
   if (l->kind == LV_DIST) {
     *rank = l->d->a->rank;
@@ -621,7 +645,7 @@ static ac_status stage_args(dist_plan *p, const stage *s, const ac_dist_array *p
         *d = (ac_datum){AC_DATUM_ARRAY, ac_array_type(l->arr), {0}, l->arr};
         if (b->mode == B_BLOCK && part) {
           ac_array *rows =
-              dist_rows(p->ctx, l->arr, part->offsets[rt->rank], part->offsets[rt->rank + 1], err);
+              rows_view(p, l->arr, part->offsets[rt->rank], part->offsets[rt->rank + 1], err);
           if (!rows || !args_own(a, rows)) {
             ac_array_release(rows);
             st = rows ? dist_fail(rt, err, AC_ERR_NOMEM, "out of memory")
@@ -1606,7 +1630,7 @@ static ac_status eval_stencil(dist_plan *p, ir_ref e, pval **out, bool *fallback
   pval *v = pval_new(n->type, nres);
   for (uint32_t j = 0; v && j < nres; j++) {
     ac_array *r = res[j].array;
-    ac_array *mine_rows = dist_rows(p->ctx, r, skip, skip + (hi - lo), err);
+    ac_array *mine_rows = rows_view(p, r, skip, skip + (hi - lo), err);
     ac_array_release(r);
     res[j].array = NULL;
     unsigned rk = mine_rows ? ac_array_rank(mine_rows) : 0;
