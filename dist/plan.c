@@ -513,6 +513,33 @@ static void release_parent(void *parent) {
   ac_array_release(parent);
 }
 
+/* a's elements with the shape (rank, ext) (the same number of elements),
+ * taking the caller's reference to a: a that lives on a GPU alone keeps
+ * its device buffer, a host array is viewed, not copied. */
+static ac_array *reshaped(dist_plan *p, ac_array *a, unsigned rank, const int64_t *ext,
+                          ac_error **err) {
+  rt_gpu *g = rt_resid_gpu(a);
+  rt_dptr d;
+  size_t bytes;
+  ac_array *v = NULL;
+  if (g && rt_resid_take(a, g, &d, &bytes)) {
+    if (rt_resid_wrap(p->ctx, g, ac_array_type(a), rank, ext, d, &v, err) != AC_OK)
+      v = NULL; /* d is freed by the failed wrap */
+    ac_array_release(a);
+    return v;
+  }
+  const void *data = ac_array_data(a);
+  if (!data && ac_array_size(a) > 0) {
+    rt_resid_host(a, err); /* why the device array could not be fetched */
+    ac_array_release(a);
+    return NULL;
+  }
+  v = ac_array_borrow(p->ctx, ac_array_type(a), rank, ext, (void *)data, release_parent, a, err);
+  if (!v)
+    ac_array_release(a);
+  return v;
+}
+
 /* Rows [lo, hi) of a, for as long as a is not much larger: on a rank
  * without a GPU a view of a's elements that keeps a alive (no copy), else
  * a copy (dist_rows: on the device when a lives there). */
@@ -1524,8 +1551,8 @@ static int64_t boundary_row(int kind, int64_t g, int64_t n) {
 
 static ac_status eval_stencil(dist_plan *p, ir_ref e, pval **out, bool *fallback, ac_error **err) {
   ac_module *m = p->m;
-  const ir_node *n = ir_node_get(m, e);
-  int kind = (int)n->attr;
+  ir_node n = *ir_node_get(m, e); /* a copy: stages add nodes */
+  int kind = (int)n.attr;
   uint32_t ak = 1; /* stencil(f, a[, constant]): the array is kid 1 */
   ir_ref lam = ir_kid(m, e, 0);
   uint32_t rank = kid_rank(m, e, ak);
@@ -1600,7 +1627,7 @@ static ac_status eval_stencil(dist_plan *p, ir_ref e, pval **out, bool *fallback
     st = c ? make_stage(p, e, V_STENCIL, c, -1, &s, err)
            : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
   }
-  uint32_t nres = num_leaves(p, n->type);
+  uint32_t nres = num_leaves(p, n.type);
   ac_datum *res = calloc(nres + 1, sizeof *res);
   if (st == AC_OK && !res)
     st = dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory");
@@ -1627,7 +1654,7 @@ static ac_status eval_stencil(dist_plan *p, ir_ref e, pval **out, bool *fallback
     return AC_OK;
   }
   /* keep this rank's rows: [skip, skip + hi - lo) of the result */
-  pval *v = pval_new(n->type, nres);
+  pval *v = pval_new(n.type, nres);
   for (uint32_t j = 0; v && j < nres; j++) {
     ac_array *r = res[j].array;
     ac_array *mine_rows = rows_view(p, r, skip, skip + (hi - lo), err);
@@ -2756,10 +2783,13 @@ static ac_status fetched_value(dist_plan *p, const pval *av, ir_type t, unsigned
     int64_t bx[64];
     memcpy(bx, ext, q * sizeof *bx);
     bx[0] = off[rt->rank + 1] - off[rt->rank];
-    ac_array *blk = ac_array_create(p->ctx, ac_array_type(got), q, bx, ac_array_data(got), NULL);
-    ac_array_release(got);
-    st = blk && dist_leaf(p, blk, ext[0], off, &v->l[j]) == AC_OK ? AC_OK : AC_ERR_NOMEM;
-    st = dist_agree(rt, st == AC_OK ? st : dist_fail(rt, err, st, "out of memory"), err);
+    ac_error *e = NULL;
+    ac_array *blk = reshaped(p, got, q, bx, &e);
+    st = !blk ? (e ? e->status : dist_fail(rt, &e, AC_ERR_NOMEM, "out of memory"))
+         : dist_leaf(p, blk, ext[0], off, &v->l[j]) == AC_OK
+             ? AC_OK
+             : dist_fail(rt, &e, AC_ERR_NOMEM, "out of memory");
+    st = dist_agree(rt, ir_report(err, e, st), err);
   }
   if (st != AC_OK) {
     pval_release(v);
@@ -2922,11 +2952,13 @@ static ac_status index_rows(dist_plan *p, ir_ref e, ir_ref c, pval **out, bool *
   for (uint32_t j = 0; st == AC_OK && j < av->n; j++) {
     ac_array *got = NULL;
     st = dist_fetch_elems(p->rt, av->l[j].d->a, &lin, 1, &got, err);
-    if (st == AC_OK) {
-      v->l[j] =
-          (leaf){LV_SCALAR, rt_scalar_read(ac_array_type(got), ac_array_data(got)), NULL, NULL};
-      ac_array_release(got);
-    }
+    const void *x = st == AC_OK ? ac_array_data(got) : NULL;
+    if (st == AC_OK && x)
+      v->l[j] = (leaf){LV_SCALAR, rt_scalar_read(ac_array_type(got), x), NULL, NULL};
+    else if (st == AC_OK)
+      st = rt_resid_host(got, err); /* a device element that could not be fetched */
+    ac_array_release(got);
+    st = dist_agree(p->rt, st, err);
   }
   if (st != AC_OK) {
     pval_release(v);
