@@ -11,6 +11,8 @@
  *   jacobi_steps  `steps` of them in one call (iterate)
  *   sample_sort   u32 keys: the harness's sample sort (below), whose local
  *                 steps are arrayc functions called on each rank's keys
+ *   edit_distance dist.ac's edit_distance of two distributed strings: a
+ *                 recurrence, in wavefronts pipelined across ranks
  * Every rank makes its own block of the inputs (the data is a hash of the
  * global index, so no rank needs the whole input), the distributed arrays
  * are made once and stay distributed between calls, and each call is
@@ -44,11 +46,11 @@
  *   arrayc-bench-dist [--quick] [--repeat N] [--sort-repeat N] [--only NAME[,NAME...]]
  *                     [--tsv FILE]
  *                     [--saxpy-log2 K] [--sum-log2 K] [--grid N] [--steps S]
- *                     [--sort-log2 K] [--stream-log2 K]
+ *                     [--sort-log2 K] [--stream-log2 K] [--edit-len N]
  *
  * Defaults: saxpy and sum 2^25 elements, a 4096 x 4096 grid, 10 steps,
- * 2^24 keys, the triad over 2^25 doubles (three arrays, split over the
- * ranks), 7 repetitions (3 for the sort, whose calls take seconds).
+ * 2^24 keys, strings of 8192 and 9216 letters, the triad over 2^25 doubles (three arrays, split
+ * over the ranks), 7 repetitions (3 for the sort, whose calls take seconds).
  * --quick: tiny sizes, checks only (nothing timed): ctest's bench.dist.smoke.
  * The exit status is 1 when a check fails.
  */
@@ -324,6 +326,23 @@ static double time_ac(bench *B, dcall *c, double *bytes_per_call) {
 }
 
 /* The whole of a distributed result on rank 0 (NULL elsewhere). */
+/* Times arrayc's call c and the reference's step: the medians in r->ac
+ * and r->ref (with --quick the reference runs once, untimed), and the
+ * bytes each sends per element and call (the reference step adds its own
+ * to *ref_bytes). */
+static void time_both(bench *B, result *r, dcall *c, step_fn ref, void *state,
+                      uint64_t *ref_bytes) {
+  double per_call;
+  r->ac = time_ac(B, c, &per_call);
+  r->ac_bytes = per_call / r->elems;
+  *ref_bytes = 0;
+  r->ref = B->quick ? NAN : time_median(B, ref, state);
+  int ref_calls = B->quick ? 1 : B->repeat + 1;
+  if (B->quick)
+    ref(B, state);
+  r->ref_bytes = (double)sum_ranks(B, *ref_bytes) / ref_calls / r->elems;
+}
+
 static ac_array *gather0(bench *B, ac_dist_array *a) {
   ac_array *full = NULL;
   ac_error *e = NULL;
@@ -514,15 +533,7 @@ static void bench_sum(bench *B, int log2n) {
            (double)want);
   agree_check(B, e1 <= 1e-9 && e2 <= 1e-9, &r, "result", detail);
 
-  double per_call;
-  r.ac = time_ac(B, &c, &per_call);
-  r.ac_bytes = per_call / (double)n;
-  s.bytes = 0;
-  r.ref = B->quick ? NAN : time_median(B, sum_ref_step, &s);
-  int ref_calls = B->quick ? 1 : B->repeat + 1;
-  if (B->quick)
-    sum_ref_step(B, &s);
-  r.ref_bytes = (double)sum_ranks(B, s.bytes) / ref_calls / (double)n;
+  time_both(B, &r, &c, sum_ref_step, &s, &s.bytes);
   r.min_bytes = 8.0 * (B->size - 1) / (double)n; /* R - 1 partial sums */
   report(B, &r);
   ac_dist_datum_release(&args[0]);
@@ -617,15 +628,7 @@ static void bench_jacobi(bench *B, int64_t side, int64_t steps) {
   free(ref_all);
   ac_dist_datum_release(&c.res);
 
-  double per_call;
-  r.ac = time_ac(B, &c, &per_call);
-  r.ac_bytes = per_call / r.elems;
-  j.bytes = 0;
-  r.ref = B->quick ? NAN : time_median(B, jacobi_ref_step, &j);
-  int ref_calls = B->quick ? 1 : B->repeat + 1;
-  if (B->quick)
-    jacobi_ref_step(B, &j);
-  r.ref_bytes = (double)sum_ranks(B, j.bytes) / ref_calls / r.elems;
+  time_both(B, &r, &c, jacobi_ref_step, &j, &j.bytes);
   /* two halo rows per internal block boundary per step */
   r.min_bytes = 2.0 * (B->size - 1) * (double)cols * 4 * (double)steps / r.elems;
   report(B, &r);
@@ -634,6 +637,92 @@ static void bench_jacobi(bench *B, int64_t side, int64_t steps) {
   free(j.a.cells);
   free(j.b.cells);
   free(j.in.cells);
+}
+
+/* ---- edit distance: a recurrence in pipelined wavefronts ---- */
+
+typedef struct edit_ref {
+  int64_t n, m;
+  const uint8_t *s, *t;
+  int tiles;
+  int32_t out;
+  uint64_t bytes;
+} edit_ref;
+
+static void edit_ref_step(bench *B, void *state) {
+  edit_ref *e = state;
+  e->out = refd_edit_distance(e->n, e->s, e->m, e->t, e->tiles, B->comm, &e->bytes);
+}
+
+/* The edit distance on rank 0, two rows at a time, apart from both. */
+static int32_t edit_seq(int64_t n, const uint8_t *s, int64_t m, const uint8_t *t) {
+  int32_t *a = xmalloc((size_t)(m + 1) * 4), *b = xmalloc((size_t)(m + 1) * 4);
+  for (int64_t j = 0; j <= m; j++)
+    a[j] = (int32_t)j;
+  for (int64_t i = 1; i <= n; i++) {
+    b[0] = (int32_t)i;
+    for (int64_t j = 1; j <= m; j++) {
+      int32_t v = a[j] + 1 < b[j - 1] + 1 ? a[j] + 1 : b[j - 1] + 1;
+      int32_t dg = a[j - 1] + (s[i - 1] != t[j - 1]);
+      b[j] = v < dg ? v : dg;
+    }
+    int32_t *x = a;
+    a = b;
+    b = x;
+  }
+  int32_t d = a[m];
+  free(a);
+  free(b);
+  return d;
+}
+
+/* This rank's block (the partition rule's) of a string of n letters from
+ * {A, C, G, T}, made from the global index. */
+static uint8_t *letters(bench *B, int64_t n, uint64_t seed, int64_t *rows, bool whole) {
+  int64_t lo = 0, hi = n;
+  if (!whole)
+    partition(B, n, &lo, &hi);
+  uint8_t *x = xmalloc((size_t)(hi - lo ? hi - lo : 1));
+  for (int64_t i = lo; i < hi; i++)
+    x[i - lo] = (uint8_t)"ACGT"[hash((uint64_t)i, seed) % 4];
+  *rows = hi - lo;
+  return x;
+}
+
+static void bench_edit(bench *B, int64_t len) {
+  int64_t n = B->quick ? 61 : len, m = B->quick ? 47 : len + len / 8, ns, nt;
+  result r = {.name = "edit_distance", .elems = (double)((n + 1) * (m + 1)), .counted = 0};
+  snprintf(r.size, sizeof r.size, "%lldx%lld", (long long)n + 1, (long long)m + 1);
+  ac_dist_function *f = function(B, "edit_distance", &r);
+  uint8_t *sb = letters(B, n, 7, &ns, false), *tb = letters(B, m, 8, &nt, false);
+  ac_dist_datum args[2] = {distributed(dist_from(B, AC_U8, ns, 0, sb)),
+                           distributed(dist_from(B, AC_U8, nt, 0, tb))};
+  dcall c = {f, args, 2, {0}, true};
+  ac_step(B, &c);
+  edit_ref e = {n, m, NULL, NULL, B->size == 1 ? 1 : 4 * B->size, 0, 0};
+  uint8_t *s = letters(B, n, 7, &ns, true), *t = letters(B, m, 8, &nt, true);
+  e.s = s;
+  e.t = t;
+  edit_ref_step(B, &e);
+
+  int32_t want = B->me == 0 ? edit_seq(n, s, m, t) : 0, got = (int32_t)c.res.local.s.i;
+  char detail[128];
+  snprintf(r.check, sizeof r.check, "ok (%d)", (int)want);
+  snprintf(detail, sizeof detail, "%d and the reference's %d, want %d", (int)got, (int)e.out,
+           (int)want);
+  agree_check(B, got == want && e.out == want, &r, "result", detail);
+
+  time_both(B, &r, &c, edit_ref_step, &e, &e.bytes);
+  /* one row of the table per internal block boundary */
+  r.min_bytes = 4.0 * (B->size - 1) * (double)m / r.elems;
+  if (!B->quick && B->me == 0)
+    snprintf(r.check, sizeof r.check, "ok (%d; %.2f Gcell/s)", (int)want, r.elems / r.ac / 1e9);
+  report(B, &r);
+  ac_dist_datum_release(&args[0]);
+  ac_dist_datum_release(&args[1]);
+  ac_dist_function_destroy(f);
+  free(s);
+  free(t);
 }
 
 /* ---- sample sort ---- */
@@ -906,7 +995,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &B.me);
   MPI_Comm_size(MPI_COMM_WORLD, &B.size);
   int saxpy_log2 = 25, sum_log2 = 25, sort_log2 = 24, stream_log2 = 25;
-  int64_t grid = 4096, steps = 10;
+  int64_t grid = 4096, steps = 10, edit_len = 8192;
   const char *tsv = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -926,6 +1015,8 @@ int main(int argc, char **argv) {
       stream_log2 = arg_int(argc, argv, &i);
     else if (!strcmp(a, "--grid"))
       grid = arg_int(argc, argv, &i);
+    else if (!strcmp(a, "--edit-len"))
+      edit_len = arg_int(argc, argv, &i);
     else if (!strcmp(a, "--steps"))
       steps = arg_int(argc, argv, &i);
     else if (!strcmp(a, "--only") && i + 1 < argc)
@@ -938,15 +1029,15 @@ int main(int argc, char **argv) {
             stderr,
             "usage: arrayc-bench-dist [--quick] [--repeat N] [--sort-repeat N] [--only NAME,..]\n"
             "         [--tsv FILE] [--saxpy-log2 K] [--sum-log2 K] [--grid N] [--steps S]\n"
-            "         [--sort-log2 K] [--stream-log2 K]\n");
+            "         [--sort-log2 K] [--stream-log2 K] [--edit-len N]\n");
       MPI_Finalize();
       return 2;
     }
   }
-  if (B.repeat < 1 || B.sort_repeat < 1 || grid < 1 || steps < 2) {
+  if (B.repeat < 1 || B.sort_repeat < 1 || grid < 1 || steps < 2 || edit_len < 1) {
     if (B.me == 0)
-      fprintf(stderr, "arrayc-bench-dist: --repeat, --sort-repeat and --grid take N >= 1, "
-                      "--steps S >= 2\n");
+      fprintf(stderr, "arrayc-bench-dist: --repeat, --sort-repeat, --grid and --edit-len take "
+                      "N >= 1, --steps S >= 2\n");
     MPI_Finalize();
     return 2;
   }
@@ -1006,6 +1097,8 @@ int main(int argc, char **argv) {
     bench_jacobi(&B, grid, steps);
   if (wanted(&B, "sample_sort"))
     bench_sort(&B, sort_log2);
+  if (wanted(&B, "edit_distance"))
+    bench_edit(&B, edit_len);
 
   int failures = B.failures;
   if (B.tsv)

@@ -11,6 +11,7 @@
  */
 #include "ref_dist.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void refd_saxpy(int64_t n, float a, const float *x, const float *y, float *out) {
@@ -131,4 +132,71 @@ double refd_stream_triad(int64_t n, double *a, const double *b, const double *c)
   for (int64_t i = 0; i < n; i++)
     a[i] = b[i] + 3.0 * c[i];
   return MPI_Wtime() - t0;
+}
+
+int32_t refd_edit_distance(int64_t n, const uint8_t *s, int64_t m, const uint8_t *t, int tiles,
+                           MPI_Comm comm, uint64_t *bytes) {
+  int R, me;
+  MPI_Comm_size(comm, &R);
+  MPI_Comm_rank(comm, &me);
+  int64_t base = n / R, rem = n % R;
+  int64_t lo = 1 + me * base + (me < rem ? me : rem), rows = base + (me < rem ? 1 : 0);
+  int prev = me - 1, next = me + 1; /* the neighbours holding rows (n < R: some hold none) */
+  while (prev >= 0 && base == 0 && prev >= rem)
+    prev--;
+  if (base == 0 && next >= rem)
+    next = R;
+  if (tiles > m)
+    tiles = m > 0 ? (int)m : 1;
+  int64_t wide = (m + tiles - 1) / tiles;
+  int32_t *left = malloc((size_t)(rows ? rows : 1) * 4);
+  int32_t *seg = malloc((size_t)(wide + 1) * 4), *cur = malloc((size_t)(wide + 1) * 4);
+  int32_t *out = malloc((size_t)(m ? m : 1) * 4); /* the last row, sent tile by tile */
+  MPI_Request *req = malloc((size_t)tiles * sizeof *req);
+  int nreq = 0;
+  for (int64_t k = 0; k < rows; k++)
+    left[k] = (int32_t)(lo + k); /* d[i][0] = i */
+  int32_t corner = (int32_t)(lo - 1), last = 0;
+  for (int k = 0; k < tiles && rows > 0; k++) {
+    int64_t c0 = 1 + k * (m / tiles) + (k < m % tiles ? k : m % tiles);
+    int64_t w = m / tiles + (k < m % tiles ? 1 : 0);
+    /* the row above the block: d[0][c] = c on the first rank */
+    if (prev < 0) {
+      for (int64_t x = 1; x <= w; x++)
+        seg[x] = (int32_t)(c0 + x - 1);
+    } else {
+      MPI_Recv(seg + 1, (int)w, MPI_INT32_T, prev, k, comm, MPI_STATUS_IGNORE);
+    }
+    seg[0] = corner;
+    corner = seg[w];
+    for (int64_t r = 0; r < rows; r++) {
+      uint8_t a = s[lo + r - 1];
+      cur[0] = left[r];
+      for (int64_t x = 1; x <= w; x++) {
+        int32_t up = seg[x] + 1, lf = cur[x - 1] + 1, dg = seg[x - 1] + (a != t[c0 + x - 2]);
+        int32_t v = up < lf ? up : lf;
+        cur[x] = v < dg ? v : dg;
+      }
+      left[r] = cur[w];
+      int32_t *tmp = seg;
+      seg = cur;
+      cur = tmp;
+    }
+    last = seg[w];
+    if (next < R) {
+      memcpy(out + (c0 - 1), seg + 1, (size_t)w * 4);
+      MPI_Isend(out + (c0 - 1), (int)w, MPI_INT32_T, next, k, comm, &req[nreq++]);
+      *bytes += (uint64_t)w * 4;
+    }
+  }
+  MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+  /* d[n][m]: the last rank holding rows (m = 0: n; n = 0: m) */
+  int32_t mine = rows > 0 && next >= R ? (m > 0 ? last : (int32_t)n) : INT32_MIN, d = 0;
+  MPI_Allreduce(&mine, &d, 1, MPI_INT32_T, MPI_MAX, comm);
+  free(left);
+  free(seg);
+  free(cur);
+  free(out);
+  free(req);
+  return n == 0 ? (int32_t)m : d;
 }

@@ -42,6 +42,16 @@ void refd_bucket_bounds(int64_t n, const uint32_t *keys, int nsplit, const uint3
  * equal keys in run order. */
 void refd_merge_runs(int nruns, const int64_t *off, const uint32_t *c, uint32_t *out);
 
+/* The edit distance of s (n bytes) and t (m bytes), every rank holding
+ * both: the rows 1..n of the table split over comm's ranks in near-equal
+ * blocks, the columns in `tiles` tiles; for each tile a rank receives the
+ * last row of the block above (the tile's columns, MPI_Recv), computes its
+ * rows two at a time in a rolling buffer, and sends its last row on
+ * (MPI_Isend): a wavefront pipelined across ranks. The result on every
+ * rank. */
+int32_t refd_edit_distance(int64_t n, const uint8_t *s, int64_t m, const uint8_t *t, int tiles,
+                           MPI_Comm comm, uint64_t *bytes);
+
 /* STREAM triad a = b + 3c over n doubles; returns seconds. */
 double refd_stream_triad(int64_t n, double *a, const double *b, const double *c);
 

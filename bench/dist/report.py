@@ -116,7 +116,11 @@ harness's own MPI bytes), per element and call; **ref B/el**, the bytes
 the reference hands to MPI for other ranks; **min B/el**, what the
 algorithm needs: saxpy nothing, sum R - 1 partial sums, Jacobi two halo
 rows per internal block boundary and step, sample sort (R - 1)/R of the
-keys plus every rank's 64 samples to every other rank.
+keys plus every rank's 64 samples to every other rank, edit distance one
+row of the table per internal block boundary (arrayc's bytes also count
+the allgather of its two distributed strings, which every rank of the
+reference is given; edit distance is compute-bound, so its "of bw" is 0
+and its check column gives the cells per second).
 
 The sample sort (regular sampling) is the harness's MPI algorithm; its
 local steps are arrayc functions in arrayc's column (bench/dist/dist.ac:
