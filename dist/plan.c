@@ -3288,9 +3288,11 @@ static ir_ref rec_tile_expr(dist_plan *p, ir_ref e, uint32_t nl, const ac_scalar
 }
 
 /* The tiles of the pipeline (columns of the table's second dimension):
- * ARRAYC_DIST_REC_TILES when set, else 4 per rank; one on a single rank. */
+ * ARRAYC_DIST_REC_TILES when set, else 4 per rank (on one rank too: a
+ * tile's table is then a quarter of the whole, which the cache likes:
+ * edit distance of 8192 x 9216 took 1.19 s in one tile, 0.45 s in 4). */
 static int64_t rec_tiles(const dist_plan *p, int64_t cols) {
-  int64_t k = p->rt->size == 1 ? 1 : 4 * (int64_t)p->rt->size;
+  int64_t k = 4 * (int64_t)p->rt->size;
   const char *env = getenv("ARRAYC_DIST_REC_TILES");
   if (env && *env) {
     char *end;

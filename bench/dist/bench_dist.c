@@ -699,7 +699,7 @@ static void bench_edit(bench *B, int64_t len) {
                            distributed(dist_from(B, AC_U8, nt, 0, tb))};
   dcall c = {f, args, 2, {0}, true};
   ac_step(B, &c);
-  edit_ref e = {n, m, NULL, NULL, B->size == 1 ? 1 : 4 * B->size, 0, 0};
+  edit_ref e = {n, m, NULL, NULL, 4 * B->size, 0, 0};
   uint8_t *s = letters(B, n, 7, &ns, true), *t = letters(B, m, 8, &nt, true);
   e.s = s;
   e.t = t;
