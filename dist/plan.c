@@ -513,6 +513,17 @@ static void release_parent(void *parent) {
   ac_array_release(parent);
 }
 
+/* An array of shape (rank, ext) over a's host elements at data, taking
+ * the caller's reference to a, which it keeps alive (released with it). */
+static ac_array *view_of(dist_plan *p, ac_array *a, unsigned rank, const int64_t *ext,
+                         const void *data, ac_error **err) {
+  ac_array *v =
+      ac_array_borrow(p->ctx, ac_array_type(a), rank, ext, (void *)data, release_parent, a, err);
+  if (!v)
+    ac_array_release(a);
+  return v;
+}
+
 /* a's elements with the shape (rank, ext) (the same number of elements),
  * taking the caller's reference to a: a that lives on a GPU alone keeps
  * its device buffer, a host array is viewed, not copied. */
@@ -534,10 +545,7 @@ static ac_array *reshaped(dist_plan *p, ac_array *a, unsigned rank, const int64_
     ac_array_release(a);
     return NULL;
   }
-  v = ac_array_borrow(p->ctx, ac_array_type(a), rank, ext, (void *)data, release_parent, a, err);
-  if (!v)
-    ac_array_release(a);
-  return v;
+  return view_of(p, a, rank, ext, data, err);
 }
 
 /* Rows [lo, hi) of a, for as long as a is not much larger: on a rank
@@ -553,11 +561,7 @@ static ac_array *rows_view(dist_plan *p, ac_array *a, int64_t lo, int64_t hi, ac
   memcpy(ext, ac_array_extents(a), rank * sizeof *ext);
   ext[0] = hi - lo;
   ac_array_retain(a);
-  ac_array *v = ac_array_borrow(p->ctx, ac_array_type(a), rank, ext, (char *)data + (size_t)lo * row,
-                                release_parent, a, err);
-  if (!v)
-    ac_array_release(a);
-  return v;
+  return view_of(p, a, rank, ext, data + (size_t)lo * row, err);
 }
 
 static const int64_t *leaf_extents(const leaf *l, unsigned *rank) {
@@ -3365,6 +3369,11 @@ static void copy_cols(char *dst, int64_t dcols, int64_t dc0, const char *src, in
            bytes);
 }
 
+/* Bytes of rows [a, b) of `width` columns of every leaf. */
+static size_t rec_bytes(const rec_run *r, int64_t a, int64_t b, int64_t width) {
+  return (size_t)(b - a) * (size_t)width * (size_t)r->rest * r->cell;
+}
+
 /* The halo rows of a rank holding rows [lo, hi): how many (none for no
  * rows), the first in *first. */
 static int64_t rec_halo(const rec_run *r, int64_t lo, int64_t hi, int64_t *first) {
@@ -3404,7 +3413,6 @@ static ac_status rec_setup(dist_plan *p, rec_run *r, int64_t tiles, ac_error **e
     return dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
   /* every other rank whose halo holds rows of this one, and every rank
    * holding rows of this one's halo */
-  size_t rowall = (size_t)cols * (size_t)r->rest * r->cell;
   for (int q = 0; q < R && r->r1 > r->r0; q++) {
     int64_t first, need = rec_halo(r, r->off[q], r->off[q + 1], &first);
     int64_t a = first > r->r0 ? first : r->r0;
@@ -3412,7 +3420,7 @@ static ac_status rec_setup(dist_plan *p, rec_run *r, int64_t tiles, ac_error **e
     if (q == me || b <= a)
       continue;
     rec_peer *s = &r->send[r->nsend++];
-    *s = (rec_peer){q, a, b, malloc((size_t)(b - a) * rowall + 1)};
+    *s = (rec_peer){q, a, b, malloc(rec_bytes(r, a, b, cols) + 1)};
     if (!s->buf)
       return dist_fail(rt, err, AC_ERR_NOMEM, "out of memory");
   }
@@ -3424,7 +3432,7 @@ static ac_status rec_setup(dist_plan *p, rec_run *r, int64_t tiles, ac_error **e
     if (q == me || b <= a)
       continue;
     r->recv[r->nrecv++] = (rec_peer){q, a, b, NULL};
-    size_t bytes = (size_t)(b - a) * (size_t)wide * (size_t)r->rest * r->cell;
+    size_t bytes = rec_bytes(r, a, b, wide);
     most = bytes > most ? bytes : most;
   }
   r->rbuf = malloc(most + 1);
@@ -3521,11 +3529,6 @@ static void rec_pack(rec_run *r, char *buf, int64_t a, int64_t b, int64_t c0, in
                 b - a, width, r->rest, esz);
     buf += (size_t)(b - a) * (size_t)width * (size_t)r->rest * esz;
   }
-}
-
-/* Bytes of rows [a, b) of `width` columns of every leaf. */
-static size_t rec_bytes(const rec_run *r, int64_t a, int64_t b, int64_t width) {
-  return (size_t)(b - a) * (size_t)width * (size_t)r->rest * r->cell;
 }
 
 /* The tiles in order: receive the halo rows of the tile, compute it, send
@@ -3950,20 +3953,6 @@ static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
     /* the operand first, then the fold or scan over it */
     return with_operands(p, e, (uint64_t)1 << k, n.op == IR_FOLD ? fold_form : scan_form, out, err);
   }
-  case IR_REC: {
-    bool fallback = true;
-    st = eval_rec(p, e, out, &fallback, err);
-    if (st != AC_OK || !fallback)
-      return st;
-    break;
-  }
-  case IR_STENCIL: {
-    bool fallback = true;
-    st = eval_stencil(p, e, out, &fallback, err);
-    if (st != AC_OK || !fallback)
-      return st;
-    break;
-  }
   case IR_MAP: {
     uint64_t h = nonlocal_operands(p, e, -1);
     if (!h || n.nkids > 64)
@@ -3988,11 +3977,16 @@ static ac_status deval(dist_plan *p, ir_ref e, pval **out, ac_error **err) {
     return dist_agree(p->rt, *out ? AC_OK : dist_fail(p->rt, err, AC_ERR_NOMEM, "out of memory"),
                       err);
   }
+  case IR_REC:
+  case IR_STENCIL:
   case IR_GENERATE:
   case IR_IOTA:
   case IR_FILL: {
+    /* forms that may not apply (*fallback): then on full data, below */
     bool fallback = true;
-    st = eval_producer(p, e, out, &fallback, err);
+    st = n.op == IR_REC       ? eval_rec(p, e, out, &fallback, err)
+         : n.op == IR_STENCIL ? eval_stencil(p, e, out, &fallback, err)
+                              : eval_producer(p, e, out, &fallback, err);
     if (st != AC_OK || !fallback)
       return st;
     break;
